@@ -1,0 +1,176 @@
+"""Placement API: allocations of consumers, allocations on providers, and
+usages of projects."""
+import collections
+
+from django.utils import timezone
+
+from allocations import querysets, schemas, services
+from placement_site import errors
+from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
+                                require_json, versions)
+from placement_site.validation import is_uuid_like, normalize_uuid
+from providers import exceptions
+from providers.api import serializers as provider_serializers
+from providers.api.views import find_provider
+
+POLICY = 'placement:allocations:%s'
+
+
+def latest(allocations):
+    return provider_serializers.latest(allocations)
+
+
+def consumer_allocations_body(allocations, version):
+    """GET /allocations/{consumer_uuid}, shaped for the microversion."""
+    by_provider = collections.defaultdict(dict)
+    for allocation in allocations:
+        entry = by_provider[allocation.resource_provider.uuid]
+        entry.setdefault('resources', {})[allocation.resource_class.name] = allocation.used
+        entry['generation'] = allocation.resource_provider.generation
+    body = {'allocations': by_provider}
+    if allocations and version.matches((1, 12)):
+        consumer = allocations[0].consumer
+        body['project_id'] = consumer.project.external_id
+        body['user_id'] = consumer.user.external_id
+        if version.matches((1, 28)):
+            body['consumer_generation'] = consumer.generation
+        if version.matches((1, 38)):
+            body['consumer_type'] = consumer.consumer_type_name
+    return body
+
+
+def provider_allocations_body(provider, allocations, version):
+    """GET /resource_providers/{uuid}/allocations."""
+    by_consumer = collections.defaultdict(dict)
+    for allocation in allocations:
+        entry = by_consumer[allocation.consumer.uuid]
+        entry.setdefault('resources', {})[allocation.resource_class.name] = allocation.used
+        if version.matches((1, 28)):
+            entry['consumer_generation'] = allocation.consumer.generation
+    return {'allocations': by_consumer, 'resource_provider_generation': provider.generation}
+
+
+def request_for_consumer(consumer_uuid, data, version):
+    """One consumer's part of a PUT or POST body -> ConsumerAllocations."""
+    allocations = data['allocations']
+    if not version.matches((1, 12)):  # a list before 1.12
+        allocations = {item['resource_provider']['uuid']: {'resources': item['resources']}
+                       for item in allocations}
+    return services.ConsumerAllocations(
+        consumer_uuid=consumer_uuid,
+        allocations={rp: entry['resources'] for rp, entry in allocations.items()},
+        project_id=data.get('project_id'),
+        user_id=data.get('user_id'),
+        generation=(data.get('consumer_generation') if version.matches((1, 28))
+                    else services.NOT_CHECKED),
+        consumer_type=data.get('consumer_type') if version.matches((1, 38)) else None,
+    )
+
+
+def write(requests, not_found_message):
+    """Run the write and word its failures as Placement does."""
+    try:
+        services.allocations_replace(requests)
+    except exceptions.ConsumerGenerationConflict as exc:
+        raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+    except services.ProviderForAllocationNotFound as exc:
+        raise errors.bad_request(str(exc))
+    except exceptions.NotFound as exc:
+        raise errors.bad_request(not_found_message.format(error=exc))
+    except exceptions.InvalidInventory as exc:
+        raise errors.conflict(f'Unable to allocate inventory: {exc}')
+    except exceptions.ConcurrentUpdate as exc:
+        raise errors.conflict(
+            f'Inventory and/or allocations changed while attempting to allocate: {exc}',
+            code=errors.CONCURRENT_UPDATE)
+
+
+class AllocationViewSet(PlacementViewSet):
+    """/allocations and /allocations/{consumer_uuid}"""
+
+    @accept_json
+    def retrieve(self, request, consumer_uuid):
+        self.authorize(POLICY % 'list')
+        allocations = querysets.allocations_of_consumer(consumer_uuid)
+        return self.respond(consumer_allocations_body(allocations, self.version),
+                            last_modified=latest(allocations))
+
+    def _put_schema(self):
+        if self.want((1, 38)):
+            return schemas.ALLOCATIONS_PUT_1_38
+        if self.want((1, 34)):
+            return schemas.ALLOCATIONS_PUT_1_34
+        if self.want((1, 28)):
+            return schemas.ALLOCATIONS_PUT_1_28
+        if self.want((1, 12)):
+            return schemas.ALLOCATIONS_PUT_1_12
+        if self.want((1, 8)):
+            return schemas.ALLOCATIONS_PUT_1_8
+        return schemas.ALLOCATIONS_PUT
+
+    @require_json
+    def update(self, request, consumer_uuid):
+        self.authorize(POLICY % 'update')
+        if not is_uuid_like(consumer_uuid):
+            raise errors.bad_request(f'Malformed consumer_uuid: {consumer_uuid}')
+        consumer_uuid = normalize_uuid(consumer_uuid)
+        data = json_body(request, self._put_schema())
+        write([request_for_consumer(consumer_uuid, data, self.version)],
+              f'Unable to allocate inventory for consumer {consumer_uuid}: {{error}}')
+        return self.no_content()
+
+    @versions('1.13')
+    @require_json
+    def create(self, request):
+        """POST /allocations: many consumers in one transaction."""
+        self.authorize(POLICY % 'manage')
+        if self.want((1, 38)):
+            schema = schemas.ALLOCATIONS_POST_1_38
+        elif self.want((1, 34)):
+            schema = schemas.ALLOCATIONS_POST_1_34
+        elif self.want((1, 28)):
+            schema = schemas.ALLOCATIONS_POST_1_28
+        else:
+            schema = schemas.ALLOCATIONS_POST_1_13
+        data = json_body(request, schema)
+        write([request_for_consumer(uuid, part, self.version) for uuid, part in data.items()],
+              'Unable to allocate inventory {error}')
+        return self.no_content()
+
+    def destroy(self, request, consumer_uuid):
+        self.authorize(POLICY % 'delete')
+        if not services.allocations_delete(consumer_uuid=consumer_uuid):
+            raise errors.not_found(f"No allocations for consumer '{consumer_uuid}'")
+        return self.no_content()
+
+
+class ProviderAllocationsViewSet(PlacementViewSet):
+    """/resource_providers/{uuid}/allocations"""
+
+    @accept_json
+    def retrieve(self, request, uuid):
+        self.authorize('placement:resource_providers:allocations:list')
+        provider = find_provider(uuid, "Resource provider '{uuid}' not found: {error}", vary=True)
+        allocations = querysets.allocations_on_provider(provider)
+        return self.respond(provider_allocations_body(provider, allocations, self.version),
+                            last_modified=latest(allocations))
+
+
+class UsageViewSet(PlacementViewSet):
+    """/usages"""
+
+    @versions('1.9')
+    @accept_json
+    def list(self, request):
+        project_id = request.GET.get('project_id')
+        user_id = request.GET.get('user_id')
+        self.authorize('placement:usages', target={'project_id': project_id})
+        by_type = self.want((1, 38))
+        query_params(request, schemas.USAGES_QUERY_1_38 if by_type else schemas.USAGES_QUERY_1_9)
+        if by_type:
+            usages = querysets.project_usages_by_consumer_type(
+                project_id, user_id, request.GET.get('consumer_type'))
+        else:
+            usages = querysets.project_usages(project_id, user_id)
+        # Usage is "now": Placement does not date it.
+        return self.respond({'usages': usages}, last_modified=timezone.now())

@@ -1,0 +1,87 @@
+"""Reads of allocations and usages: a fixed number of queries each,
+whatever the number of providers or consumers."""
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+
+from allocations.models import Allocation, ConsumerType
+from providers.models import Inventory
+from providers.querysets import usage_subquery
+
+
+def allocations_of_consumer(consumer_uuid):
+    """The consumer's allocations with provider, class and owner (1 query)."""
+    return list(Allocation.objects.filter(consumer__uuid=consumer_uuid).select_related(
+        'resource_provider', 'resource_class', 'consumer__project', 'consumer__user',
+        'consumer__consumer_type').only(
+        'used', 'created_at', 'updated_at',
+        'resource_provider__uuid', 'resource_provider__generation',
+        'resource_class__name',
+        'consumer__uuid', 'consumer__generation', 'consumer__consumer_type__name',
+        'consumer__project__external_id', 'consumer__user__external_id'))
+
+
+def allocations_on_provider(provider):
+    """Allocations against one provider with their consumers (1 query)."""
+    return list(Allocation.objects.filter(resource_provider_id=provider.pk).select_related(
+        'resource_class', 'consumer').only(
+        'used', 'created_at', 'updated_at', 'resource_class__name',
+        'consumer__uuid', 'consumer__generation'))
+
+
+def provider_usages(provider):
+    """{resource class: used} for every class the provider has inventory of."""
+    rows = Inventory.objects.filter(resource_provider_id=provider.pk).annotate(
+        used=usage_subquery()).values_list('resource_class__name', 'used')
+    return {name: used for name, used in rows}
+
+
+def project_usages(project_id, user_id=None):
+    """{resource class: used} over a project's (and user's) consumers."""
+    rows = _owned(project_id, user_id).values('resource_class__name').annotate(
+        used=Coalesce(Sum('used'), 0))
+    return {row['resource_class__name']: row['used'] for row in rows}
+
+
+def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None):
+    """Usages grouped by consumer type, each with its consumer_count.
+
+    consumer_type: None for every type separately, 'all' for everything
+    under one 'all' key, 'unknown' for consumers without a type, or a name.
+    Consumers written before 1.38 have no type and count as 'unknown'.
+    """
+    allocations = _owned(project_id, user_id)
+    if consumer_type == ConsumerType.UNKNOWN:
+        allocations = allocations.filter(consumer__consumer_type__isnull=True)
+    elif consumer_type not in (None, 'all'):
+        allocations = allocations.filter(consumer__consumer_type__name=consumer_type)
+    if consumer_type in ('all', ConsumerType.UNKNOWN):
+        group = []
+    else:
+        group = ['consumer__consumer_type__name']
+    usages = {}
+    by_class = allocations.values(*group, 'resource_class__name').annotate(used=Sum('used'))
+    for row in by_class:
+        key = _type_key(row, group, consumer_type)
+        usages.setdefault(key, {})[row['resource_class__name']] = row['used']
+    if group:
+        counts = allocations.values(*group).annotate(consumers=Count('consumer', distinct=True))
+    else:
+        counts = [allocations.aggregate(consumers=Count('consumer', distinct=True))]
+    for row in counts:
+        key = _type_key(row, group, consumer_type)
+        if key in usages:
+            usages[key]['consumer_count'] = row['consumers']
+    return usages
+
+
+def _type_key(row, group, consumer_type):
+    if not group:
+        return consumer_type
+    return row['consumer__consumer_type__name'] or ConsumerType.UNKNOWN
+
+
+def _owned(project_id, user_id):
+    allocations = Allocation.objects.filter(consumer__project__external_id=project_id)
+    if user_id:
+        allocations = allocations.filter(consumer__user__external_id=user_id)
+    return allocations

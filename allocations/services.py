@@ -1,0 +1,253 @@
+"""Writing allocations: one transaction per request, all or nothing.
+
+Concurrency: the consumers' rows and then the providers' rows (in id order,
+so two writers never deadlock) are locked before usage is read, so the
+capacity check sees every committed allocation and nobody can add one until
+we commit. Generations are still bumped with a guarded UPDATE
+(... WHERE generation = <the value read under the lock>), so a writer that
+slipped past the locks loses with 409 instead of overwriting.
+"""
+import collections
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+
+from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from providers import exceptions
+from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
+
+NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
+ATTEMPTS = 10
+
+
+class ProviderForAllocationNotFound(exceptions.NotFound):
+    message = "Allocation for resource provider '%(uuid)s' that does not exist."
+
+
+@dataclass
+class ConsumerAllocations:
+    """What one consumer should hold after the write.
+
+    `allocations` maps provider uuid -> {resource class: amount}; an empty
+    mapping removes all the consumer's allocations (and the consumer).
+    """
+    consumer_uuid: str
+    allocations: dict
+    project_id: str = None
+    user_id: str = None
+    generation: object = NOT_CHECKED
+    consumer_type: str = None
+    # filled in while writing
+    consumer: Consumer = field(default=None, repr=False)
+
+
+def allocations_replace(requests):
+    """Replace the allocations of every consumer in `requests` at once."""
+    for attempt in range(ATTEMPTS):
+        try:
+            with transaction.atomic():
+                return _replace(requests)
+        except (exceptions.ProviderConcurrentUpdate, IntegrityError):
+            # A concurrent writer created the same consumer, project or user,
+            # or bumped a provider we had not locked: start again from fresh
+            # reads. Consumer generation conflicts are the client's to solve.
+            if attempt == ATTEMPTS - 1:
+                raise exceptions.ProviderConcurrentUpdate()
+            for request in requests:
+                request.consumer = None
+
+
+def allocations_delete(*, consumer_uuid):
+    """Remove all allocations of a consumer, and the consumer.
+
+    Returns False when the consumer holds no allocations. As in OpenStack
+    Placement, freeing capacity does not bump the providers' generations.
+    """
+    with transaction.atomic():
+        consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
+        if consumer is None:
+            return False
+        deleted, _ = Allocation.objects.filter(consumer_id=consumer.pk).delete()
+        if not deleted:
+            return False
+        consumer.delete()
+    return True
+
+
+# ---- the write itself ----------------------------------------------------------
+
+def _replace(requests):
+    _ensure_consumers(requests)
+    provider_uuids = {uuid for r in requests for uuid in r.allocations}
+    found = dict(ResourceProvider.objects.filter(
+        uuid__in=provider_uuids).values_list('uuid', 'id'))
+    for request in requests:
+        for provider_uuid in request.allocations:
+            if provider_uuid not in found:
+                raise ProviderForAllocationNotFound(uuid=provider_uuid)
+    class_names = {rc for r in requests for resources in r.allocations.values() for rc in resources}
+    class_ids = dict(ResourceClass.objects.filter(name__in=class_names).values_list('name', 'id'))
+    for name in class_names:
+        if name not in class_ids:
+            raise exceptions.ResourceClassNotFound(name=name)
+    consumer_ids = [r.consumer.pk for r in requests]
+    previous = list(Allocation.objects.filter(consumer_id__in=consumer_ids).values_list(
+        'consumer_id', 'resource_provider_id', 'resource_class_id', 'used'))
+    # The providers written to, and those of consumers being emptied, get
+    # their generation bumped (as in OpenStack Placement; a provider that
+    # merely loses a consumer's allocations to another provider does not).
+    emptied = {r.consumer.pk for r in requests if not r.allocations}
+    providers = _lock_providers(
+        set(found.values()) | {p for c, p, _, _ in previous if c in emptied})
+
+    wanted = []  # (request, provider, class name, class id, amount)
+    for request in requests:
+        for provider_uuid, resources in request.allocations.items():
+            provider = providers[found[provider_uuid]]
+            for class_name, amount in resources.items():
+                wanted.append((request, provider, class_name, class_ids[class_name], amount))
+    usage_before = _usage(providers, class_ids.values())
+    Allocation.objects.filter(consumer_id__in=consumer_ids).delete()
+    _check_capacity(wanted, usage_before, previous, class_ids)
+    Allocation.objects.bulk_create([
+        Allocation(resource_provider_id=provider.pk, consumer_id=request.consumer.pk,
+                   resource_class_id=class_id, used=amount)
+        for request, provider, _name, class_id, amount in wanted
+    ])
+    _bump_provider_generations(providers.values())
+    now = timezone.now()
+    for request in requests:
+        consumer = request.consumer
+        bumped = Consumer.objects.filter(pk=consumer.pk, generation=consumer.generation).update(
+            generation=F('generation') + 1, updated_at=now)
+        if bumped != 1:
+            raise exceptions.ConcurrentUpdate()
+        consumer.generation += 1
+    if emptied:
+        Consumer.objects.filter(pk__in=emptied, allocations__isnull=True).delete()
+
+
+def _ensure_consumers(requests):
+    """Lock or create each consumer, checking generations (1.28+) and
+    updating project, user and consumer type when they changed."""
+    uuids = sorted({r.consumer_uuid for r in requests})
+    existing = {c.uuid: c for c in Consumer.objects.select_for_update().filter(
+        uuid__in=uuids).order_by('uuid')}
+    for request in requests:
+        project_id, user_id = request.project_id, request.user_id
+        if project_id is None:  # written before 1.8: no owner given
+            project_id = settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID
+            user_id = settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID
+        project = _get_or_create(Project, external_id=project_id)
+        user = _get_or_create(User, external_id=user_id)
+        consumer_type = (_get_or_create(ConsumerType, name=request.consumer_type)
+                         if request.consumer_type else None)
+        consumer = existing.get(request.consumer_uuid)
+        if consumer is not None:
+            if request.generation is not NOT_CHECKED and consumer.generation != request.generation:
+                raise exceptions.ConsumerGenerationConflict(
+                    expected=consumer.generation, got=request.generation)
+            changes = {}
+            if consumer.project_id != project.pk or consumer.user_id != user.pk:
+                changes.update(project_id=project.pk, user_id=user.pk)
+            if consumer_type is not None and consumer.consumer_type_id != consumer_type.pk:
+                changes['consumer_type_id'] = consumer_type.pk
+            if changes:
+                Consumer.objects.filter(pk=consumer.pk).update(updated_at=timezone.now(), **changes)
+                for name, value in changes.items():
+                    setattr(consumer, name, value)
+        else:
+            if request.generation not in (NOT_CHECKED, None):
+                raise exceptions.ConsumerGenerationConflict(expected='null', got=request.generation)
+            consumer = Consumer.objects.create(
+                uuid=request.consumer_uuid, project=project, user=user,
+                consumer_type=consumer_type)
+            existing[consumer.uuid] = consumer
+        request.consumer = consumer
+
+
+def _get_or_create(model, **lookup):
+    found = model.objects.filter(**lookup).first()
+    if found is not None:
+        return found
+    with transaction.atomic():  # an IntegrityError here retries the write
+        return model.objects.create(**lookup)
+
+
+def _lock_providers(provider_ids):
+    """Lock the providers' rows in id order; {id: provider}."""
+    return {p.pk: p for p in ResourceProvider.objects.select_for_update().filter(
+        pk__in=list(provider_ids)).order_by('pk').only('id', 'uuid', 'generation')}
+
+
+def _bump_provider_generations(providers):
+    providers = list(providers)
+    if not providers:
+        return
+    guard = Q()
+    for provider in providers:
+        guard |= Q(pk=provider.pk, generation=provider.generation)
+    bumped = ResourceProvider.objects.filter(guard).update(
+        generation=F('generation') + 1, updated_at=timezone.now())
+    if bumped != len(providers):
+        raise exceptions.ProviderConcurrentUpdate()
+    for provider in providers:
+        provider.generation += 1
+
+
+def _usage(providers, class_ids):
+    """{(provider id, class id): used} for the providers and classes."""
+    rows = Allocation.objects.filter(
+        resource_provider_id__in=list(providers), resource_class_id__in=list(class_ids),
+    ).values('resource_provider_id', 'resource_class_id').annotate(used=Sum('used'))
+    return {(r['resource_provider_id'], r['resource_class_id']): r['used'] for r in rows}
+
+
+def _check_capacity(wanted, usage_before, previous, class_ids):
+    """Refuse allocations that do not fit, as OpenStack Placement judges it.
+
+    Usage is counted without the consumers' own previous allocations, which
+    are being replaced. An allocation that leaves a provider over capacity is
+    still accepted when it reduces an existing overage.
+    """
+    if not wanted:
+        return
+    provider_ids = {provider.pk for _, provider, _, _, _ in wanted}
+    wanted_class_ids = {class_id for _, _, _, class_id, _ in wanted}
+    inventories = {
+        (inv.resource_provider_id, inv.resource_class_id): inv
+        for inv in Inventory.objects.filter(resource_provider_id__in=provider_ids,
+                                            resource_class_id__in=wanted_class_ids)
+    }
+    replaced = collections.Counter()
+    for _consumer_id, provider_id, class_id, used in previous:
+        replaced[provider_id, class_id] += used
+    with_inventory = {provider_id for provider_id, _ in inventories}
+    missing = sorted({p.uuid for _, p, _, _, _ in wanted if p.pk not in with_inventory})
+    if missing:
+        names = ', '.join(sorted({name for _, _, name, _, _ in wanted}))
+        raise exceptions.InvalidInventory(resource_class=names,
+                                          resource_provider=', '.join(missing))
+    requested = collections.Counter()
+    for _request, provider, class_name, class_id, amount in wanted:
+        key = (provider.pk, class_id)
+        requested[key] += amount
+        inventory = inventories.get(key)
+        if inventory is None:
+            raise exceptions.InvalidInventory(resource_class=class_name,
+                                              resource_provider=provider.uuid)
+        if (amount < inventory.min_unit or amount > inventory.max_unit
+                or amount % inventory.step_size):
+            raise exceptions.InvalidAllocationConstraintsViolated(
+                resource_class=class_name, resource_provider=provider.uuid)
+        used_before = usage_before.get(key, 0)
+        used = used_before - replaced[key]
+        limit = capacity(inventory.total, inventory.reserved, inventory.allocation_ratio)
+        if limit < used + amount or limit < used + requested[key]:
+            if key in usage_before and used + requested[key] <= used_before:
+                continue  # over capacity already, but no worse than before
+            raise exceptions.InvalidAllocationCapacityExceeded(
+                resource_class=class_name, resource_provider=provider.uuid)

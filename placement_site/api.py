@@ -1,0 +1,197 @@
+"""The shared machinery of Placement API views.
+
+Every handler follows OpenStack Placement's order: microversion gate,
+content-type / Accept checks, policy, body or query validation against the
+schema for the requested microversion, the service or queryset call, then a
+JSON answer with Last-Modified / Cache-Control from 1.15.
+"""
+import functools
+import json
+
+import jsonschema
+from django.http import HttpResponse
+from django.utils.http import http_date
+from django.utils import timezone
+from rest_framework import exceptions as drf_exceptions
+from rest_framework import viewsets
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.versioning import BaseVersioning
+from rest_framework.views import set_rollback
+
+from placement_site import errors, microversion, policy
+from placement_site.middleware import render_error
+from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
+
+CACHE_HEADERS_MICROVERSION = (1, 15)
+
+
+class NoNegotiation(BaseContentNegotiation):
+    """Views answer JSON; the few that check Accept do it themselves (406)."""
+
+    def select_parser(self, request, parsers):
+        return None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class MicroversionVersioning(BaseVersioning):
+    """Exposes the negotiated microversion as DRF's request.version."""
+
+    def determine_version(self, request, *args, **kwargs):
+        return getattr(request._request, 'placement_version', None)
+
+
+def exception_handler(exc, context):
+    """DRF's single error path: Placement errors in Placement's format."""
+    request = context['request']._request
+    if isinstance(exc, errors.PlacementError):
+        error = exc
+    elif isinstance(exc, drf_exceptions.MethodNotAllowed):
+        view = context['view']
+        allowed = [m.upper() for m in getattr(view, 'action_map', {}) if m != 'head']
+        error = errors.PlacementError(
+            405, 'The method specified is not allowed for this resource.',
+            headers={'allow': ', '.join(allowed)} if allowed else None)
+    elif isinstance(exc, (drf_exceptions.NotFound,)):
+        error = errors.not_found()
+    else:
+        return None  # unexpected: the fault wrapper answers 500
+    set_rollback()
+    return render_error(request, error)
+
+
+# ---- decorators, applied in the same order as Placement's ----------------
+
+def versions(min_version, max_version=None, status=404):
+    """Serve the handler only at microversions min..max, else `status`."""
+    low = microversion.parse(min_version)
+    high = microversion.parse(max_version or microversion.MAX_VERSION)
+
+    def decorator(handler):
+        @functools.wraps(handler)
+        def wrapped(self, request, *args, **kwargs):
+            if not low <= request.version <= high:
+                raise errors.PlacementError(status)
+            return handler(self, request, *args, **kwargs)
+        return wrapped
+    return decorator
+
+
+def require_json(handler):
+    """415 unless the request body is declared application/json."""
+    @functools.wraps(handler)
+    def wrapped(self, request, *args, **kwargs):
+        content_type = request.META.get('CONTENT_TYPE', '')
+        media = content_type.split(';')[0].strip().lower()
+        if media != 'application/json':
+            if not content_type:
+                request.META['CONTENT_TYPE'] = 'None'
+            raise errors.PlacementError(
+                415, f'The media type {content_type or "None"} is not supported, '
+                     'use application/json')
+        return handler(self, request, *args, **kwargs)
+    return wrapped
+
+
+def accept_json(handler):
+    """406 when the client's Accept header rules out JSON."""
+    @functools.wraps(handler)
+    def wrapped(self, request, *args, **kwargs):
+        accept = request.META.get('HTTP_ACCEPT')
+        if accept and errors.quality(accept, 'application/json') <= 0:
+            raise errors.PlacementError(406, 'Only application/json is provided')
+        return handler(self, request, *args, **kwargs)
+    return wrapped
+
+
+# ---- request bodies and query strings -------------------------------------
+
+def json_body(request, schema):
+    """The request body, parsed and validated against `schema` (400 if not)."""
+    try:
+        data = json.loads(request.body)
+    except ValueError as exc:  # includes undecodable bytes
+        raise errors.bad_request(f'Malformed JSON: {exc}')
+    validate(data, schema, 'JSON does not validate: {}')
+    return data
+
+
+def validate(data, schema, message, format_checker=FORMAT_CHECKER):
+    try:
+        jsonschema.validate(data, schema, format_checker=format_checker)
+    except jsonschema.ValidationError as exc:
+        raise errors.bad_request(message.format(exc))
+
+
+def query_params(request, schema):
+    """The query string as a dict (last value wins), validated by `schema`."""
+    params = {key: request.GET[key] for key in request.GET}
+    validate(params, schema, 'Invalid query string parameters: {}',
+             format_checker=QUERY_FORMAT_CHECKER)
+    return params
+
+
+# ---- the base view --------------------------------------------------------
+
+class PlacementViewSet(viewsets.ViewSet):
+    """Base of every Placement API view: thin handlers over services."""
+
+    metadata_class = None  # OPTIONS is not part of the API: 405
+    content_negotiation_class = NoNegotiation
+    versioning_class = MicroversionVersioning
+
+    def get_exception_handler(self):
+        return exception_handler
+
+    @property
+    def default_response_headers(self):
+        return {}  # no DRF Allow/Vary on every answer: Placement sends none
+
+    def dispatch(self, request, *args, **kwargs):
+        # Placement serves no HEAD; DRF would map it onto GET.
+        self.head = self.http_method_not_allowed
+        return super().dispatch(request, *args, **kwargs)
+
+    @property
+    def version(self):
+        return self.request.version
+
+    def want(self, version):
+        """Is the request at microversion `version` (a tuple) or later?"""
+        return self.request.version.matches(version)
+
+    @property
+    def context(self):
+        return self.request._request.placement_context
+
+    def authorize(self, rule, target=None):
+        policy.authorize(self.context, rule, target)
+
+    def respond(self, body, *, status=200, last_modified=None, location=None,
+                cache_headers=True):
+        """A JSON answer; Last-Modified and Cache-Control from 1.15."""
+        response = HttpResponse(json.dumps(body), status=status,
+                                content_type='application/json')
+        if cache_headers:
+            self._cache_headers(response, last_modified)
+        if location:
+            response['Location'] = self.request.build_absolute_uri(location)
+        return response
+
+    def no_content(self, *, status=204, location=None, last_modified=None,
+                   cache_headers=False):
+        """An answer without a body (and without a content type)."""
+        response = HttpResponse(status=status)
+        del response['Content-Type']
+        if location:
+            response['Location'] = self.request.build_absolute_uri(location)
+        if cache_headers:
+            self._cache_headers(response, last_modified)
+        return response
+
+    def _cache_headers(self, response, last_modified):
+        if self.want(CACHE_HEADERS_MICROVERSION):
+            moment = last_modified or timezone.now()
+            response['Last-Modified'] = http_date(moment.timestamp())
+            response['Cache-Control'] = 'no-cache'

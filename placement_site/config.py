@@ -1,0 +1,107 @@
+"""Reading configuration from the environment.
+
+Kept apart from settings.py so the parsing rules are testable on their own.
+"""
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+TRUE_WORDS = {'1', 'true', 'yes', 'on'}
+FALSE_WORDS = {'0', 'false', 'no', 'off', ''}
+
+
+def env_bool(name, default):
+    """A boolean environment variable; anything unrecognised is an error."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError(f'{name} must be one of true/false/1/0/yes/no/on/off, got {raw!r}')
+
+
+def env_list(name, default=''):
+    """A comma-separated environment variable, blanks dropped."""
+    raw = os.environ.get(name, default)
+    return [item.strip() for item in raw.split(',') if item.strip()]
+
+
+def database_from_url(url, *, data_dir):
+    """Translate a DATABASE_URL into a Django DATABASES entry.
+
+    sqlite:////abs/path.sqlite3, sqlite:///relative/path (relative to the data
+    directory) and postgresql://user:password@host:port/name?option=value are
+    understood.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == 'sqlite':
+        # sqlite:////tmp/x.db -> path '//tmp/x.db' -> '/tmp/x.db'
+        path = unquote(parts.path)
+        if path.startswith('//'):
+            path = path[1:]
+        elif path.startswith('/'):
+            path = str(Path(data_dir) / path[1:])
+        if not path or path == '/':
+            raise ValueError(f'DATABASE_URL {url!r} names no SQLite file')
+        return {
+            'ENGINE': 'django.db.backends.sqlite3',
+            'NAME': path,
+            'OPTIONS': {
+                # Writers take the database lock when their transaction
+                # begins, so a read-then-write never fails on a stale snapshot.
+                'transaction_mode': 'IMMEDIATE',
+                'timeout': 30,
+                'init_command': 'PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;',
+            },
+        }
+    if scheme in ('postgres', 'postgresql', 'pgsql', 'postgresql+psycopg2'):
+        options = dict(parse_qsl(parts.query))
+        return {
+            'ENGINE': 'django.db.backends.postgresql',
+            'NAME': unquote(parts.path.lstrip('/')),
+            'USER': unquote(parts.username or ''),
+            'PASSWORD': unquote(parts.password or ''),
+            'HOST': parts.hostname or '',
+            'PORT': str(parts.port or ''),
+            'OPTIONS': options,
+            # Keep connections between requests: connecting costs more than
+            # most Placement queries.
+            'CONN_MAX_AGE': 600,
+            'CONN_HEALTH_CHECKS': True,
+        }
+    raise ValueError(f'DATABASE_URL scheme {parts.scheme!r} is not supported '
+                     '(use sqlite:// or postgresql://)')
+
+
+def secret_key(*, debug, data_dir):
+    """The Django secret key.
+
+    DJANGO_SECRET_KEY wins. Without it a development server uses a fixed
+    insecure key, and a production server generates a random key once and
+    keeps it in the data directory (readable by its owner only), so every
+    worker process and every restart signs with the same key.
+    """
+    key = os.environ.get('DJANGO_SECRET_KEY')
+    if key:
+        return key
+    if debug:
+        return 'django-insecure-development-only-key-do-not-use-in-production'
+    path = Path(data_dir) / 'secret_key'
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(64)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another worker won the race
+        return path.read_text().strip()
+    with os.fdopen(fd, 'w') as handle:
+        handle.write(key)
+    return key

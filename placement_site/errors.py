@@ -1,0 +1,188 @@
+"""Placement's error codes and its error body, built in one place.
+
+Error bodies are byte-compatible with OpenStack Placement (which formats them
+with WebOb): a JSON document {"errors": [{status, title, detail, code,
+request_id}]}, or HTML / plain text when the client asks only for those. The
+'detail' keeps Placement's shape, "<explanation>\\n\\n <message>  ", because
+clients and operators match on it.
+"""
+import html
+import json
+import re
+from string import Template
+
+from django.http import HttpResponse
+
+# The 'code' values of error bodies (microversion 1.23 and later). Strings
+# are part of the API: never change one.
+DEFAULT = 'placement.undefined_code'
+INVENTORY_INUSE = 'placement.inventory.inuse'
+CONCURRENT_UPDATE = 'placement.concurrent_update'
+DUPLICATE_NAME = 'placement.duplicate_name'
+PROVIDER_IN_USE = 'placement.resource_provider.inuse'
+PROVIDER_CANNOT_DELETE_PARENT = 'placement.resource_provider.cannot_delete_parent'
+RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
+ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
+QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
+QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
+
+# Error codes appear in bodies from this microversion on.
+ERROR_CODE_MICROVERSION = (1, 23)
+
+_STANDARD = '${explanation}<br /><br />\n${detail}\n${html_comment}\n'
+# status -> (title, explanation, body template), as HTTP status pages say it.
+_STATUSES = {
+    400: ('Bad Request',
+          'The server could not comply with the request since it is either '
+          'malformed or otherwise incorrect.', _STANDARD),
+    401: ('Unauthorized',
+          'This server could not verify that you are authorized to access the '
+          'document you requested. Either you supplied the wrong credentials '
+          '(e.g., bad password), or your browser does not understand how to '
+          'supply the credentials required.', _STANDARD),
+    403: ('Forbidden', 'Access was denied to this resource.', _STANDARD),
+    404: ('Not Found', 'The resource could not be found.', _STANDARD),
+    405: ('Method Not Allowed', '',
+          'The method ${REQUEST_METHOD} is not allowed for this resource. '
+          '<br /><br />\n${detail}'),
+    406: ('Not Acceptable', '',
+          'The resource could not be generated that was acceptable to your '
+          'browser\n(content of type ${HTTP_ACCEPT}. <br /><br />\n${detail}'),
+    409: ('Conflict',
+          'There was a conflict when trying to complete your request.', _STANDARD),
+    415: ('Unsupported Media Type', '',
+          'The request media type ${CONTENT_TYPE} is not supported by this '
+          'server.\n<br /><br />\n${detail}'),
+    500: ('Internal Server Error',
+          'The server has either erred or is incapable of performing the '
+          'requested operation.', _STANDARD),
+}
+
+_BR = re.compile(r'<br.*?>', re.I | re.S)
+_TAG = re.compile(r'<.*?>', re.S)
+
+
+class PlacementError(Exception):
+    """An error answer: raise it anywhere below a view or API middleware.
+
+    `detail` is the human sentence; `code` the error code shown from 1.23;
+    `vary` is False for the few answers Placement sends without a Vary
+    header (unknown routes, missing providers).
+    """
+
+    def __init__(self, status, detail='', *, code=DEFAULT, headers=None, vary=True):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.code = code
+        self.headers = headers or {}
+        self.vary = vary
+
+
+def bad_request(detail, **kwargs):
+    return PlacementError(400, detail, **kwargs)
+
+
+def forbidden(detail, **kwargs):
+    return PlacementError(403, detail, **kwargs)
+
+
+def not_found(detail='', **kwargs):
+    return PlacementError(404, detail, **kwargs)
+
+
+def conflict(detail, **kwargs):
+    return PlacementError(409, detail, **kwargs)
+
+
+def _strip_tags(text):
+    text = text.replace('\n', ' ').replace('\r', '')
+    return _TAG.sub('', _BR.sub('\n', text))
+
+
+def _body_text(status, detail, meta, escape):
+    title, explanation, template = _STATUSES.get(status, _STATUSES[500])
+    values = {
+        'explanation': escape(explanation),
+        'detail': escape(detail),
+        'html_comment': '',
+        'REQUEST_METHOD': escape(meta.get('REQUEST_METHOD', '')),
+        'HTTP_ACCEPT': escape(meta.get('HTTP_ACCEPT', '')),
+        'CONTENT_TYPE': escape(meta.get('CONTENT_TYPE') or 'None'),
+    }
+    return title, Template(template).safe_substitute(values)
+
+
+def quality(accept, offer):
+    """How much an Accept header wants `offer` (0 = not at all).
+
+    The most specific matching media range decides, as in WebOb.
+    """
+    kind = offer.split('/')[0]
+    found = {}
+    for item in accept.split(','):
+        fields = [f.strip() for f in item.split(';')]
+        media = fields[0].lower()
+        if media not in (offer, f'{kind}/*', '*/*'):
+            continue
+        q = 1.0
+        for param in fields[1:]:
+            name, _, value = param.partition('=')
+            if name.strip().lower() == 'q':
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        found[media] = q
+    for media in (offer, f'{kind}/*', '*/*'):
+        if media in found:
+            return found[media]
+    return 0.0
+
+
+def _preferred_format(accept):
+    """text/html, application/json or text/plain, as WebOb chooses.
+
+    The request middleware has already turned a missing or '*/*' Accept into
+    application/json.
+    """
+    html_q = quality(accept, 'text/html')
+    json_q = quality(accept, 'application/json')
+    if html_q > 0 and html_q >= json_q:  # ties go to HTML, as in WebOb
+        return 'text/html'
+    if json_q > 0:
+        return 'application/json'
+    return 'text/plain'
+
+
+def render(request, error, *, version=None, request_id=None):
+    """The HttpResponse for a PlacementError."""
+    meta = request.META
+    fmt = _preferred_format(meta.get('HTTP_ACCEPT', 'application/json'))
+    status = error.status
+    if fmt == 'application/json':
+        title, text = _body_text(status, error.detail, meta, escape=str)
+        entry = {'status': status, 'title': title, 'detail': _strip_tags(text)}
+        if version is not None and version.matches(ERROR_CODE_MICROVERSION):
+            entry['code'] = error.code
+        if request_id:
+            entry['request_id'] = request_id
+        if status == 406 and version is None:
+            from placement_site import microversion
+            entry['max_version'] = microversion.MAX_VERSION
+            entry['min_version'] = microversion.MIN_VERSION
+        body = json.dumps({'errors': [entry]})
+    elif fmt == 'text/html':
+        title, text = _body_text(status, error.detail, meta, escape=html.escape)
+        heading = f'{status} {title}'
+        body = (f'<html>\n <head>\n  <title>{heading}</title>\n </head>\n'
+                f' <body>\n  <h1>{heading}</h1>\n  {text}\n </body>\n</html>')
+    else:
+        title, text = _body_text(status, error.detail, meta, escape=str)
+        body = f'{status} {title}\n\n{_strip_tags(text)}'
+    content_type = fmt if fmt == 'application/json' else f'{fmt}; charset=UTF-8'
+    response = HttpResponse(body, status=status, content_type=content_type)
+    for name, value in error.headers.items():
+        response[name] = value
+    response.placement_vary = error.vary
+    return response

@@ -1,0 +1,72 @@
+"""Placement microversions: the canonical list and header negotiation.
+
+Parsing follows microversion-parse, the library OpenStack services share, so
+'latest', malformed values (400) and out-of-range values (406) behave as in
+OpenStack Placement.
+"""
+import microversion_parse
+
+SERVICE_TYPE = 'placement'
+HEADER = microversion_parse.STANDARD_HEADER  # 'openstack-api-version'
+
+VERSIONS = [
+    '1.0',
+    '1.1',   # GET/PUT /resource_providers/{uuid}/aggregates
+    '1.2',   # /resource_classes
+    '1.3',   # member_of on GET /resource_providers
+    '1.4',   # resources on GET /resource_providers
+    '1.5',   # DELETE /resource_providers/{uuid}/inventories
+    '1.6',   # /traits and /resource_providers/{uuid}/traits
+    '1.7',   # PUT /resource_classes/{name} is a bodiless create-or-verify
+    '1.8',   # project_id and user_id required on PUT /allocations
+    '1.9',   # GET /usages
+    '1.10',  # GET /allocation_candidates
+    '1.11',  # 'allocations' link on providers
+    '1.12',  # dict-shaped PUT /allocations/{consumer_uuid}, project/user in GET
+    '1.13',  # POST /allocations for many consumers at once
+    '1.14',  # parent and root provider uuids; in_tree filter
+    '1.15',  # last-modified and cache-control headers
+    '1.16',  # limit on GET /allocation_candidates
+    '1.17',  # required traits on GET /allocation_candidates
+    '1.18',  # required traits on GET /resource_providers
+    '1.19',  # generation in provider aggregates, with conflict detection
+    '1.20',  # POST /resource_providers answers 200 with the provider
+    '1.21',  # member_of on GET /allocation_candidates
+    '1.22',  # forbidden traits (!TRAIT)
+    '1.23',  # error codes in error bodies
+    '1.24',  # repeated member_of on GET /resource_providers
+    '1.25',  # numbered request groups on GET /allocation_candidates
+    '1.26',  # reserved may equal total
+    '1.27',  # every inventory of a provider in provider_summaries
+    '1.28',  # consumer generation
+    '1.29',  # nested providers in allocation candidates
+    '1.30',  # POST /reshaper
+    '1.31',  # in_tree on GET /allocation_candidates
+    '1.32',  # forbidden aggregates (!member_of)
+    '1.33',  # named request group suffixes
+    '1.34',  # mappings in allocation requests
+    '1.35',  # root_required on GET /allocation_candidates
+    '1.36',  # same_subtree; resourceless request groups
+    '1.37',  # re-parenting and un-parenting providers
+    '1.38',  # consumer_type on allocations and usages
+    '1.39',  # any-of traits (in:) in required
+]
+
+MIN_VERSION = VERSIONS[0]
+MAX_VERSION = VERSIONS[-1]
+
+Version = microversion_parse.Version
+
+
+def parse(version_string):
+    """'1.28' -> Version(1, 28); TypeError when malformed."""
+    return microversion_parse.parse_version_string(version_string)
+
+
+def negotiate(headers):
+    """The version a request asks for (1.0 when it asks for none).
+
+    Raises TypeError for a malformed header and ValueError for a version
+    outside 1.0-1.39; the middleware turns these into 400 and 406.
+    """
+    return microversion_parse.extract_version(headers, SERVICE_TYPE, VERSIONS)

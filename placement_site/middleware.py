@@ -1,0 +1,243 @@
+"""Placement's request pipeline as Django middleware.
+
+The order in settings.MIDDLEWARE mirrors OpenStack Placement's WSGI stack:
+request log (request id, Accept default) -> CORS -> authentication and
+request context -> microversion -> fault wrapper -> the API views. Each piece
+applies to Placement's API paths only; the admin, dashboards and API docs
+below UI_PREFIXES are plain Django.
+"""
+import logging
+import uuid
+
+from django.conf import settings
+from django.http import HttpResponse
+from oslo_context import context as oslo_context
+
+from placement_site import errors, microversion
+
+LOG = logging.getLogger('placement.requests')
+
+# Everything else on the server is the Placement API, including unknown
+# paths, which must answer Placement's 404.
+UI_PREFIXES = ('/admin/', '/api/', '/static/', '/ui/', '/accounts/')
+REQUEST_ID_HEADER = 'x-openstack-request-id'
+
+
+def is_api_path(path):
+    return not path.startswith(UI_PREFIXES)
+
+
+def _is_root(path):
+    return path in ('/', '')
+
+
+class RequestLogMiddleware:
+    """Request id, the JSON default for Accept, and a one-line request log."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api_path(request.path_info):
+            return self.get_response(request)
+        request.placement_request_id = f'req-{uuid.uuid4()}'
+        request.placement_version = None
+        # Without an Accept header (or with */*) errors are JSON, as a
+        # Placement client expects.
+        accept = request.META.get('HTTP_ACCEPT')
+        if not accept or accept == '*/*':
+            request.META['HTTP_ACCEPT'] = 'application/json'
+        response = self.get_response(request)
+        if REQUEST_ID_HEADER not in response:
+            response[REQUEST_ID_HEADER] = request.placement_request_id
+        if not response.streaming and not response.has_header('Content-Length'):
+            response['Content-Length'] = str(len(response.content))
+        if LOG.isEnabledFor(logging.INFO):
+            LOG.info('%s "%s %s" status: %s len: %s microversion: %s',
+                     request.META.get('REMOTE_ADDR', '-'), request.method,
+                     request.get_full_path(), response.status_code,
+                     response.get('Content-Length', '-'),
+                     request.placement_version or '-')
+        return response
+
+
+class CorsMiddleware:
+    """Cross-origin requests, when PLACEMENT_CORS_ALLOWED_ORIGINS is set.
+
+    Behaves as oslo.middleware's CORS filter in front of OpenStack Placement:
+    credentials allowed, preflights cached for an hour, the configured
+    request headers plus the simple ones accepted.
+    """
+    SIMPLE_HEADERS = ('ACCEPT', 'ACCEPT-LANGUAGE', 'CONTENT-TYPE', 'CACHE-CONTROL',
+                      'CONTENT-LANGUAGE', 'EXPIRES', 'LAST-MODIFIED', 'PRAGMA')
+    ALLOW_METHODS = ('OPTIONS', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'PATCH')
+    MAX_AGE = 3600
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.origins = settings.PLACEMENT_CORS_ALLOWED_ORIGINS
+        self.allow_headers = [h.upper() for h in settings.PLACEMENT_CORS_ALLOW_HEADERS]
+
+    def __call__(self, request):
+        if not self.origins or not is_api_path(request.path_info):
+            return self.get_response(request)
+        response = self.get_response(request)
+        if response.has_header('Access-Control-Allow-Origin'):
+            return response
+        if request.method == 'OPTIONS':
+            return self._preflight(request, response)
+        origin = self._allowed_origin(request)
+        if origin:
+            vary = response.get('Vary')
+            response['Vary'] = f'{vary},Origin' if vary else 'Origin'
+            response['Access-Control-Allow-Origin'] = origin
+            response['Access-Control-Allow-Credentials'] = 'true'
+        return response
+
+    def _allowed_origin(self, request):
+        origin = request.headers.get('Origin')
+        if origin is None:
+            return None
+        if origin in self.origins:
+            return origin
+        return '*' if '*' in self.origins else None
+
+    def _preflight(self, request, response):
+        # The API itself does not answer OPTIONS; a preflight always gets 200.
+        if not 200 <= response.status_code < 300:
+            response = HttpResponse(status=200)
+            del response['Content-Type']
+        origin = self._allowed_origin(request)
+        method = request.headers.get('Access-Control-Request-Method')
+        if not origin or method is None or method not in self.ALLOW_METHODS:
+            return response
+        requested = [h.strip() for h in
+                     request.headers.get('Access-Control-Request-Headers', '').split(',')
+                     if h.strip()]
+        permitted = set(self.allow_headers) | set(self.SIMPLE_HEADERS)
+        if any(h.upper() not in permitted for h in requested):
+            return response
+        response['Vary'] = 'Origin'
+        response['Access-Control-Allow-Origin'] = origin
+        response['Access-Control-Allow-Credentials'] = 'true'
+        response['Access-Control-Max-Age'] = str(self.MAX_AGE)
+        response['Access-Control-Allow-Methods'] = method
+        if requested:
+            response['Access-Control-Allow-Headers'] = ','.join(requested)
+        return response
+
+
+def unauthorized_response(request):
+    """The 401 Placement sends (WebOb's own format, not the errors list)."""
+    explanation = errors._STATUSES[401][1]
+    if errors._preferred_format(request.META.get('HTTP_ACCEPT', '')) == 'text/html':
+        body = ('<html>\n <head>\n  <title>401 Unauthorized</title>\n </head>\n <body>\n'
+                f'  <h1>401 Unauthorized</h1>\n  {explanation}<br /><br />\n\n\n\n </body>\n</html>')
+        return HttpResponse(body, status=401, content_type='text/html; charset=UTF-8')
+    import json
+    body = json.dumps({'message': f'{explanation}<br /><br />\n\n\n',
+                       'code': '401 Unauthorized', 'title': 'Unauthorized'})
+    return HttpResponse(body, status=401, content_type='application/json')
+
+
+class AuthMiddleware:
+    """Who is asking: noauth2 tokens or Keystone's headers -> request context.
+
+    With 'noauth2' the X-Auth-Token is "user[:project]"; the token 'admin'
+    has the admin role; X-Roles overrides the roles and OpenStack-System-Scope
+    makes the request system-scoped. With 'keystone', keystonemiddleware
+    (wrapped around the WSGI application) has already validated the token and
+    set the same headers. The root document needs no credentials.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.noauth = settings.PLACEMENT_AUTH_STRATEGY == 'noauth2'
+
+    def __call__(self, request):
+        path = request.path_info
+        if not is_api_path(path):
+            return self.get_response(request)
+        meta = request.META
+        if self.noauth and path != '/':
+            token = meta.get('HTTP_X_AUTH_TOKEN')
+            if token is None:
+                return unauthorized_response(request)
+            user_id, _, project_id = token.partition(':')
+            project_id = project_id or user_id
+            if 'HTTP_X_ROLES' in meta:
+                roles = meta['HTTP_X_ROLES'].split(',')
+            elif user_id == 'admin':
+                roles = ['admin']
+            else:
+                roles = []
+            meta['HTTP_X_USER_ID'] = user_id
+            if not meta.get('HTTP_OPENSTACK_SYSTEM_SCOPE'):
+                meta['HTTP_X_TENANT_ID'] = project_id
+            meta['HTTP_X_ROLES'] = ','.join(roles)
+        ctx = oslo_context.RequestContext.from_environ(
+            meta, request_id=request.placement_request_id)
+        if ctx.user_id is None and not _is_root(path):
+            return unauthorized_response(request)
+        request.placement_context = ctx
+        return self.get_response(request)
+
+
+class MicroversionMiddleware:
+    """Negotiates the microversion and stamps it on every answer.
+
+    Also Placement's request preconditions (a body needs a content type) and
+    its fault wrapper: an unexpected exception becomes a 500 in Placement's
+    error format, never a Django debug page.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api_path(request.path_info):
+            return self.get_response(request)
+        try:
+            version = microversion.negotiate(request.headers)
+        except ValueError as exc:
+            return errors.render(request, errors.PlacementError(406, f'Invalid microversion: {exc}'),
+                                 request_id=request.placement_request_id)
+        except TypeError as exc:
+            return errors.render(request, errors.PlacementError(400, f'Invalid microversion: {exc}'),
+                                 request_id=request.placement_request_id)
+        request.placement_version = version
+        response = self._check_body_headers(request) or self.get_response(request)
+        response[microversion.HEADER] = f'{microversion.SERVICE_TYPE} {version}'
+        if getattr(response, 'placement_vary', True):
+            response['vary'] = microversion.HEADER
+        return response
+
+    @staticmethod
+    def _check_body_headers(request):
+        length = request.META.get('CONTENT_LENGTH')
+        if not length:
+            return None
+        try:
+            has_body = int(length) > 0
+        except ValueError:
+            return render_error(request, errors.bad_request(
+                'content-length header must be an integer'))
+        if has_body and not request.META.get('CONTENT_TYPE'):
+            return render_error(request, errors.bad_request(
+                'content-type header required when content-length > 0'))
+        return None
+
+    def process_exception(self, request, exception):
+        if not is_api_path(request.path_info):
+            return None
+        if isinstance(exception, errors.PlacementError):
+            return render_error(request, exception)
+        LOG.exception('Placement API unexpected error: %s', exception)
+        return render_error(request, errors.PlacementError(500, str(exception)))
+
+
+def render_error(request, error):
+    """A PlacementError as a response for this request."""
+    return errors.render(request, error,
+                         version=getattr(request, 'placement_version', None),
+                         request_id=getattr(request, 'placement_request_id', None))

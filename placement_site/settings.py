@@ -1,0 +1,181 @@
+"""Django settings, all driven by environment variables.
+
+Placement's own options keep the names the conformance harness and operators
+use: DATABASE_URL, PLACEMENT_AUTH_STRATEGY, PLACEMENT_ENFORCE_NEW_DEFAULTS,
+PLACEMENT_ENFORCE_SCOPE, PLACEMENT_POLICY_FILE, PLACEMENT_CORS_ALLOWED_ORIGINS,
+PLACEMENT_CORS_ALLOW_HEADERS. Django's own: DJANGO_DEBUG, DJANGO_SECRET_KEY,
+DJANGO_ALLOWED_HOSTS.
+"""
+import os
+from pathlib import Path
+
+from placement_site import config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', BASE_DIR / 'data')).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+# Off unless a developer turns it on: a production server never shows
+# tracebacks.
+DEBUG = config.env_bool('DJANGO_DEBUG', False)
+SECRET_KEY = config.secret_key(debug=DEBUG, data_dir=DATA_DIR)
+ALLOWED_HOSTS = config.env_list('DJANGO_ALLOWED_HOSTS', 'localhost,127.0.0.1,[::1]')
+CSRF_TRUSTED_ORIGINS = config.env_list('DJANGO_CSRF_TRUSTED_ORIGINS')
+
+INSTALLED_APPS = [
+    'django.contrib.admin',
+    'django.contrib.auth',
+    'django.contrib.contenttypes',
+    'django.contrib.sessions',
+    'django.contrib.messages',
+    'django.contrib.staticfiles',
+    'rest_framework',
+    'django_filters',
+    'drf_spectacular',
+    'drf_spectacular_sidecar',
+    'providers',
+    'allocations',
+]
+
+MIDDLEWARE = [
+    # Placement's request pipeline, outermost first, applied to API paths
+    # only (see placement_site.middleware.is_api_path).
+    'placement_site.middleware.RequestLogMiddleware',
+    'placement_site.middleware.CorsMiddleware',
+    'placement_site.middleware.AuthMiddleware',
+    'placement_site.middleware.MicroversionMiddleware',
+    # Django's, for the admin, the dashboards and the API docs.
+    'django.middleware.security.SecurityMiddleware',
+    'django.contrib.sessions.middleware.SessionMiddleware',
+    'django.middleware.csrf.CsrfViewMiddleware',
+    'django.contrib.auth.middleware.AuthenticationMiddleware',
+    'django.contrib.messages.middleware.MessageMiddleware',
+    'django.middleware.clickjacking.XFrameOptionsMiddleware',
+]
+
+ROOT_URLCONF = 'placement_site.urls'
+WSGI_APPLICATION = 'placement_site.wsgi.application'
+# Placement's paths have no trailing slash and '/resource_providers/' is a 404.
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        'BACKEND': 'django.template.backends.django.DjangoTemplates',
+        'DIRS': [BASE_DIR / 'templates'],
+        'APP_DIRS': True,
+        'OPTIONS': {
+            'context_processors': [
+                'django.template.context_processors.request',
+                'django.contrib.auth.context_processors.auth',
+                'django.contrib.messages.context_processors.messages',
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    'default': config.database_from_url(
+        # The default is an SQLite file in the data directory (absolute path,
+        # hence four slashes).
+        os.environ.get('DATABASE_URL') or f'sqlite:///{DATA_DIR / "placement.sqlite3"}',
+        data_dir=DATA_DIR,
+    ),
+}
+DEFAULT_AUTO_FIELD = 'django.db.models.BigAutoField'
+
+AUTH_PASSWORD_VALIDATORS = [
+    {'NAME': 'django.contrib.auth.password_validation.UserAttributeSimilarityValidator'},
+    {'NAME': 'django.contrib.auth.password_validation.MinimumLengthValidator'},
+    {'NAME': 'django.contrib.auth.password_validation.CommonPasswordValidator'},
+    {'NAME': 'django.contrib.auth.password_validation.NumericPasswordValidator'},
+]
+
+LANGUAGE_CODE = 'en-us'
+TIME_ZONE = 'UTC'
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = 'static/'
+STATIC_ROOT = BASE_DIR / 'staticfiles'
+STATICFILES_DIRS = [BASE_DIR / 'static']
+
+LOGIN_URL = '/admin/login/'
+
+# Cookies only over HTTPS unless developing; HSTS is left to the TLS proxy
+# in front of the service, which knows whether HTTPS is in use.
+SESSION_COOKIE_SECURE = config.env_bool('DJANGO_SECURE_COOKIES', not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_PROXY_SSL_HEADER = ('HTTP_X_FORWARDED_PROTO', 'https')
+SILENCED_SYSTEM_CHECKS = [
+    # TLS terminates at the proxy in front of the service (see README).
+    'security.W004', 'security.W008',
+]
+
+REST_FRAMEWORK = {
+    # Placement does its own authentication (noauth2 or Keystone middleware)
+    # and its own policy checks (oslo.policy); DRF must not add any.
+    'DEFAULT_AUTHENTICATION_CLASSES': [],
+    'DEFAULT_PERMISSION_CLASSES': [],
+    'UNAUTHENTICATED_USER': None,
+    'DEFAULT_PARSER_CLASSES': [],
+    'DEFAULT_RENDERER_CLASSES': ['rest_framework.renderers.JSONRenderer'],
+    # Placement views set their own content negotiation, versioning and
+    # exception handler (placement_site.api.PlacementViewSet).
+    'DEFAULT_SCHEMA_CLASS': 'drf_spectacular.openapi.AutoSchema',
+}
+
+SPECTACULAR_SETTINGS = {
+    'TITLE': 'Placement API',
+    'DESCRIPTION': (
+        'Wire-compatible implementation of the OpenStack Placement API '
+        '(microversions 1.0 to 1.39). Send `OpenStack-API-Version: placement X.Y` '
+        'to choose a microversion; without it requests are served at 1.0.'),
+    'VERSION': '1.39',
+    'SERVE_INCLUDE_SCHEMA': False,
+    'SWAGGER_UI_DIST': 'SIDECAR',
+    'SWAGGER_UI_FAVICON_HREF': 'SIDECAR',
+    'REDOC_DIST': 'SIDECAR',
+    'COMPONENT_SPLIT_REQUEST': True,
+}
+
+# ---- Placement options -------------------------------------------------
+
+# 'noauth2' trusts the X-Auth-Token as "user[:project]" (token 'admin' is an
+# admin); 'keystone' puts keystonemiddleware's auth_token in front of the API.
+PLACEMENT_AUTH_STRATEGY = os.environ.get('PLACEMENT_AUTH_STRATEGY', 'noauth2')
+if PLACEMENT_AUTH_STRATEGY not in ('noauth2', 'keystone'):
+    raise ValueError("PLACEMENT_AUTH_STRATEGY must be 'noauth2' or 'keystone'")
+PLACEMENT_ENFORCE_NEW_DEFAULTS = config.env_bool('PLACEMENT_ENFORCE_NEW_DEFAULTS', True)
+PLACEMENT_ENFORCE_SCOPE = config.env_bool('PLACEMENT_ENFORCE_SCOPE', True)
+PLACEMENT_POLICY_FILE = os.environ.get('PLACEMENT_POLICY_FILE') or None
+PLACEMENT_CORS_ALLOWED_ORIGINS = config.env_list('PLACEMENT_CORS_ALLOWED_ORIGINS')
+PLACEMENT_CORS_ALLOW_HEADERS = config.env_list('PLACEMENT_CORS_ALLOW_HEADERS')
+# Consumers written before microversion 1.8 carry no project or user.
+PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
+PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = '00000000-0000-0000-0000-000000000000'
+# keystonemiddleware auth_token options, e.g. KEYSTONE_AUTHTOKEN_AUTH_URL.
+KEYSTONE_AUTHTOKEN = {
+    name[len('KEYSTONE_AUTHTOKEN_'):].lower(): value
+    for name, value in os.environ.items() if name.startswith('KEYSTONE_AUTHTOKEN_')
+}
+
+LOGGING = {
+    'version': 1,
+    'disable_existing_loggers': False,
+    'formatters': {
+        'plain': {'format': '%(asctime)s %(levelname)s %(name)s %(message)s'},
+    },
+    'handlers': {
+        'console': {'class': 'logging.StreamHandler', 'formatter': 'plain'},
+    },
+    'root': {'handlers': ['console'], 'level': 'WARNING'},
+    'loggers': {
+        # 4xx answers are the API working as designed, not server trouble.
+        'django.request': {'handlers': ['console'], 'level': 'ERROR', 'propagate': False},
+        'placement': {
+            'handlers': ['console'],
+            'level': os.environ.get('PLACEMENT_LOG_LEVEL', 'WARNING').upper(),
+            'propagate': False,
+        },
+    },
+}

@@ -1,0 +1,56 @@
+"""URL map: Placement's paths exactly (no trailing slashes) at the root, then
+the API docs, the admin and the catch-all 404."""
+from django.contrib import admin
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from allocations.api import views as allocation_views
+from placement_site import views as site_views
+from placement_site.static import serve_static
+from providers.api import views as provider_views
+
+
+def route(pattern, viewset, actions, name):
+    # The order of `actions` is the order of the Allow header on a 405.
+    return path(pattern, viewset.as_view(actions), name=name)
+
+
+P = provider_views
+A = allocation_views
+urlpatterns = [
+    route('', site_views.RootViewSet, {'get': 'retrieve'}, 'root'),
+    route('resource_providers', P.ResourceProviderViewSet,
+          {'get': 'list', 'post': 'create'}, 'resource-providers'),
+    route('resource_providers/<str:uuid>', P.ResourceProviderViewSet,
+          {'get': 'retrieve', 'delete': 'destroy', 'put': 'update'}, 'resource-provider'),
+    route('resource_providers/<str:uuid>/inventories', P.InventoryViewSet,
+          {'get': 'list', 'post': 'create', 'put': 'replace', 'delete': 'destroy_all'},
+          'inventories'),
+    route('resource_providers/<str:uuid>/inventories/<str:resource_class>', P.InventoryViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'inventory'),
+    route('resource_providers/<str:uuid>/usages', P.ProviderUsagesViewSet,
+          {'get': 'retrieve'}, 'provider-usages'),
+    route('resource_providers/<str:uuid>/aggregates', P.ProviderAggregatesViewSet,
+          {'get': 'retrieve', 'put': 'update'}, 'provider-aggregates'),
+    route('resource_providers/<str:uuid>/allocations', A.ProviderAllocationsViewSet,
+          {'get': 'retrieve'}, 'provider-allocations'),
+    route('resource_providers/<str:uuid>/traits', P.ProviderTraitsViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'provider-traits'),
+    route('resource_classes', P.ResourceClassViewSet,
+          {'get': 'list', 'post': 'create'}, 'resource-classes'),
+    route('resource_classes/<str:name>', P.ResourceClassViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'resource-class'),
+    route('traits', P.TraitViewSet, {'get': 'list'}, 'traits'),
+    route('traits/<str:name>', P.TraitViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'trait'),
+    route('allocations', A.AllocationViewSet, {'post': 'create'}, 'allocations'),
+    route('allocations/<str:consumer_uuid>', A.AllocationViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'consumer-allocations'),
+    route('usages', A.UsageViewSet, {'get': 'list'}, 'usages'),
+
+    path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
+    path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),
+    path('admin/', admin.site.urls),
+    re_path(r'^static/(?P<path>.*)$', serve_static, name='static'),
+    re_path(r'^.*$', site_views.not_found),
+]

@@ -1,0 +1,30 @@
+"""WSGI entry point. With PLACEMENT_AUTH_STRATEGY=keystone, keystonemiddleware's
+auth_token validates tokens on the Placement API paths (not on the version
+document at '/', nor on the admin, dashboards and docs)."""
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
+
+application = get_wsgi_application()
+
+
+def _with_keystone(app):
+    from django.conf import settings
+    from keystonemiddleware import auth_token
+
+    from placement_site.middleware import is_api_path
+
+    protected = auth_token.AuthProtocol(app, dict(settings.KEYSTONE_AUTHTOKEN))
+
+    def keystone_in_front(environ, start_response):
+        path = environ.get('PATH_INFO', '')
+        if path in ('/', '') or not is_api_path(path):
+            return app(environ, start_response)
+        return protected(environ, start_response)
+    return keystone_in_front
+
+
+if os.environ.get('PLACEMENT_AUTH_STRATEGY', 'noauth2') == 'keystone':
+    application = _with_keystone(application)

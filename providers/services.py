@@ -1,0 +1,466 @@
+"""Writes to providers, inventories, traits, aggregates and resource classes.
+
+Each service is one transaction. A change to a provider's inventories,
+traits or aggregates starts by claiming its generation with
+UPDATE ... SET generation = generation + 1 WHERE id = ? AND generation = ?:
+the row stays locked until commit, so concurrent writers serialise, and a
+writer that read a stale generation gets ProviderConcurrentUpdate (409).
+"""
+import uuid as uuid_lib
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, Sum
+from django.utils import timezone
+
+from placement_site.validation import normalize_uuid
+from providers import exceptions
+from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
+                              ResourceClass, ResourceProvider, Trait, capacity)
+
+INVENTORY_DEFAULTS = {
+    'reserved': 0,
+    'min_unit': 1,
+    'max_unit': 2147483647,
+    'step_size': 1,
+    'allocation_ratio': 1.0,
+}
+INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+
+
+# ---- generations ---------------------------------------------------------
+
+def claim_generation(provider):
+    """Bump the provider's generation from the value we read, or fail.
+
+    Must run inside a transaction; the row lock it takes lasts until commit.
+    """
+    now = timezone.now()
+    updated = ResourceProvider.objects.filter(
+        pk=provider.pk, generation=provider.generation,
+    ).update(generation=F('generation') + 1, updated_at=now)
+    if updated != 1:
+        raise exceptions.ProviderConcurrentUpdate()
+    provider.generation += 1
+    provider.updated_at = now
+
+
+# ---- providers -----------------------------------------------------------
+
+def provider_create(*, name, uuid=None, parent_provider_uuid=None):
+    """Create a provider, at the root of a new tree or under a parent."""
+    provider_uuid = normalize_uuid(uuid) if uuid else str(uuid_lib.uuid4())
+    with transaction.atomic():
+        parent = None
+        if parent_provider_uuid is not None:
+            if parent_provider_uuid == provider_uuid:
+                raise exceptions.ObjectActionError(
+                    action='create',
+                    reason='parent provider UUID cannot be same as UUID. Please set '
+                           'parent provider UUID to None if there is no parent.')
+            parent = ResourceProvider.objects.filter(uuid=parent_provider_uuid).first()
+            if parent is None:
+                raise exceptions.ObjectActionError(
+                    action='create', reason='parent provider UUID does not exist.')
+        _refuse_duplicates(provider_uuid, name)
+        provider = ResourceProvider(uuid=provider_uuid, name=name, parent_provider=parent)
+        try:
+            with transaction.atomic():
+                provider.save()
+        except IntegrityError:  # a concurrent create won the race
+            _refuse_duplicates(provider_uuid, name)
+            raise
+        provider.root_provider_id = parent.root_provider_id if parent else provider.pk
+        ResourceProvider.objects.filter(pk=provider.pk).update(
+            root_provider_id=provider.root_provider_id)
+    provider.parent_provider_uuid = parent.uuid if parent else None
+    provider.root_provider_uuid = (
+        ResourceProvider.objects.values_list('uuid', flat=True).get(pk=provider.root_provider_id)
+        if parent else provider.uuid)
+    return provider
+
+
+def _refuse_duplicates(provider_uuid, name, exclude_pk=None):
+    clashes = ResourceProvider.objects.filter(uuid=provider_uuid) | \
+        ResourceProvider.objects.filter(name=name)
+    if exclude_pk is not None:
+        clashes = clashes.exclude(pk=exclude_pk)
+    found = list(clashes.values('uuid', 'name'))
+    duplicates = []
+    if any(row['uuid'] == provider_uuid for row in found):
+        duplicates.append(f'uuid: {provider_uuid}')
+    if any(row['name'] == name for row in found):
+        duplicates.append(f'name: {name}')
+    if duplicates:
+        raise exceptions.DuplicateProvider(duplicate=', '.join(duplicates))
+
+
+def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_reparenting=False):
+    """Rename and/or move a provider. Moving a subtree updates the root of
+    every provider in it. Before 1.37 a provider may only gain a parent."""
+    with transaction.atomic():
+        updates = {}
+        if name is not None and name != provider.name:
+            _refuse_duplicates(provider.uuid, name, exclude_pk=provider.pk)
+            updates['name'] = name
+        subtree_ids, new_root_id = [], None
+        if parent_provider_uuid is not ...:
+            current_parent_id = provider.parent_provider_id
+            if parent_provider_uuid is not None:
+                parent = ResourceProvider.objects.filter(uuid=parent_provider_uuid).first()
+                if parent is None:
+                    raise exceptions.ObjectActionError(
+                        action='create', reason='parent provider UUID does not exist.')
+                if (current_parent_id is not None and current_parent_id != parent.pk
+                        and not allow_reparenting):
+                    raise exceptions.ObjectActionError(
+                        action='update',
+                        reason='re-parenting a provider is not currently allowed.')
+                if current_parent_id != parent.pk:
+                    subtree_ids = subtree_provider_ids(provider)
+                    if parent.pk in subtree_ids:
+                        raise exceptions.ObjectActionError(
+                            action='update',
+                            reason='creating loop in the provider tree is not allowed.')
+                    updates['parent_provider_id'] = parent.pk
+                    new_root_id = parent.root_provider_id
+            elif current_parent_id is not None:
+                if not allow_reparenting:
+                    raise exceptions.ObjectActionError(
+                        action='update',
+                        reason='un-parenting a provider is not currently allowed.')
+                subtree_ids = subtree_provider_ids(provider)
+                updates['parent_provider_id'] = None
+                new_root_id = provider.pk
+        if not updates:
+            return provider
+        updates['updated_at'] = timezone.now()
+        try:
+            with transaction.atomic():
+                ResourceProvider.objects.filter(pk=provider.pk).update(**updates)
+        except IntegrityError:
+            raise exceptions.DuplicateProvider(duplicate=name)
+        if new_root_id is not None:
+            ResourceProvider.objects.filter(pk__in=subtree_ids).update(root_provider_id=new_root_id)
+    return ResourceProvider.objects.with_tree_uuids().get(pk=provider.pk)
+
+
+def subtree_provider_ids(provider):
+    """Ids of the provider and all its descendants (one query per tree)."""
+    children = {}
+    for pk, parent_id in ResourceProvider.objects.filter(
+            root_provider_id=provider.root_provider_id).values_list('pk', 'parent_provider_id'):
+        children.setdefault(parent_id, []).append(pk)
+    found, pending = [], [provider.pk]
+    while pending:
+        pk = pending.pop()
+        found.append(pk)
+        pending.extend(children.get(pk, ()))
+    return found
+
+
+def provider_delete(*, provider):
+    """Delete a provider with its inventories, traits and aggregate links.
+
+    Refused while it has child providers or allocations.
+    """
+    from allocations.models import Allocation
+    with transaction.atomic():
+        locked = ResourceProvider.objects.select_for_update().filter(pk=provider.pk).first()
+        if locked is None:
+            raise exceptions.ResourceProviderNotFound(uuid=provider.uuid)
+        if ResourceProvider.objects.filter(parent_provider_id=provider.pk).exists():
+            raise exceptions.CannotDeleteParentProvider()
+        if Allocation.objects.filter(resource_provider_id=provider.pk).exists():
+            raise exceptions.ProviderInUse()
+        Inventory.objects.filter(resource_provider_id=provider.pk).delete()
+        ProviderTrait.objects.filter(resource_provider_id=provider.pk).delete()
+        ProviderAggregate.objects.filter(resource_provider_id=provider.pk).delete()
+        # A root points at itself; clear that before deleting the row.
+        ResourceProvider.objects.filter(pk=provider.pk).update(root_provider=None)
+        ResourceProvider.objects.filter(pk=provider.pk).delete()
+
+
+# ---- inventories ---------------------------------------------------------
+
+def resource_class_ids(names):
+    """{name: id} for the names; ResourceClassNotFound for the first unknown."""
+    found = dict(ResourceClass.objects.filter(name__in=list(names)).values_list('name', 'id'))
+    for name in names:
+        if name not in found:
+            raise exceptions.ResourceClassNotFound(name=name)
+    return found
+
+
+def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
+    """Refuse an inventory whose capacity is negative (or zero before 1.26)."""
+    usable = capacity(record['total'], record['reserved'], record['allocation_ratio'])
+    if usable < 0 or (usable == 0 and not reserved_can_be_total):
+        error = (exceptions.InvalidInventoryCapacityReservedCanBeTotal if reserved_can_be_total
+                 else exceptions.InvalidInventoryCapacity)
+        raise error(resource_class=resource_class, resource_provider=provider.uuid)
+
+
+def _usage_by_class(provider, class_ids):
+    from allocations.models import Allocation
+    return dict(Allocation.objects.filter(
+        resource_provider_id=provider.pk, resource_class_id__in=list(class_ids),
+    ).values('resource_class_id').annotate(used=Sum('used')).values_list('resource_class_id', 'used'))
+
+
+def _refuse_below_usage(provider, records_by_id, names_by_id):
+    """An inventory may not shrink below what its consumers already hold."""
+    used = _usage_by_class(provider, records_by_id)
+    for class_id, record in records_by_id.items():
+        in_use = used.get(class_id, 0)
+        limit = capacity(record['total'], record['reserved'], record['allocation_ratio'])
+        if in_use > limit:
+            raise exceptions.InventoryBelowUsage(
+                resource_class=names_by_id[class_id], resource_provider=provider.uuid,
+                used=in_use, capacity=limit)
+
+
+def _refuse_deleting_used(provider, class_ids, names_by_id):
+    used = _usage_by_class(provider, class_ids)
+    in_use = [names_by_id[c] for c in class_ids if used.get(c)]
+    if in_use:
+        raise exceptions.InventoryInUse(resource_classes=', '.join(in_use),
+                                        resource_provider=provider.uuid)
+
+
+def inventories_replace(*, provider, inventories, reserved_can_be_total=True):
+    """Make the provider's inventories exactly `inventories`
+    ({class name: record}): add, update and delete as needed.
+
+    The caller has checked the generation the client sent against
+    `provider.generation`; the claim below detects a writer in between.
+    """
+    records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
+    ids = resource_class_ids(list(records))
+    for name, record in records.items():
+        check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
+    names_by_id = {class_id: name for name, class_id in ids.items()}
+    with transaction.atomic():
+        claim_generation(provider)
+        existing = {inv.resource_class_id: inv
+                    for inv in Inventory.objects.filter(resource_provider_id=provider.pk)}
+        names_by_id.update(ResourceClass.objects.filter(
+            pk__in=list(existing)).values_list('id', 'name'))
+        wanted = {ids[name]: record for name, record in records.items()}
+        to_delete = [class_id for class_id in existing if class_id not in wanted]
+        if to_delete:
+            _refuse_deleting_used(provider, to_delete, names_by_id)
+            Inventory.objects.filter(resource_provider_id=provider.pk,
+                                     resource_class_id__in=to_delete).delete()
+        to_update = {c: r for c, r in wanted.items() if c in existing}
+        _refuse_below_usage(provider, to_update, names_by_id)
+        now = timezone.now()
+        changed = []
+        for class_id, record in to_update.items():
+            inventory = existing[class_id]
+            if any(getattr(inventory, f) != record[f] for f in INVENTORY_FIELDS):
+                for field in INVENTORY_FIELDS:
+                    setattr(inventory, field, record[field])
+                inventory.updated_at = now
+                changed.append(inventory)
+        if changed:
+            Inventory.objects.bulk_update(changed, INVENTORY_FIELDS + ('updated_at',))
+        Inventory.objects.bulk_create([
+            Inventory(resource_provider_id=provider.pk, resource_class_id=class_id, **record)
+            for class_id, record in wanted.items() if class_id not in existing
+        ])
+    return list(Inventory.objects.filter(resource_provider_id=provider.pk)
+                .select_related('resource_class'))
+
+
+def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):
+    """Add one inventory the provider does not have yet."""
+    record = {**INVENTORY_DEFAULTS, **record}
+    class_id = resource_class_ids([resource_class])[resource_class]
+    check_inventory_capacity(provider, resource_class, record,
+                             reserved_can_be_total=reserved_can_be_total)
+    with transaction.atomic():
+        claim_generation(provider)
+        if Inventory.objects.filter(resource_provider_id=provider.pk,
+                                    resource_class_id=class_id).exists():
+            raise exceptions.ConcurrentUpdate(
+                f'Inventory of class {resource_class} already exists on provider {provider.uuid}')
+        inventory = Inventory.objects.create(
+            resource_provider_id=provider.pk, resource_class_id=class_id, **record)
+    return inventory
+
+
+def inventory_update(*, provider, resource_class, record, reserved_can_be_total=True):
+    """Change one inventory the provider has."""
+    record = {**INVENTORY_DEFAULTS, **record}
+    class_id = resource_class_ids([resource_class])[resource_class]
+    check_inventory_capacity(provider, resource_class, record,
+                             reserved_can_be_total=reserved_can_be_total)
+    with transaction.atomic():
+        claim_generation(provider)
+        inventory = Inventory.objects.filter(resource_provider_id=provider.pk,
+                                             resource_class_id=class_id).first()
+        if inventory is None:
+            raise exceptions.InventoryNotFound(resource_class=resource_class)
+        _refuse_below_usage(provider, {class_id: record}, {class_id: resource_class})
+        for field in INVENTORY_FIELDS:
+            setattr(inventory, field, record[field])
+        inventory.updated_at = timezone.now()
+        inventory.save()
+    return inventory
+
+
+def inventory_delete(*, provider, resource_class):
+    """Delete one inventory; refused while consumers hold some of it."""
+    class_id = resource_class_ids([resource_class])[resource_class]
+    with transaction.atomic():
+        claim_generation(provider)
+        _refuse_deleting_used(provider, [class_id], {class_id: resource_class})
+        deleted, _ = Inventory.objects.filter(resource_provider_id=provider.pk,
+                                              resource_class_id=class_id).delete()
+        if not deleted:
+            raise exceptions.NotFound(f'No inventory of class {resource_class} found for delete')
+
+
+# ---- traits ----------------------------------------------------------------
+
+def trait_ids(names):
+    """{name: id}; TraitNotFound naming every unknown trait."""
+    names = list(names)
+    found = dict(Trait.objects.filter(name__in=names).values_list('name', 'id'))
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise exceptions.TraitNotFound(names=', '.join(missing))
+    return found
+
+
+def traits_replace(*, provider, trait_names):
+    """Make the provider's traits exactly `trait_names` (all must exist)."""
+    wanted = set(trait_ids(trait_names).values())
+    existing = set(ProviderTrait.objects.filter(
+        resource_provider_id=provider.pk).values_list('trait_id', flat=True))
+    if wanted == existing:
+        return
+    with transaction.atomic():
+        claim_generation(provider)
+        ProviderTrait.objects.filter(resource_provider_id=provider.pk,
+                                     trait_id__in=existing - wanted).delete()
+        ProviderTrait.objects.bulk_create(
+            [ProviderTrait(resource_provider_id=provider.pk, trait_id=trait_id)
+             for trait_id in wanted - existing])
+
+
+def trait_ensure(*, name):
+    """Create a custom trait unless it exists. Returns (trait, created)."""
+    trait = Trait.objects.filter(name=name).first()
+    if trait is not None:
+        return trait, False
+    try:
+        with transaction.atomic():
+            return Trait.objects.create(name=name), True
+    except IntegrityError:  # created concurrently
+        return Trait.objects.get(name=name), False
+
+
+def trait_delete(*, trait):
+    """Delete a custom trait no provider carries."""
+    if not trait.is_custom:
+        raise exceptions.TraitCannotDeleteStandard(name=trait.name)
+    with transaction.atomic():
+        if ProviderTrait.objects.filter(trait_id=trait.pk).exists():
+            raise exceptions.TraitInUse(name=trait.name)
+        try:
+            with transaction.atomic():
+                Trait.objects.filter(pk=trait.pk).delete()
+        except IntegrityError:  # a provider took it meanwhile
+            raise exceptions.TraitInUse(name=trait.name)
+
+
+# ---- aggregates --------------------------------------------------------------
+
+def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
+    """Make the provider's aggregates exactly `aggregate_uuids`, creating
+    unknown aggregates. Before microversion 1.19 OpenStack Placement did not
+    bump the generation for this, and neither do we then."""
+    wanted_uuids = set(aggregate_uuids)
+    with transaction.atomic():
+        if bump_generation:
+            claim_generation(provider)
+        known = dict(Aggregate.objects.filter(uuid__in=wanted_uuids).values_list('uuid', 'id'))
+        for agg_uuid in wanted_uuids - set(known):
+            known[agg_uuid] = _aggregate_ensure(agg_uuid)
+        wanted = {known[u] for u in wanted_uuids}
+        existing = set(ProviderAggregate.objects.filter(
+            resource_provider_id=provider.pk).values_list('aggregate_id', flat=True))
+        ProviderAggregate.objects.filter(resource_provider_id=provider.pk,
+                                         aggregate_id__in=existing - wanted).delete()
+        ProviderAggregate.objects.bulk_create(
+            [ProviderAggregate(resource_provider_id=provider.pk, aggregate_id=agg_id)
+             for agg_id in wanted - existing], ignore_conflicts=True)
+
+
+def _aggregate_ensure(agg_uuid):
+    try:
+        with transaction.atomic():
+            return Aggregate.objects.create(uuid=agg_uuid).pk
+    except IntegrityError:
+        return Aggregate.objects.get(uuid=agg_uuid).pk
+
+
+# ---- resource classes -----------------------------------------------------------
+
+def resource_class_create(*, name):
+    """Create a custom resource class (CUSTOM_*), numbered from 10000."""
+    if ResourceClass.objects.filter(name=name).exists():
+        raise exceptions.ResourceClassExists(name=name)
+    for _attempt in range(100):
+        try:
+            with transaction.atomic():
+                highest = ResourceClass.objects.aggregate(top=Max('id'))['top'] or 0
+                next_id = max(highest + 1, ResourceClass.MIN_CUSTOM_ID)
+                return ResourceClass.objects.create(id=next_id, name=name)
+        except IntegrityError:
+            if ResourceClass.objects.filter(name=name).exists():
+                raise exceptions.ResourceClassExists(name=name)
+            # another class took the id: try the next one
+    raise exceptions.ConcurrentUpdate(f'Could not allocate an id for resource class {name}')
+
+
+def resource_class_ensure(*, name):
+    """Create a custom resource class unless it exists. Returns (rc, created)."""
+    existing = ResourceClass.objects.filter(name=name).first()
+    if existing is not None:
+        return existing, False
+    try:
+        return resource_class_create(name=name), True
+    except exceptions.ResourceClassExists:
+        return ResourceClass.objects.get(name=name), False
+
+
+def resource_class_rename(*, resource_class, name):
+    """Rename a custom resource class (microversions 1.2 to 1.6)."""
+    if not resource_class.is_custom:
+        raise exceptions.ResourceClassCannotUpdateStandard(name=resource_class.name)
+    if ResourceClass.objects.filter(name=name).exclude(pk=resource_class.pk).exists():
+        raise exceptions.ResourceClassExists(name=name)
+    try:
+        with transaction.atomic():
+            ResourceClass.objects.filter(pk=resource_class.pk).update(
+                name=name, updated_at=timezone.now())
+    except IntegrityError:
+        raise exceptions.ResourceClassExists(name=name)
+    resource_class.refresh_from_db()
+    return resource_class
+
+
+def resource_class_delete(*, resource_class):
+    """Delete a custom resource class no inventory uses."""
+    if not resource_class.is_custom:
+        raise exceptions.ResourceClassCannotDeleteStandard(name=resource_class.name)
+    with transaction.atomic():
+        if Inventory.objects.filter(resource_class_id=resource_class.pk).exists():
+            raise exceptions.ResourceClassInUse(name=resource_class.name)
+        try:
+            with transaction.atomic():
+                ResourceClass.objects.filter(pk=resource_class.pk).delete()
+        except IntegrityError:
+            raise exceptions.ResourceClassInUse(name=resource_class.name)
