@@ -126,3 +126,30 @@ USAGES_QUERY_1_38 = copy.deepcopy(USAGES_QUERY_1_9)
 USAGES_QUERY_1_38['properties']['consumer_type'] = {
     'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN, 'minLength': 1, 'maxLength': 255,
 }
+
+# ---- POST /reshaper (1.30) ---------------------------------------------------
+
+def _reshaper(allocations_schema):
+    from providers.schemas import INVENTORIES_PUT
+    allocations = copy.deepcopy(allocations_schema)
+    allocations['minProperties'] = 0
+    return {
+        'type': 'object',
+        'properties': {
+            'inventories': {
+                'type': 'object',
+                'patternProperties': {UUID_PATTERN: INVENTORIES_PUT},
+                # Nothing to reshape without at least one provider.
+                'minProperties': 1,
+                'additionalProperties': False,
+            },
+            'allocations': allocations,
+        },
+        'required': ['inventories', 'allocations'],
+        'additionalProperties': False,
+    }
+
+
+RESHAPER_POST = _reshaper(ALLOCATIONS_POST_1_28)
+RESHAPER_POST_1_34 = _reshaper(ALLOCATIONS_POST_1_34)
+RESHAPER_POST_1_38 = _reshaper(ALLOCATIONS_POST_1_38)

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from providers import exceptions
+from providers import services as provider_services
 from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
@@ -75,6 +76,39 @@ def allocations_delete(*, consumer_uuid):
             return False
         consumer.delete()
     return True
+
+
+def reshape(*, inventories, requests, reserved_can_be_total=True):
+    """Move inventory and the allocations against it between providers,
+    atomically (POST /reshaper).
+
+    `inventories` maps each provider (already checked against the client's
+    generation) to its complete new inventories. As in OpenStack Placement
+    the new inventories are first merged into the old ones, then the
+    allocations are replaced, then the inventories are set exactly, so
+    allocations can move off a class that then disappears.
+    """
+    with transaction.atomic():
+        for provider, new_inventories in inventories.items():
+            if not new_inventories:
+                continue
+            interim = {
+                inv.resource_class.name: {f: getattr(inv, f) for f in provider_services.INVENTORY_FIELDS}
+                for inv in Inventory.objects.filter(
+                    resource_provider_id=provider.pk).select_related('resource_class')
+            }
+            interim.update(new_inventories)
+            provider_services.inventories_replace(
+                provider=provider, inventories=interim, reserved_can_be_total=reserved_can_be_total,
+                check_usage=False)
+        if requests:
+            _replace(requests)
+        for provider, new_inventories in inventories.items():
+            provider.generation = ResourceProvider.objects.values_list(
+                'generation', flat=True).get(pk=provider.pk)
+            provider_services.inventories_replace(
+                provider=provider, inventories=new_inventories,
+                reserved_can_be_total=reserved_can_be_total)
 
 
 # ---- the write itself ----------------------------------------------------------

@@ -47,6 +47,7 @@ urlpatterns = [
     route('allocations/<str:consumer_uuid>', A.AllocationViewSet,
           {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'consumer-allocations'),
     route('usages', A.UsageViewSet, {'get': 'list'}, 'usages'),
+    route('reshaper', A.ReshaperViewSet, {'post': 'create'}, 'reshaper'),
 
     path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),

@@ -227,12 +227,14 @@ def _refuse_deleting_used(provider, class_ids, names_by_id):
                                         resource_provider=provider.uuid)
 
 
-def inventories_replace(*, provider, inventories, reserved_can_be_total=True):
+def inventories_replace(*, provider, inventories, reserved_can_be_total=True, check_usage=True):
     """Make the provider's inventories exactly `inventories`
     ({class name: record}): add, update and delete as needed.
 
     The caller has checked the generation the client sent against
     `provider.generation`; the claim below detects a writer in between.
+    check_usage=False lets a reshape shrink inventory below usage for the
+    moment before it replaces the allocations.
     """
     records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
     ids = resource_class_ids(list(records))
@@ -252,7 +254,8 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True):
             Inventory.objects.filter(resource_provider_id=provider.pk,
                                      resource_class_id__in=to_delete).delete()
         to_update = {c: r for c, r in wanted.items() if c in existing}
-        _refuse_below_usage(provider, to_update, names_by_id)
+        if check_usage:
+            _refuse_below_usage(provider, to_update, names_by_id)
         now = timezone.now()
         changed = []
         for class_id, record in to_update.items():

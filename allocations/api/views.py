@@ -12,6 +12,7 @@ from placement_site.validation import is_uuid_like, normalize_uuid
 from providers import exceptions
 from providers.api import serializers as provider_serializers
 from providers.api.views import find_provider
+from providers.models import ResourceProvider
 
 POLICY = 'placement:allocations:%s'
 
@@ -174,3 +175,52 @@ class UsageViewSet(PlacementViewSet):
             usages = querysets.project_usages(project_id, user_id)
         # Usage is "now": Placement does not date it.
         return self.respond({'usages': usages}, last_modified=timezone.now())
+
+
+class ReshaperViewSet(PlacementViewSet):
+    """/reshaper (1.30): move inventory and allocations between providers."""
+
+    @versions('1.30')
+    @require_json
+    def create(self, request):
+        self.authorize('placement:reshaper:reshape')
+        if self.want((1, 38)):
+            schema = schemas.RESHAPER_POST_1_38
+        elif self.want((1, 34)):
+            schema = schemas.RESHAPER_POST_1_34
+        else:
+            schema = schemas.RESHAPER_POST
+        data = json_body(request, schema)
+        providers = {p.uuid: p for p in ResourceProvider.objects.filter(
+            uuid__in=list(data['inventories']))}
+        inventories = {}
+        for provider_uuid, part in data['inventories'].items():
+            provider = providers.get(provider_uuid)
+            if provider is None:
+                raise errors.bad_request(
+                    f'Resource provider {provider_uuid} in inventories not found: '
+                    f'No resource provider with uuid {provider_uuid} found',
+                    code=errors.RESOURCE_PROVIDER_NOT_FOUND)
+            if part['resource_provider_generation'] != provider.generation:
+                raise errors.conflict(
+                    f'resource provider generation conflict for provider {provider_uuid}: '
+                    f"actual: {provider.generation}, given: {part['resource_provider_generation']}",
+                    code=errors.CONCURRENT_UPDATE)
+            inventories[provider] = part['inventories']
+        requests = [request_for_consumer(uuid, part, self.version)
+                    for uuid, part in data['allocations'].items()]
+        try:
+            services.reshape(inventories=inventories, requests=requests)
+        except exceptions.ConsumerGenerationConflict as exc:
+            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        except services.ProviderForAllocationNotFound as exc:
+            raise errors.bad_request(str(exc))
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+        except exceptions.NotFound as exc:
+            raise errors.bad_request(f'malformed reshaper data: {exc}')
+        except exceptions.InventoryInUse as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
+        except exceptions.InvalidInventory as exc:
+            raise errors.conflict(f'Unable to allocate inventory: {exc}')
+        return self.no_content()
