@@ -1,0 +1,141 @@
+"""Shared fixtures: a Placement API client over Django's test client, small
+builders that go through the API, and a database snapshot for checking that
+a refused request changed nothing."""
+import json
+import uuid as uuid_lib
+
+import pytest
+from django.apps import apps
+from django.test import Client
+
+from placement_site import policy
+
+LATEST = '1.39'
+
+
+class PlacementClient:
+    """Requests as a Placement client sends them: token, microversion, JSON."""
+
+    def __init__(self, token='admin', version=LATEST):
+        self.client = Client()
+        self.token = token
+        self.version = version
+
+    def request(self, method, path, body=None, *, version=None, token=None, headers=None,
+                content_type='application/json', raw=None):
+        headers = dict(headers or {})
+        token = self.token if token is None else token
+        if token is not False:
+            headers.setdefault('X-Auth-Token', token)
+        version = self.version if version is None else version
+        if version is not False:
+            headers.setdefault('OpenStack-API-Version', f'placement {version}')
+        headers.setdefault('Accept', 'application/json')
+        data = raw if raw is not None else (json.dumps(body) if body is not None else '')
+        kwargs = {'headers': headers}
+        if data or content_type != 'application/json':
+            kwargs['content_type'] = content_type
+        response = self.client.generic(method, path, data=data, **kwargs)
+        response.body = _json_or_none(response)
+        return response
+
+    def get(self, path, **kwargs):
+        return self.request('GET', path, **kwargs)
+
+    def post(self, path, body=None, **kwargs):
+        return self.request('POST', path, body, **kwargs)
+
+    def put(self, path, body=None, **kwargs):
+        return self.request('PUT', path, body, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request('DELETE', path, **kwargs)
+
+    # ---- builders (through the API, so tests exercise real behaviour) ----
+
+    def create_provider(self, name=None, uuid=None, parent=None):
+        body = {'name': name or f'rp-{uuid_lib.uuid4().hex[:8]}',
+                'uuid': uuid or str(uuid_lib.uuid4())}
+        if parent:
+            body['parent_provider_uuid'] = parent
+        response = self.post('/resource_providers', body, version=LATEST)
+        assert response.status_code == 200, response.content
+        return response.body
+
+    def set_inventory(self, rp_uuid, inventories):
+        generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
+        response = self.put(f'/resource_providers/{rp_uuid}/inventories',
+                            {'resource_provider_generation': generation,
+                             'inventories': inventories})
+        assert response.status_code == 200, response.content
+        return response.body
+
+    def set_traits(self, rp_uuid, traits):
+        generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
+        response = self.put(f'/resource_providers/{rp_uuid}/traits',
+                            {'resource_provider_generation': generation, 'traits': traits})
+        assert response.status_code == 200, response.content
+        return response.body
+
+    def set_aggregates(self, rp_uuid, aggregates):
+        generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
+        response = self.put(f'/resource_providers/{rp_uuid}/aggregates',
+                            {'resource_provider_generation': generation,
+                             'aggregates': aggregates})
+        assert response.status_code == 200, response.content
+        return response.body
+
+    def allocate(self, consumer, allocations, *, project='proj', user='user',
+                 consumer_type='INSTANCE', generation=None):
+        response = self.put(f'/allocations/{consumer}', {
+            'allocations': {rp: {'resources': res} for rp, res in allocations.items()},
+            'project_id': project, 'user_id': user,
+            'consumer_generation': generation, 'consumer_type': consumer_type})
+        return response
+
+
+def _json_or_none(response):
+    if response.get('Content-Type', '').startswith('application/json') and response.content:
+        return json.loads(response.content)
+    return None
+
+
+@pytest.fixture
+def api(db):
+    return PlacementClient()
+
+
+@pytest.fixture
+def make_api(db):
+    """A client with another token or default microversion."""
+    return PlacementClient
+
+
+@pytest.fixture(autouse=True)
+def _fresh_policy():
+    """Tests change policy settings; every test starts from them afresh."""
+    policy.reset()
+    yield
+    policy.reset()
+
+
+def snapshot():
+    """Every row of every Placement table, for before/after comparisons."""
+    state = {}
+    for app_label in ('providers', 'allocations'):
+        for model in apps.get_app_config(app_label).get_models():
+            state[model._meta.db_table] = sorted(
+                (tuple(sorted(row.items())) for row in model.objects.values()), key=repr)
+    return state
+
+
+@pytest.fixture
+def db_snapshot(db):
+    return snapshot
+
+
+def error_of(response):
+    """The single error of a Placement error body."""
+    errors = response.body['errors']
+    assert len(errors) == 1
+    return errors[0]
