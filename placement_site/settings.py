@@ -150,6 +150,18 @@ PLACEMENT_ENFORCE_SCOPE = config.env_bool('PLACEMENT_ENFORCE_SCOPE', True)
 PLACEMENT_POLICY_FILE = os.environ.get('PLACEMENT_POLICY_FILE') or None
 PLACEMENT_CORS_ALLOWED_ORIGINS = config.env_list('PLACEMENT_CORS_ALLOWED_ORIGINS')
 PLACEMENT_CORS_ALLOW_HEADERS = config.env_list('PLACEMENT_CORS_ALLOW_HEADERS')
+# Allocation candidates, as OpenStack Placement's [placement] options:
+# shuffle (or sample, with limit) the candidates; stop generating after this
+# many (-1: no limit); visit trees one after another (depth-first) or one
+# candidate from each in turn (breadth-first).
+PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES = config.env_bool(
+    'PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES', False)
+PLACEMENT_MAX_ALLOCATION_CANDIDATES = int(os.environ.get('PLACEMENT_MAX_ALLOCATION_CANDIDATES', -1))
+PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY = os.environ.get(
+    'PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY', 'depth-first')
+if PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY not in ('depth-first', 'breadth-first'):
+    raise ValueError('PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY must be '
+                     "'depth-first' or 'breadth-first'")
 # Consumers written before microversion 1.8 carry no project or user.
 PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
 PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = '00000000-0000-0000-0000-000000000000'

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from allocations.api import candidates as candidate_views
 from allocations.api import views as allocation_views
 from placement_site import views as site_views
 from placement_site.static import serve_static
@@ -48,6 +49,8 @@ urlpatterns = [
           {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'consumer-allocations'),
     route('usages', A.UsageViewSet, {'get': 'list'}, 'usages'),
     route('reshaper', A.ReshaperViewSet, {'post': 'create'}, 'reshaper'),
+    route('allocation_candidates', candidate_views.AllocationCandidatesViewSet,
+          {'get': 'list'}, 'allocation-candidates'),
 
     path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),

@@ -1,0 +1,249 @@
+"""Usages: GET /resource_providers/{uuid}/usages and GET /usages (1.9+),
+grouped by consumer type with consumer counts from 1.38."""
+import uuid as uuid_lib
+from urllib.parse import quote
+
+import pytest
+
+from tests.conftest import error_of
+
+
+def new_uuid():
+    return str(uuid_lib.uuid4())
+
+
+def refused(response, status, detail=None, code='placement.undefined_code'):
+    """The error of a Placement error body, checked for shape (1.23+)."""
+    assert response.status_code == status, response.content
+    assert response['Content-Type'] == 'application/json'
+    error = error_of(response)
+    assert set(error) == {'status', 'title', 'detail', 'request_id', 'code'}
+    assert error['status'] == status
+    assert error['code'] == code
+    assert error['request_id'] == response['x-openstack-request-id']
+    if detail is not None:
+        assert detail in error['detail'], error['detail']
+    return error
+
+
+@pytest.fixture
+def rp(api):
+    uuid = api.create_provider()['uuid']
+    api.set_inventory(uuid, {'VCPU': {'total': 16}, 'MEMORY_MB': {'total': 4096},
+                             'DISK_GB': {'total': 100}})
+    return uuid
+
+
+@pytest.fixture
+def project(api, rp):
+    """A project with two INSTANCE consumers, a MIGRATION of another user,
+    one consumer without a type (written at 1.37) and another project's."""
+    project = f'proj-{new_uuid()}'
+    assert api.allocate(new_uuid(), {rp: {'VCPU': 1, 'MEMORY_MB': 512}},
+                        project=project, user='alice').status_code == 204
+    assert api.allocate(new_uuid(), {rp: {'VCPU': 2}},
+                        project=project, user='alice').status_code == 204
+    assert api.allocate(new_uuid(), {rp: {'DISK_GB': 10}}, project=project, user='bob',
+                        consumer_type='MIGRATION').status_code == 204
+    untyped = {'allocations': {rp: {'resources': {'VCPU': 1}}}, 'project_id': project,
+               'user_id': 'alice', 'consumer_generation': None}
+    assert api.put(f'/allocations/{new_uuid()}', untyped, version='1.37').status_code == 204
+    assert api.allocate(new_uuid(), {rp: {'VCPU': 4}}, project='elsewhere').status_code == 204
+    return project
+
+
+# ---- GET /resource_providers/{uuid}/usages ------------------------------------
+
+def test_provider_without_inventory_has_no_usages(api):
+    rp = api.create_provider()['uuid']
+    response = api.get(f'/resource_providers/{rp}/usages')
+    assert response.status_code == 200
+    assert response.body == {'resource_provider_generation': 0, 'usages': {}}
+
+
+def test_provider_usages_list_every_inventoried_class(api, rp):
+    assert api.get(f'/resource_providers/{rp}/usages').body == {
+        'resource_provider_generation': 1,
+        'usages': {'VCPU': 0, 'MEMORY_MB': 0, 'DISK_GB': 0}}
+
+
+@pytest.mark.parametrize('version', ['1.0', '1.39'])
+def test_provider_usages_sum_all_consumers(api, rp, project, version):
+    response = api.get(f'/resource_providers/{rp}/usages', version=version)
+    assert response.status_code == 200
+    assert response.body == {'resource_provider_generation': 6,
+                             'usages': {'VCPU': 8, 'MEMORY_MB': 512, 'DISK_GB': 10}}
+
+
+def test_provider_usages_have_cache_headers_from_1_15(api, rp):
+    assert 'Last-Modified' not in api.get(f'/resource_providers/{rp}/usages', version='1.14')
+    response = api.get(f'/resource_providers/{rp}/usages', version='1.15')
+    assert response['Cache-Control'] == 'no-cache'
+    assert response['Last-Modified'].endswith(' GMT')
+
+
+def test_provider_usages_ignore_unknown_query_parameters(api, rp):
+    response = api.get(f'/resource_providers/{rp}/usages?foo=bar')
+    assert response.status_code == 200
+    assert response.body['usages'] == {'VCPU': 0, 'MEMORY_MB': 0, 'DISK_GB': 0}
+
+
+@pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=1)), 'not-a-uuid', 'ü'])
+def test_provider_usages_of_an_unknown_provider_is_404(api, db_snapshot, rp):
+    before = db_snapshot()
+    refused(api.get(f'/resource_providers/{quote(rp)}/usages'), 404,
+            f'No resource provider with uuid {rp} found: No resource provider with uuid {rp} found')
+    assert db_snapshot() == before
+
+
+def test_provider_usages_refuse_text_plain(api, rp):
+    response = api.get(f'/resource_providers/{rp}/usages', headers={'Accept': 'text/plain'})
+    assert response.status_code == 406
+    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+    assert b'Only application/json is provided' in response.content
+
+
+@pytest.mark.parametrize('version, status', [('1.40', 406), ('0.1', 406), ('x.y', 400)])
+def test_provider_usages_refuse_bad_versions(api, rp, version, status):
+    response = api.get(f'/resource_providers/{rp}/usages', version=version)
+    assert response.status_code == status
+    assert error_of(response)['status'] == status
+
+
+# ---- GET /usages ----------------------------------------------------------------
+
+def test_project_usages_need_1_9(api, project):
+    response = api.get(f'/usages?project_id={project}', version='1.8')
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize('version', ['1.9', '1.37'])
+def test_project_usages_before_1_38(api, project, version):
+    response = api.get(f'/usages?project_id={project}', version=version)
+    assert response.status_code == 200
+    assert response.body == {'usages': {'VCPU': 4, 'MEMORY_MB': 512, 'DISK_GB': 10}}
+
+
+def test_project_usages_of_one_user(api, project):
+    response = api.get(f'/usages?project_id={project}&user_id=alice', version='1.9')
+    assert response.body == {'usages': {'VCPU': 4, 'MEMORY_MB': 512}}
+
+
+def test_project_usages_have_cache_headers_from_1_15(api, project):
+    assert 'Last-Modified' not in api.get(f'/usages?project_id={project}', version='1.14')
+    response = api.get(f'/usages?project_id={project}', version='1.15')
+    assert response['Cache-Control'] == 'no-cache'
+    assert response['Last-Modified'].endswith(' GMT')
+
+
+@pytest.mark.parametrize('version', ['1.9', '1.38'])
+def test_unknown_project_has_no_usages(api, project, version):
+    response = api.get(f'/usages?project_id={new_uuid()}', version=version)
+    assert response.status_code == 200
+    assert response.body == {'usages': {}}
+
+
+def test_usages_by_consumer_type_from_1_38(api, project):
+    response = api.get(f'/usages?project_id={project}', version='1.38')
+    assert response.status_code == 200
+    assert response.body == {'usages': {
+        'INSTANCE': {'VCPU': 3, 'MEMORY_MB': 512, 'consumer_count': 2},
+        'MIGRATION': {'DISK_GB': 10, 'consumer_count': 1},
+        'unknown': {'VCPU': 1, 'consumer_count': 1},
+    }}
+
+
+def test_usages_by_consumer_type_of_one_user(api, project):
+    response = api.get(f'/usages?project_id={project}&user_id=alice', version='1.38')
+    assert response.body == {'usages': {
+        'INSTANCE': {'VCPU': 3, 'MEMORY_MB': 512, 'consumer_count': 2},
+        'unknown': {'VCPU': 1, 'consumer_count': 1},
+    }}
+
+
+@pytest.mark.parametrize('consumer_type, expected', [
+    ('all', {'all': {'VCPU': 4, 'MEMORY_MB': 512, 'DISK_GB': 10, 'consumer_count': 4}}),
+    ('unknown', {'unknown': {'VCPU': 1, 'consumer_count': 1}}),
+    ('INSTANCE', {'INSTANCE': {'VCPU': 3, 'MEMORY_MB': 512, 'consumer_count': 2}}),
+    ('MIGRATION', {'MIGRATION': {'DISK_GB': 10, 'consumer_count': 1}}),
+    ('NOBODY', {}),
+])
+def test_usages_filtered_by_consumer_type(api, project, consumer_type, expected):
+    response = api.get(f'/usages?project_id={project}&consumer_type={consumer_type}',
+                       version='1.39')
+    assert response.status_code == 200
+    assert response.body == {'usages': expected}
+
+
+def test_usages_of_all_types_in_an_unknown_project(api, project):
+    response = api.get(f'/usages?project_id={new_uuid()}&consumer_type=all', version='1.38')
+    assert response.body == {'usages': {}}
+
+
+def test_unicode_project_ids_are_matched(api, rp):
+    project = f'pröject-中-{new_uuid()}'
+    api.allocate(new_uuid(), {rp: {'VCPU': 2}}, project=project)
+    response = api.get(f'/usages?project_id={quote(project)}', version='1.9')
+    assert response.body == {'usages': {'VCPU': 2}}
+
+
+def test_usages_refuse_text_plain(api):
+    response = api.get('/usages?project_id=p', headers={'Accept': 'text/plain'})
+    assert response.status_code == 406
+    assert b'Only application/json is provided' in response.content
+
+
+BAD_QUERIES = {
+    'no-project': ('', "'project_id' is a required property"),
+    'user-only': ('user_id=alice', "'project_id' is a required property"),
+    'empty-project': ('project_id=', "'' should be non-empty"),
+    'long-project': ('project_id=' + 'p' * 256, 'is too long'),
+    'empty-user': ('project_id=p&user_id=', "'' should be non-empty"),
+    'long-user': ('project_id=p&user_id=' + 'u' * 256, 'is too long'),
+    'unknown-parameter': ('project_id=p&foo=bar',
+                          "Additional properties are not allowed ('foo' was unexpected)"),
+    'lowercase-type': ('project_id=p&consumer_type=instance',
+                       "'instance' does not match '^[A-Z0-9_]+$|^all|^unknown$'"),
+    'dashed-type': ('project_id=p&consumer_type=INST-ANCE',
+                    "'INST-ANCE' does not match '^[A-Z0-9_]+$|^all|^unknown$'"),
+    'empty-type': ('project_id=p&consumer_type=',
+                   "'' does not match '^[A-Z0-9_]+$|^all|^unknown$'"),
+    'unicode-type': ('project_id=p&consumer_type=' + quote('ÜNICODE'),
+                     "'ÜNICODE' does not match '^[A-Z0-9_]+$|^all|^unknown$'"),
+    'spaced-type': ('project_id=p&consumer_type=A%20B',
+                    "'A B' does not match '^[A-Z0-9_]+$|^all|^unknown$'"),
+    'long-type': ('project_id=p&consumer_type=' + 'X' * 256, 'is too long'),
+}
+
+
+@pytest.mark.parametrize('query, detail', BAD_QUERIES.values(), ids=BAD_QUERIES.keys())
+def test_usages_refuse_bad_queries(api, project, db_snapshot, query, detail):
+    before = db_snapshot()
+    error = refused(api.get(f'/usages?{query}', version='1.38'), 400, detail)
+    assert 'Invalid query string parameters: ' in error['detail']
+    assert db_snapshot() == before
+
+
+def test_consumer_type_filter_is_unknown_before_1_38(api, project):
+    error = refused(api.get(f'/usages?project_id={project}&consumer_type=all', version='1.37'),
+                    400, "Additional properties are not allowed ('consumer_type' was unexpected)")
+    assert 'Invalid query string parameters' in error['detail']
+
+
+def test_errors_have_no_code_before_1_23(api):
+    response = api.get('/usages', version='1.9')
+    assert response.status_code == 400
+    error = error_of(response)
+    assert set(error) == {'status', 'title', 'detail', 'request_id'}
+    assert "'project_id' is a required property" in error['detail']
+
+
+@pytest.mark.parametrize('version, status, detail', [
+    ('1.40', 406, 'Unacceptable version header: 1.40'),
+    ('-1.5', 406, 'Unacceptable version header: -1.5'),
+    ('1.x', 400, 'invalid version string: 1.x'),
+])
+def test_usages_refuse_bad_versions(api, version, status, detail):
+    response = api.get('/usages?project_id=p', version=version)
+    assert response.status_code == status
+    assert f'Invalid microversion: {detail}' in error_of(response)['detail']
