@@ -7,6 +7,7 @@ PLACEMENT_CORS_ALLOW_HEADERS. Django's own: DJANGO_DEBUG, DJANGO_SECRET_KEY,
 DJANGO_ALLOWED_HOSTS.
 """
 import os
+import tempfile
 from pathlib import Path
 
 from placement_site import config
@@ -81,6 +82,12 @@ DATABASES = {
         data_dir=DATA_DIR,
     ),
 }
+if DATABASES['default']['ENGINE'] == 'django.db.backends.sqlite3':
+    # Tests use a file, not memory, so live-server tests see one database
+    # from many threads, each with its own connection (and its own lock).
+    DATABASES['default']['TEST'] = {
+        'NAME': str(Path(tempfile.gettempdir()) / f'placement-test-{os.getpid()}.sqlite3'),
+    }
 DEFAULT_AUTO_FIELD = 'django.db.models.BigAutoField'
 
 AUTH_PASSWORD_VALIDATORS = [

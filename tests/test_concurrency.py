@@ -1,0 +1,119 @@
+"""Concurrent writers against a live HTTP server: generations decide who
+wins, capacity is never exceeded, and losers leave nothing behind."""
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+WRITERS = 20
+HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
+           'Accept': 'application/json'}
+
+
+class Server:
+    def __init__(self, url):
+        self.url = url
+        self.session = requests.Session()
+
+    def call(self, method, path, body=None):
+        return requests.request(method, self.url + path, json=body, headers=HEADERS, timeout=120)
+
+
+@pytest.fixture
+def server(live_server):
+    return Server(live_server.url)
+
+
+def together(count, work):
+    """Run work(i) in `count` threads released at the same moment."""
+    start = threading.Barrier(count)
+
+    def run(i):
+        start.wait()
+        return work(i)
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def claim_body(provider, amount):
+    return {'allocations': {provider: {'resources': {'VCPU': amount}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'}
+
+
+@pytest.fixture
+def nearly_full(server):
+    """A provider with 10 VCPU of which 5 are already allocated."""
+    rp = str(uuid.uuid4())
+    assert server.call('POST', '/resource_providers', {'name': 'cn-race', 'uuid': rp}).ok
+    assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
+        'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 10}}}).ok
+    assert server.call('PUT', f'/allocations/{uuid.uuid4()}', claim_body(rp, 5)).status_code == 204
+    return rp
+
+
+def test_twenty_claims_for_the_last_five_units(server, nearly_full):
+    before = server.call('GET', f'/resource_providers/{nearly_full}').json()['generation']
+    consumers = [str(uuid.uuid4()) for _ in range(WRITERS)]
+    answers = together(WRITERS, lambda i: server.call(
+        'PUT', f'/allocations/{consumers[i]}', claim_body(nearly_full, 1)))
+
+    statuses = [a.status_code for a in answers]
+    assert statuses.count(204) == 5
+    assert statuses.count(409) == WRITERS - 5
+    for answer in answers:
+        if answer.status_code == 409:
+            error = answer.json()['errors'][0]
+            assert error['status'] == 409
+            assert 'Unable to allocate inventory' in error['detail']
+    usages = server.call('GET', f'/resource_providers/{nearly_full}/usages').json()
+    assert usages['usages'] == {'VCPU': 10}
+    assert usages['resource_provider_generation'] == before + 5
+    for consumer, answer in zip(consumers, answers):
+        held = server.call('GET', f'/allocations/{consumer}').json()['allocations']
+        assert bool(held) == (answer.status_code == 204)
+
+
+def test_twenty_claims_of_two_units_never_overcommit(server, nearly_full):
+    answers = together(WRITERS, lambda i: server.call(
+        'PUT', f'/allocations/{uuid.uuid4()}', claim_body(nearly_full, 2)))
+    assert [a.status_code for a in answers].count(204) == 2
+    usages = server.call('GET', f'/resource_providers/{nearly_full}/usages').json()['usages']
+    assert usages == {'VCPU': 9}
+
+
+def test_one_of_twenty_inventory_writers_with_the_same_generation_wins(server, nearly_full):
+    generation = server.call('GET', f'/resource_providers/{nearly_full}').json()['generation']
+    answers = together(WRITERS, lambda i: server.call(
+        'PUT', f'/resource_providers/{nearly_full}/inventories',
+        {'resource_provider_generation': generation,
+         'inventories': {'VCPU': {'total': 100 + i}}}))
+
+    winners = [i for i, a in enumerate(answers) if a.status_code == 200]
+    assert len(winners) == 1
+    for answer in answers:
+        if answer.status_code != 200:
+            assert answer.status_code == 409
+            assert answer.json()['errors'][0]['code'] == 'placement.concurrent_update'
+    inventory = server.call('GET', f'/resource_providers/{nearly_full}/inventories').json()
+    assert inventory['resource_provider_generation'] == generation + 1
+    assert inventory['inventories']['VCPU']['total'] == 100 + winners[0]
+
+
+def test_same_consumer_written_concurrently_keeps_one_version(server, nearly_full):
+    consumer = str(uuid.uuid4())
+    answers = together(WRITERS, lambda i: server.call(
+        'PUT', f'/allocations/{consumer}', claim_body(nearly_full, 1)))
+    # Every writer said "new consumer" (generation null): one creates it,
+    # the others find it exists and lose on the consumer generation.
+    assert [a.status_code for a in answers].count(204) == 1
+    for answer in answers:
+        if answer.status_code == 409:
+            assert answer.json()['errors'][0]['code'] == 'placement.concurrent_update'
+    held = server.call('GET', f'/allocations/{consumer}').json()
+    assert held['consumer_generation'] == 1
+    assert held['allocations'][nearly_full]['resources'] == {'VCPU': 1}
