@@ -13,6 +13,8 @@ from string import Template
 
 from django.http import HttpResponse
 
+from placement_site import microversion
+
 # The 'code' values of error bodies (microversion 1.23 and later). Strings
 # are part of the API: never change one.
 DEFAULT = 'placement.undefined_code'
@@ -168,7 +170,6 @@ def render(request, error, *, version=None, request_id=None):
         if request_id:
             entry['request_id'] = request_id
         if status == 406 and version is None:
-            from placement_site import microversion
             entry['max_version'] = microversion.MAX_VERSION
             entry['min_version'] = microversion.MIN_VERSION
         body = json.dumps({'errors': [entry]})

@@ -6,6 +6,7 @@ request context -> microversion -> fault wrapper -> the API views. Each piece
 applies to Placement's API paths only; the admin, dashboards and API docs
 below UI_PREFIXES are plain Django.
 """
+import json
 import logging
 import uuid
 
@@ -134,7 +135,6 @@ def unauthorized_response(request):
         body = ('<html>\n <head>\n  <title>401 Unauthorized</title>\n </head>\n <body>\n'
                 f'  <h1>401 Unauthorized</h1>\n  {explanation}<br /><br />\n\n\n\n </body>\n</html>')
         return HttpResponse(body, status=401, content_type='text/html; charset=UTF-8')
-    import json
     body = json.dumps({'message': f'{explanation}<br /><br />\n\n\n',
                        'code': '401 Unauthorized', 'title': 'Unauthorized'})
     return HttpResponse(body, status=401, content_type='application/json')
