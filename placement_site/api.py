@@ -7,6 +7,7 @@ JSON answer with Last-Modified / Cache-Control from 1.15.
 """
 import functools
 import json
+from urllib.parse import unquote_to_bytes
 
 import jsonschema
 from django.http import HttpResponse
@@ -110,8 +111,12 @@ def accept_json(handler):
 def json_body(request, schema):
     """The request body, parsed and validated against `schema` (400 if not)."""
     try:
-        data = json.loads(request.body)
-    except ValueError as exc:  # includes undecodable bytes
+        # Always UTF-8, as Placement reads bodies (json.loads alone would
+        # guess UTF-16 or UTF-32 from the first bytes).
+        data = json.loads(request.body.decode('utf-8'))
+        # A lone surrogate ("\ud800") parses but can never be stored.
+        json.dumps(data, ensure_ascii=False).encode('utf-8')
+    except (ValueError, UnicodeError) as exc:  # UnicodeDecodeError is a ValueError
         raise errors.bad_request(f'Malformed JSON: {exc}')
     validate(data, schema, 'JSON does not validate: {}')
     return data
@@ -126,6 +131,11 @@ def validate(data, schema, message, format_checker=FORMAT_CHECKER):
 
 def query_params(request, schema):
     """The query string as a dict (last value wins), validated by `schema`."""
+    try:
+        # Django would silently turn undecodable bytes into U+FFFD.
+        unquote_to_bytes(request.META.get('QUERY_STRING', '').replace('+', ' ')).decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise errors.bad_request(f'Invalid query string parameters: {exc}')
     params = {key: request.GET[key] for key in request.GET}
     validate(params, schema, 'Invalid query string parameters: {}',
              format_checker=QUERY_FORMAT_CHECKER)

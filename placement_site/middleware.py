@@ -65,19 +65,26 @@ class RequestLogMiddleware:
 class CorsMiddleware:
     """Cross-origin requests, when PLACEMENT_CORS_ALLOWED_ORIGINS is set.
 
-    Behaves as oslo.middleware's CORS filter in front of OpenStack Placement:
-    credentials allowed, preflights cached for an hour, the configured
-    request headers plus the simple ones accepted.
+    Behaves as oslo.middleware's CORS filter with OpenStack Placement's
+    defaults: credentials allowed, preflights cached for an hour, Placement's
+    headers allowed (PLACEMENT_CORS_ALLOW_HEADERS replaces that list) and
+    exposed to the browser.
     """
-    SIMPLE_HEADERS = ('ACCEPT', 'ACCEPT-LANGUAGE', 'CONTENT-TYPE', 'CACHE-CONTROL',
-                      'CONTENT-LANGUAGE', 'EXPIRES', 'LAST-MODIFIED', 'PRAGMA')
-    ALLOW_METHODS = ('OPTIONS', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'PATCH')
+    SIMPLE_HEADERS = ('Accept', 'Accept-Language', 'Content-Type', 'Cache-Control',
+                      'Content-Language', 'Expires', 'Last-Modified', 'Pragma')
+    DEFAULT_ALLOW_HEADERS = ('X-Auth-Token', 'X-Openstack-Request-Id', 'X-Identity-Status',
+                             'X-Roles', 'X-Service-Catalog', 'X-User-Id', 'X-Tenant-Id',
+                             'OpenStack-API-Version')
+    EXPOSE_HEADERS = ('X-Auth-Token', 'X-Openstack-Request-Id', 'X-Subject-Token',
+                      'X-Service-Token', 'OpenStack-API-Version')
+    ALLOW_METHODS = ('GET', 'PUT', 'POST', 'DELETE', 'PATCH')
     MAX_AGE = 3600
 
     def __init__(self, get_response):
         self.get_response = get_response
         self.origins = settings.PLACEMENT_CORS_ALLOWED_ORIGINS
-        self.allow_headers = [h.upper() for h in settings.PLACEMENT_CORS_ALLOW_HEADERS]
+        allowed = settings.PLACEMENT_CORS_ALLOW_HEADERS or self.DEFAULT_ALLOW_HEADERS
+        self.permitted_headers = {h.upper() for h in (*allowed, *self.SIMPLE_HEADERS)}
 
     def __call__(self, request):
         if not self.origins or not is_api_path(request.path_info):
@@ -93,6 +100,7 @@ class CorsMiddleware:
             response['Vary'] = f'{vary},Origin' if vary else 'Origin'
             response['Access-Control-Allow-Origin'] = origin
             response['Access-Control-Allow-Credentials'] = 'true'
+            response['Access-Control-Expose-Headers'] = ','.join(self.EXPOSE_HEADERS)
         return response
 
     def _allowed_origin(self, request):
@@ -115,8 +123,7 @@ class CorsMiddleware:
         requested = [h.strip() for h in
                      request.headers.get('Access-Control-Request-Headers', '').split(',')
                      if h.strip()]
-        permitted = set(self.allow_headers) | set(self.SIMPLE_HEADERS)
-        if any(h.upper() not in permitted for h in requested):
+        if any(h.upper() not in self.permitted_headers for h in requested):
             return response
         response['Vary'] = 'Origin'
         response['Access-Control-Allow-Origin'] = origin
@@ -221,10 +228,10 @@ class MicroversionMiddleware:
             has_body = int(length) > 0
         except ValueError:
             return render_error(request, errors.bad_request(
-                'content-length header must be an integer'))
+                'content-length header must be an integer', vary=False))
         if has_body and not request.META.get('CONTENT_TYPE'):
             return render_error(request, errors.bad_request(
-                'content-type header required when content-length > 0'))
+                'content-type header required when content-length > 0', vary=False))
         return None
 
     def process_exception(self, request, exception):

@@ -152,5 +152,8 @@ def authorize(context, rule, target=None):
         creds.pop('system_scope', None)
     try:
         get_enforcer().authorize(rule, target, creds, do_raise=True)
-    except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope):
+    except oslo_policy.InvalidScope:
+        # Placement words a scope refusal with the bare rule name.
+        raise errors.forbidden(rule)
+    except oslo_policy.PolicyNotAuthorized:
         raise errors.forbidden(f'Policy does not allow {rule} to be performed.')
