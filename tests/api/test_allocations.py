@@ -99,7 +99,7 @@ def test_get_body_grows_with_the_microversion(api, rp, version, keys):
     assert {key: body[key] for key in keys} == {key: expected[key] for key in keys}
 
 
-def test_get_refuses_text_plain(api, rp):
+def test_get_refuses_text_plain(api):
     response = api.get(f'/allocations/{new_uuid()}', headers={'Accept': 'text/plain'})
     assert response.status_code == 406
     assert b'Only application/json is provided' in response.content
@@ -543,7 +543,8 @@ BAD_PUT_BODIES = {
         'does not match any of the regexes'),
     'integer-project': (lambda rp: put_body(rp, {'VCPU': 1}, project_id=1),
                         "1 is not of type 'string'"),
-    'empty-project': (lambda rp: put_body(rp, {'VCPU': 1}, project_id=''), "'' should be non-empty"),
+    'empty-project': (lambda rp: put_body(rp, {'VCPU': 1}, project_id=''),
+                      "'' should be non-empty"),
     'long-user': (lambda rp: put_body(rp, {'VCPU': 1}, user_id='u' * 256), 'is too long'),
     'null-user': (lambda rp: put_body(rp, {'VCPU': 1}, user_id=None),
                   "None is not of type 'string'"),
@@ -698,6 +699,11 @@ def test_provider_without_allocations(api):
 def test_provider_allocations_of_an_unknown_provider_is_404(api, rp):
     refused(api.get(f'/resource_providers/{rp}/allocations'), 404,
             f"Resource provider '{rp}' not found: No resource provider with uuid {rp} found")
+
+
+def test_provider_allocations_of_a_unicode_provider_is_404(api):
+    error = refused(api.get('/resource_providers/%C3%BC/allocations'), 404)
+    assert 'No resource provider with uuid' in error['detail']
 
 
 def test_provider_allocations_refuse_text_plain(api, rp):

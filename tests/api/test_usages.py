@@ -88,10 +88,10 @@ def test_provider_usages_ignore_unknown_query_parameters(api, rp):
     assert response.body['usages'] == {'VCPU': 0, 'MEMORY_MB': 0, 'DISK_GB': 0}
 
 
-@pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=1)), 'not-a-uuid', 'ü'])
+@pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=1)), 'not-a-uuid', '12345'])
 def test_provider_usages_of_an_unknown_provider_is_404(api, db_snapshot, rp):
     before = db_snapshot()
-    refused(api.get(f'/resource_providers/{quote(rp)}/usages'), 404,
+    refused(api.get(f'/resource_providers/{rp}/usages'), 404,
             f'No resource provider with uuid {rp} found: No resource provider with uuid {rp} found')
     assert db_snapshot() == before
 
@@ -222,6 +222,13 @@ def test_usages_refuse_bad_queries(api, project, db_snapshot, query, detail):
     error = refused(api.get(f'/usages?{query}', version='1.38'), 400, detail)
     assert 'Invalid query string parameters: ' in error['detail']
     assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('encoded', ['%FF', '%ED%A0%80', 'p%C3'])
+def test_usages_refuse_an_undecodable_project_id(api, project, encoded):
+    response = api.get(f'/usages?project_id={encoded}', version='1.38')
+    assert response.status_code == 400, response.content
+    assert error_of(response)['status'] == 400
 
 
 def test_consumer_type_filter_is_unknown_before_1_38(api, project):

@@ -1,0 +1,309 @@
+"""HTTP-level behaviour shared by every route: unknown paths, methods,
+content negotiation, body content types, error formats, request ids,
+Location headers and bodiless answers."""
+import json
+import re
+import uuid as uuid_lib
+
+import pytest
+
+from tests.conftest import error_of
+
+REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+NOT_FOUND_DETAIL = 'The resource could not be found.\n\n   '
+
+
+def new_uuid():
+    return str(uuid_lib.uuid4())
+
+
+@pytest.fixture
+def rp(api):
+    uuid = api.create_provider()['uuid']
+    api.set_inventory(uuid, {'VCPU': {'total': 8}})
+    return uuid
+
+
+def allocation_body(rp):
+    return {'allocations': {rp: {'resources': {'VCPU': 1}}}, 'project_id': 'p',
+            'user_id': 'u', 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+
+
+# ---- 404 and 405 -----------------------------------------------------------------
+
+@pytest.mark.parametrize('path', [
+    '/nowhere', '/resource_providers/', '/allocations/', '/RESOURCE_PROVIDERS', '/usages/x',
+    '/reshaper/x', '/resource_providers/{rp}/', '/resource_providers/{rp}/allocations/x',
+    '/resource_providers/{rp}/nothing',
+])
+def test_unknown_paths_are_404(api, rp, path):
+    response = api.get(path.format(rp=rp))
+    assert response.status_code == 404
+    assert response['Content-Type'] == 'application/json'
+    assert 'Vary' not in response
+    assert response['OpenStack-API-Version'] == 'placement 1.39'
+    error = error_of(response)
+    assert error == {'status': 404, 'title': 'Not Found', 'detail': NOT_FOUND_DETAIL,
+                     'code': 'placement.undefined_code',
+                     'request_id': response['x-openstack-request-id']}
+
+
+@pytest.mark.parametrize('method, path, allow', [
+    ('GET', '/allocations', 'POST'),
+    ('PUT', '/allocations', 'POST'),
+    ('PATCH', '/allocations/{consumer}', 'GET, PUT, DELETE'),
+    ('POST', '/allocations/{consumer}', 'GET, PUT, DELETE'),
+    ('PUT', '/usages', 'GET'),
+    ('PATCH', '/usages', 'GET'),
+    ('GET', '/reshaper', 'POST'),
+    ('DELETE', '/reshaper', 'POST'),
+    ('DELETE', '/resource_providers', 'GET, POST'),
+    ('POST', '/resource_providers/{rp}', 'GET, DELETE, PUT'),
+    ('POST', '/resource_providers/{rp}/usages', 'GET'),
+    ('PUT', '/resource_providers/{rp}/allocations', 'GET'),
+    ('POST', '/traits', 'GET'),
+    ('DELETE', '/', 'GET'),
+])
+def test_wrong_method_is_405_with_allow(api, rp, method, path, allow):
+    response = api.request(method, path.format(rp=rp, consumer=new_uuid()))
+    assert response.status_code == 405
+    assert response['Allow'] == allow
+    error = error_of(response)
+    assert error['title'] == 'Method Not Allowed'
+    assert error['detail'] == (f'The method {method} is not allowed for this resource. \n\n '
+                               'The method specified is not allowed for this resource.')
+    assert error['code'] == 'placement.undefined_code'
+
+
+@pytest.mark.parametrize('method', ['HEAD', 'OPTIONS'])
+@pytest.mark.parametrize('path, allow', [
+    ('/', 'GET'),
+    ('/allocations/{consumer}', 'GET, PUT, DELETE'),
+    ('/usages', 'GET'),
+    ('/resource_providers', 'GET, POST'),
+])
+def test_head_and_options_are_405(api, method, path, allow):
+    response = api.request(method, path.format(consumer=new_uuid()))
+    assert response.status_code == 405
+    assert response['Allow'] == allow
+
+
+def test_options_detail_names_the_method(api):
+    response = api.request('OPTIONS', '/usages')
+    assert error_of(response)['detail'].startswith('The method OPTIONS is not allowed')
+
+
+def test_405_writes_nothing(api, rp, db_snapshot):
+    before = db_snapshot()
+    assert api.post(f'/allocations/{new_uuid()}', allocation_body(rp)).status_code == 405
+    assert db_snapshot() == before
+
+
+# ---- Accept and content types ------------------------------------------------------
+
+@pytest.mark.parametrize('path', [
+    '/resource_providers', '/resource_providers/{rp}', '/resource_providers/{rp}/usages',
+    '/resource_providers/{rp}/allocations', '/allocations/{consumer}', '/usages?project_id=p',
+    '/resource_classes', '/traits',
+])
+def test_get_with_accept_text_plain_is_406(api, rp, path):
+    response = api.get(path.format(rp=rp, consumer=new_uuid()), headers={'Accept': 'text/plain'})
+    assert response.status_code == 406
+    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+    assert response.content.decode() == (
+        '406 Not Acceptable\n\nThe resource could not be generated that was acceptable to '
+        'your browser (content of type text/plain. \n\n Only application/json is provided')
+
+
+@pytest.mark.parametrize('accept', ['application/xml', 'application/json;q=0, text/html'])
+def test_get_refusing_json_is_406(api, accept):
+    assert api.get('/resource_providers', headers={'Accept': accept}).status_code == 406
+
+
+@pytest.mark.parametrize('accept', ['application/*', '*/*', 'text/html, application/json;q=0.9'])
+def test_get_accepting_json_somehow_is_200(api, accept):
+    response = api.get('/resource_providers', headers={'Accept': accept})
+    assert response.status_code == 200
+    assert response['Content-Type'] == 'application/json'
+
+
+def test_root_ignores_accept(api):
+    response = api.get('/', headers={'Accept': 'text/plain'})
+    assert response.status_code == 200
+    assert response['Content-Type'] == 'application/json'
+
+
+@pytest.mark.parametrize('content_type', ['text/plain', 'application/xml',
+                                          'application/x-www-form-urlencoded', 'json'])
+@pytest.mark.parametrize('method, path', [
+    ('PUT', '/allocations/{consumer}'),
+    ('POST', '/allocations'),
+    ('POST', '/reshaper'),
+    ('POST', '/resource_providers'),
+    ('PUT', '/resource_providers/{rp}/inventories'),
+])
+def test_body_that_is_not_json_is_415(api, rp, db_snapshot, content_type, method, path):
+    before = db_snapshot()
+    response = api.request(method, path.format(rp=rp, consumer=new_uuid()),
+                           raw='{"name": "x"}', content_type=content_type,
+                           headers={'X-Roles': 'admin,service'})
+    assert response.status_code == 415
+    error = error_of(response)
+    assert error['title'] == 'Unsupported Media Type'
+    assert error['detail'] == (
+        f'The request media type {content_type} is not supported by this server. \n\n '
+        f'The media type {content_type} is not supported, use application/json')
+    assert db_snapshot() == before
+
+
+def test_json_with_a_charset_is_accepted(api, rp):
+    response = api.put(f'/allocations/{new_uuid()}', raw=json.dumps(allocation_body(rp)),
+                       content_type='application/json; charset=UTF-8')
+    assert response.status_code == 204
+
+
+@pytest.mark.parametrize('method, path', [
+    ('PUT', '/allocations/{consumer}'),
+    ('POST', '/allocations'),
+    ('POST', '/resource_providers'),
+    ('GET', '/resource_providers'),
+    ('POST', '/nowhere'),
+])
+def test_body_without_content_type_is_400(api, rp, db_snapshot, method, path):
+    before = db_snapshot()
+    response = api.request(method, path.format(rp=rp, consumer=new_uuid()),
+                           raw=json.dumps(allocation_body(rp)), content_type='')
+    assert response.status_code == 400
+    assert 'content-type header required when content-length > 0' in (
+        error_of(response)['detail'])
+    assert db_snapshot() == before
+
+
+def test_body_without_content_type_answers_without_vary(api, rp):
+    response = api.put(f'/allocations/{new_uuid()}', raw='{}', content_type='')
+    assert response.status_code == 400
+    assert response['OpenStack-API-Version'] == 'placement 1.39'
+    assert 'Vary' not in response
+
+
+# ---- error formats ---------------------------------------------------------------------
+
+@pytest.mark.parametrize('accept', ['', '*/*', 'application/json'])
+def test_errors_are_json_by_default(api, accept):
+    response = api.get('/nowhere', headers={'Accept': accept})
+    assert response.status_code == 404
+    assert response['Content-Type'] == 'application/json'
+    assert error_of(response)['detail'] == NOT_FOUND_DETAIL
+
+
+def test_errors_are_html_for_text_html(api):
+    response = api.get('/nowhere', headers={'Accept': 'text/html'})
+    assert response['Content-Type'] == 'text/html; charset=UTF-8'
+    assert response.content.decode() == (
+        '<html>\n <head>\n  <title>404 Not Found</title>\n </head>\n <body>\n'
+        '  <h1>404 Not Found</h1>\n  The resource could not be found.<br /><br />\n\n\n\n'
+        ' </body>\n</html>')
+
+
+@pytest.mark.parametrize('accept', ['text/plain', 'application/xml'])
+def test_errors_are_plain_text_otherwise(api, accept):
+    response = api.get('/nowhere', headers={'Accept': accept})
+    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+    assert response.content.decode() == '404 Not Found\n\nThe resource could not be found.\n\n   '
+
+
+def test_html_errors_escape_the_detail(api):
+    response = api.put('/allocations/<b>', raw='{}', headers={'Accept': 'text/html'})
+    assert response.status_code == 400
+    assert '&lt;b&gt;' in response.content.decode()
+    assert '<b>' not in response.content.decode()
+
+
+def test_errors_before_1_23_have_no_code(api):
+    error = error_of(api.get('/nowhere', version='1.22'))
+    assert set(error) == {'status', 'title', 'detail', 'request_id'}
+
+
+# ---- request ids -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('method, path, kwargs, status', [
+    ('GET', '/', {'token': False}, 200),
+    ('GET', '/resource_providers', {}, 200),
+    ('GET', '/nowhere', {}, 404),
+    ('PATCH', '/usages', {}, 405),
+    ('GET', '/resource_providers', {'token': False}, 401),
+    ('GET', '/resource_providers', {'token': 'user'}, 403),
+    ('GET', '/resource_providers', {'version': '1.99'}, 406),
+    ('GET', '/resource_providers', {'version': 'x'}, 400),
+    ('DELETE', '/allocations/{consumer}', {}, 404),
+])
+def test_every_answer_has_a_request_id(api, method, path, kwargs, status):
+    response = api.request(method, path.format(consumer=new_uuid()), **kwargs)
+    assert response.status_code == status
+    assert REQUEST_ID.match(response['x-openstack-request-id'])
+    if response.body and 'errors' in response.body:
+        assert error_of(response)['request_id'] == response['x-openstack-request-id']
+
+
+def test_request_ids_differ(api):
+    ids = {api.get('/')['x-openstack-request-id'] for _ in range(3)}
+    assert len(ids) == 3
+
+
+def test_204_has_a_request_id(api, rp):
+    response = api.put(f'/allocations/{new_uuid()}', allocation_body(rp))
+    assert response.status_code == 204
+    assert REQUEST_ID.match(response['x-openstack-request-id'])
+
+
+# ---- Location and bodiless answers -------------------------------------------------
+
+def test_provider_creation_before_1_20_has_a_location(api):
+    uuid = new_uuid()
+    response = api.post('/resource_providers', {'name': f'rp-{uuid}', 'uuid': uuid},
+                        version='1.19')
+    assert response.status_code == 201
+    assert response['Location'] == f'http://testserver/resource_providers/{uuid}'
+    assert 'Content-Type' not in response and response.content == b''
+
+
+def test_provider_creation_from_1_20_has_a_location_and_a_body(api):
+    uuid = new_uuid()
+    response = api.post('/resource_providers', {'name': f'rp-{uuid}', 'uuid': uuid},
+                        version='1.20')
+    assert response.status_code == 200
+    assert response['Location'] == f'http://testserver/resource_providers/{uuid}'
+    assert response.body['uuid'] == uuid
+
+
+def test_resource_class_creation_has_a_location(api):
+    response = api.post('/resource_classes', {'name': 'CUSTOM_LOCATED'}, version='1.2')
+    assert response.status_code == 201
+    assert response['Location'] == 'http://testserver/resource_classes/CUSTOM_LOCATED'
+    assert 'Content-Type' not in response
+
+
+@pytest.mark.parametrize('path, version', [('/traits/CUSTOM_LOCATED', '1.6'),
+                                           ('/resource_classes/CUSTOM_LOCATED', '1.7')])
+def test_idempotent_puts_have_a_location(api, path, version):
+    first, second = api.put(path, version=version), api.put(path, version=version)
+    assert (first.status_code, second.status_code) == (201, 204)
+    for response in (first, second):
+        assert response['Location'] == f'http://testserver{path}'
+        assert 'Content-Type' not in response and response.content == b''
+
+
+@pytest.mark.parametrize('method, path, payload', [
+    ('PUT', '/allocations/{consumer}',
+     lambda rp: dict(allocation_body(rp), consumer_generation=1)),
+    ('POST', '/allocations', lambda rp: {new_uuid(): allocation_body(rp)}),
+    ('DELETE', '/allocations/{consumer}', lambda rp: None),
+    ('DELETE', '/resource_providers/{rp}/traits', lambda rp: None),
+])
+def test_204_answers_have_no_content_type(api, rp, method, path, payload):
+    consumer = new_uuid()
+    api.allocate(consumer, {rp: {'VCPU': 1}})
+    response = api.request(method, path.format(rp=rp, consumer=consumer), payload(rp))
+    assert response.status_code == 204
+    assert 'Content-Type' not in response
+    assert response.content == b''
