@@ -59,8 +59,15 @@ Version = microversion_parse.Version
 
 
 def parse(version_string):
-    """'1.28' -> Version(1, 28); TypeError when malformed."""
-    return microversion_parse.parse_version_string(version_string)
+    """'1.28' -> Version(1, 28); TypeError when malformed.
+
+    The version knows the supported range, so matches() works on it as on
+    a negotiated one.
+    """
+    version = microversion_parse.parse_version_string(version_string)
+    version.min_version = microversion_parse.parse_version_string(VERSIONS[0])
+    version.max_version = microversion_parse.parse_version_string(VERSIONS[-1])
+    return version
 
 
 def negotiate(headers):

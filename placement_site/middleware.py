@@ -11,6 +11,7 @@ import logging
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost, SuspiciousOperation
 from django.http import HttpResponse
 from oslo_context import context as oslo_context
 
@@ -43,6 +44,14 @@ class RequestLogMiddleware:
             return self.get_response(request)
         request.placement_request_id = f'req-{uuid.uuid4()}'
         request.placement_version = None
+        try:
+            # Checked up front (not only when a Location header needs it), so
+            # a host outside DJANGO_ALLOWED_HOSTS is refused on every request.
+            request.get_host()
+        except DisallowedHost as exc:
+            response = render_error(request, errors.bad_request(str(exc)))
+            response[REQUEST_ID_HEADER] = request.placement_request_id
+            return response
         # Without an Accept header (or with */*) errors are JSON, as a
         # Placement client expects.
         accept = request.META.get('HTTP_ACCEPT')
@@ -239,6 +248,8 @@ class MicroversionMiddleware:
             return None
         if isinstance(exception, errors.PlacementError):
             return render_error(request, exception)
+        if isinstance(exception, SuspiciousOperation):
+            return render_error(request, errors.bad_request(str(exception)))
         LOG.exception('Placement API unexpected error: %s', exception)
         return render_error(request, errors.PlacementError(500, str(exception)))
 

@@ -5,11 +5,12 @@ import re
 from django.conf import settings
 from django.utils import timezone
 
-from allocations import candidates
-from placement_site import errors, querystring
+from allocations import candidates, explain
+from placement_site import errors, microversion, querystring
 from placement_site.api import PlacementViewSet, accept_json, query_params, versions
 from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33
 from providers import exceptions
+from providers.models import ProviderTrait, ResourceProvider
 
 # ---- query schemas per microversion -------------------------------------------
 
@@ -258,3 +259,42 @@ class AllocationCandidatesViewSet(PlacementViewSet):
         result = run_search(search)
         return self.respond(answer_body(result, search.groups, self.version),
                             last_modified=timezone.now())
+
+
+class ExplainViewSet(PlacementViewSet):
+    """/explain/allocation_candidates: the same query string as
+    GET /allocation_candidates, answered with how many providers survive each
+    constraint and, when nothing fits, what eliminated them. Without an
+    OpenStack-API-Version header the latest microversion's rules apply."""
+
+    @accept_json
+    def list(self, request):
+        version = self.version
+        if microversion.HEADER not in {k.lower() for k in request.headers}:
+            version = microversion.parse(microversion.MAX_VERSION)
+        if not version.matches((1, 10)):
+            raise errors.not_found()
+        self.authorize('placement:allocation_candidates:list')
+        search = parsed_search(request, version)
+        result = run_search(search)
+        funnels = explain.explain_groups(
+            search.groups, search.params,
+            has_trees=ResourceProvider.objects.filter(parent_provider__isnull=False).exists(),
+            has_sharing=ProviderTrait.objects.filter(
+                trait__name=candidates.SHARING_TRAIT).exists())
+        body = {
+            'microversion': str(version),
+            'allocation_candidates': len(result.allocation_requests),
+            'groups': [{
+                'suffix': funnel.group,
+                'unit': funnel.unit,
+                'total': funnel.total,
+                'funnel': [{'constraint': step.constraint, 'remaining': step.remaining,
+                            'eliminated': step.eliminated} for step in funnel.steps],
+            } for funnel in funnels],
+            'search_stages': [{'group': stage.group, 'stage': stage.name,
+                               'detail': stage.detail, 'remaining': stage.remaining}
+                              for stage in result.stages],
+            'explanation': explain.summary(funnels, result.allocation_requests),
+        }
+        return self.respond(body, cache_headers=False)
