@@ -1,0 +1,209 @@
+"""Keystone mode end to end: the real keystonemiddleware auth_token in front
+of the Django application (placement_site.wsgi._with_keystone), validating
+tokens against a fake Keystone (tests/fake_keystone.py), with Placement's
+policy deciding on the roles and project Keystone reports."""
+import io
+import json
+import uuid
+from contextlib import contextmanager
+from wsgiref.util import setup_testing_defaults
+
+import pytest
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+
+from placement_site.wsgi import _with_keystone
+from providers.models import ResourceProvider
+from tests.fake_keystone import FakeKeystone
+
+VERSION = 'placement 1.39'
+PROJECT = uuid.uuid4().hex
+ADMIN_TOKEN = 'admin-token'
+READER_TOKEN = 'reader-token'
+
+
+class WSGIResponse:
+    def __init__(self, status, headers, body):
+        self.status_code = int(status.split()[0])
+        self.headers = {name.lower(): value for name, value in headers}
+        self.content = body
+
+    def json(self):
+        return json.loads(self.content)
+
+
+@contextmanager
+def _connection_kept():
+    """Keep the test's database connection (and transaction) across the
+    request, as Django's test client does: WSGIHandler would otherwise close
+    it when the request starts and finishes."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
+def call(app, method, path, *, token=None, body=None, headers=None):
+    """One request through the WSGI application, as a server would make it."""
+    path, _, query = path.partition('?')
+    data = json.dumps(body).encode() if body is not None else b''
+    environ = {'REQUEST_METHOD': method, 'PATH_INFO': path, 'QUERY_STRING': query,
+               'CONTENT_LENGTH': str(len(data)), 'wsgi.input': io.BytesIO(data),
+               'HTTP_ACCEPT': 'application/json', 'HTTP_OPENSTACK_API_VERSION': VERSION}
+    if data:
+        environ['CONTENT_TYPE'] = 'application/json'
+    if token is not None:
+        environ['HTTP_X_AUTH_TOKEN'] = token
+    for name, value in (headers or {}).items():
+        environ['HTTP_' + name.upper().replace('-', '_')] = value
+    setup_testing_defaults(environ)
+    started = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started['status'], started['headers'] = status, response_headers
+
+    with _connection_kept():
+        result = app(environ, start_response)
+        try:
+            content = b''.join(result)
+        finally:
+            if hasattr(result, 'close'):
+                result.close()
+    return WSGIResponse(started['status'], started['headers'], content)
+
+
+@pytest.fixture
+def keystone():
+    """A running fake Keystone with an admin and a reader token for PROJECT."""
+    with FakeKeystone() as server:
+        server.add_token(ADMIN_TOKEN, user_id='admin-user', project_id=PROJECT,
+                         roles=['admin', 'member', 'reader'])
+        server.add_token(READER_TOKEN, user_id='reader-user', project_id=PROJECT,
+                         roles=['reader'])
+        yield server
+
+
+@pytest.fixture
+def app(db, settings, keystone):
+    """The WSGI application as wsgi.py builds it with PLACEMENT_AUTH_STRATEGY=keystone."""
+    settings.PLACEMENT_AUTH_STRATEGY = 'keystone'
+    settings.KEYSTONE_AUTHTOKEN = {
+        'auth_url': keystone.url,
+        'www_authenticate_uri': keystone.url,
+        'auth_type': 'password',
+        'username': keystone.service['username'],
+        'password': keystone.service['password'],
+        'project_name': keystone.service['project_name'],
+        'user_domain_id': 'default',
+        'project_domain_id': 'default',
+    }
+    return _with_keystone(get_wsgi_application())
+
+
+def validations(keystone):
+    return [r for r in keystone.requests if r[0] == 'GET' and r[1].startswith('/v3/auth/tokens')]
+
+
+def assert_refused_by_keystonemiddleware(response, keystone):
+    assert response.status_code == 401, response.content
+    assert response.headers['www-authenticate'] == f'Keystone uri="{keystone.url}"'
+    # keystonemiddleware's own body, not Placement's: the app was never reached.
+    assert response.json() == {'error': {
+        'code': 401, 'title': 'Unauthorized',
+        'message': 'The request you have made requires authentication.'}}
+    assert 'openstack-api-version' not in response.headers
+
+
+def test_root_answers_without_a_token(app, keystone):
+    response = call(app, 'GET', '/')
+    assert response.status_code == 200
+    assert response.json()['versions'][0]['max_version'] == '1.39'
+    assert keystone.requests == []
+
+
+def test_api_without_a_token_is_refused(app, keystone):
+    assert_refused_by_keystonemiddleware(call(app, 'GET', '/resource_providers'), keystone)
+
+
+def test_api_with_an_unknown_token_is_refused(app, keystone):
+    response = call(app, 'GET', '/resource_providers', token='no-such-token')
+    assert_refused_by_keystonemiddleware(response, keystone)
+    # The service user authenticated, then Keystone was asked about the token.
+    assert ('POST', '/v3/auth/tokens') in keystone.requests
+    assert len(validations(keystone)) == 1
+
+
+def test_admin_token_lists_providers(app, keystone):
+    rp = str(uuid.uuid4())
+    created = call(app, 'POST', '/resource_providers', token=ADMIN_TOKEN,
+                   body={'name': 'cn1', 'uuid': rp})
+    assert created.status_code == 200, created.content
+    response = call(app, 'GET', '/resource_providers', token=ADMIN_TOKEN)
+    assert response.status_code == 200, response.content
+    assert response.headers['openstack-api-version'] == VERSION
+    assert [(p['uuid'], p['name']) for p in response.json()['resource_providers']] == [(rp, 'cn1')]
+    # The second request used auth_token's cache of the validated token.
+    assert len(validations(keystone)) == 1
+
+
+def test_admin_token_creates_a_provider(app):
+    rp = str(uuid.uuid4())
+    response = call(app, 'POST', '/resource_providers', token=ADMIN_TOKEN,
+                    body={'name': 'cn-keystone', 'uuid': rp})
+    assert response.status_code == 200, response.content
+    assert response.json()['uuid'] == rp
+    assert ResourceProvider.objects.filter(uuid=rp, name='cn-keystone').exists()
+    shown = call(app, 'GET', f'/resource_providers/{rp}', token=ADMIN_TOKEN)
+    assert shown.status_code == 200
+    assert shown.json()['name'] == 'cn-keystone'
+
+
+def test_reader_token_is_forbidden_by_policy(app):
+    response = call(app, 'GET', '/resource_providers', token=READER_TOKEN)
+    assert response.status_code == 403, response.content
+    (error,) = response.json()['errors']
+    assert error['title'] == 'Forbidden'
+    assert error['code'] == 'placement.undefined_code'
+    assert 'placement:resource_providers:list' in error['detail']
+    assert error['request_id'] == response.headers['x-openstack-request-id']
+
+
+def test_reader_token_writes_nothing(app):
+    response = call(app, 'POST', '/resource_providers', token=READER_TOKEN,
+                    body={'name': 'cn-reader', 'uuid': str(uuid.uuid4())})
+    assert response.status_code == 403, response.content
+    assert not ResourceProvider.objects.filter(name='cn-reader').exists()
+
+
+def test_context_carries_the_project_keystone_reports(app):
+    """A project reader may see its own project's usages, not another's."""
+    own = call(app, 'GET', f'/usages?project_id={PROJECT}', token=READER_TOKEN)
+    assert own.status_code == 200, own.content
+    assert own.json()['usages'] == {}
+    other = call(app, 'GET', f'/usages?project_id={uuid.uuid4().hex}', token=READER_TOKEN)
+    assert other.status_code == 403, other.content
+
+
+def test_identity_headers_from_the_client_are_ignored(app):
+    """keystonemiddleware replaces X-Roles / X-User-Id sent by the client."""
+    response = call(app, 'GET', '/resource_providers', token=READER_TOKEN,
+                    headers={'X-Roles': 'admin', 'X-User-Id': 'admin-user',
+                             'X-Project-Id': PROJECT})
+    assert response.status_code == 403, response.content
+    spoofed = call(app, 'GET', '/resource_providers',
+                   headers={'X-Roles': 'admin', 'X-User-Id': 'admin-user',
+                            'X-Project-Id': PROJECT, 'X-Identity-Status': 'Confirmed'})
+    assert spoofed.status_code == 401
+
+
+@pytest.mark.parametrize('path', ['/admin/login/', '/api/schema/'])
+def test_admin_and_api_docs_are_not_guarded_by_keystonemiddleware(app, keystone, path):
+    for token in (None, 'no-such-token'):
+        response = call(app, 'GET', path, token=token)
+        assert response.status_code == 200, (path, response.status_code)
+        assert 'www-authenticate' not in response.headers
+    assert keystone.requests == []
