@@ -32,6 +32,7 @@ from providers import exceptions
 from providers.models import (Inventory, ProviderAggregate, ProviderTrait, ResourceClass,
                               ResourceProvider, Trait)
 from providers.querysets import usage_subquery
+from providers.services import storable
 
 SHARING_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
 # Above this many trees, loading every provider beats a huge IN list.
@@ -159,7 +160,7 @@ class CandidateSearch:
         unknown names raise, as Placement answers 400 for them."""
         class_names = {rc for g in self.groups.values() for rc in g.resources}
         self.class_ids = dict(ResourceClass.objects.filter(
-            name__in=class_names).values_list('name', 'id'))
+            name__in=[n for n in class_names if storable(n)]).values_list('name', 'id'))
         self.class_names = {v: k for k, v in self.class_ids.items()}
         trait_names = set(self.params.root_required) | set(self.params.root_forbidden)
         for group in self.groups.values():
@@ -167,7 +168,8 @@ class CandidateSearch:
             for any_of in group.required_traits:
                 trait_names |= any_of
         self.trait_ids = dict(Trait.objects.filter(
-            name__in=trait_names | {SHARING_TRAIT}).values_list('name', 'id'))
+            name__in=[n for n in trait_names | {SHARING_TRAIT} if storable(n)],
+        ).values_list('name', 'id'))
 
     def class_id(self, name):
         try:

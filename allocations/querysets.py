@@ -6,10 +6,13 @@ from django.db.models.functions import Coalesce
 from allocations.models import Allocation, ConsumerType
 from providers.models import Inventory
 from providers.querysets import usage_subquery
+from providers.services import storable
 
 
 def allocations_of_consumer(consumer_uuid):
     """The consumer's allocations with provider, class and owner (1 query)."""
+    if not storable(consumer_uuid):
+        return []
     return list(Allocation.objects.filter(consumer__uuid=consumer_uuid).select_related(
         'resource_provider', 'resource_class', 'consumer__project', 'consumer__user',
         'consumer__consumer_type').only(
@@ -81,6 +84,8 @@ def _type_key(row, group, consumer_type):
 
 
 def _owned(project_id, user_id):
+    if not storable(project_id) or (user_id and not storable(user_id)):
+        return Allocation.objects.none()
     allocations = Allocation.objects.filter(consumer__project__external_id=project_id)
     if user_id:
         allocations = allocations.filter(consumer__user__external_id=user_id)

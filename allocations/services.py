@@ -67,6 +67,8 @@ def allocations_delete(*, consumer_uuid):
     Returns False when the consumer holds no allocations. As in OpenStack
     Placement, freeing capacity does not bump the providers' generations.
     """
+    if not provider_services.storable(consumer_uuid):
+        return False
     with transaction.atomic():
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if consumer is None:

@@ -84,7 +84,8 @@ def require_json(handler):
     @functools.wraps(handler)
     def wrapped(self, request, *args, **kwargs):
         content_type = request.META.get('CONTENT_TYPE', '')
-        media = content_type.split(';')[0].strip().lower()
+        # Compared exactly (case included), as OpenStack Placement does.
+        media = content_type.split(';')[0].strip()
         if media != 'application/json':
             if not content_type:
                 request.META['CONTENT_TYPE'] = 'None'
@@ -114,12 +115,30 @@ def json_body(request, schema):
         # Always UTF-8, as Placement reads bodies (json.loads alone would
         # guess UTF-16 or UTF-32 from the first bytes).
         data = json.loads(request.body.decode('utf-8'))
-        # A lone surrogate ("\ud800") parses but can never be stored.
-        json.dumps(data, ensure_ascii=False).encode('utf-8')
-    except (ValueError, UnicodeError) as exc:  # UnicodeDecodeError is a ValueError
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
         raise errors.bad_request(f'Malformed JSON: {exc}')
     validate(data, schema, 'JSON does not validate: {}')
+    _refuse_unstorable(data)
     return data
+
+
+def _refuse_unstorable(value):
+    """Valid JSON can still hold what no database stores: a lone surrogate
+    ("\\ud800") or, for PostgreSQL, a NUL character."""
+    if isinstance(value, str):
+        if '\x00' in value:
+            raise errors.bad_request('Malformed JSON: NUL characters (\\u0000) are not allowed')
+        try:
+            value.encode('utf-8')
+        except UnicodeError as exc:
+            raise errors.bad_request(f'Malformed JSON: {exc}')
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_unstorable(key)
+            _refuse_unstorable(item)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_unstorable(item)
 
 
 _validators = {}
@@ -150,11 +169,13 @@ def validate(data, schema, message, format_checker=FORMAT_CHECKER):
 
 def query_params(request, schema):
     """The query string as a dict (last value wins), validated by `schema`."""
-    try:
-        # Django would silently turn undecodable bytes into U+FFFD.
-        unquote_to_bytes(request.META.get('QUERY_STRING', '').replace('+', ' ')).decode('utf-8')
-    except UnicodeDecodeError as exc:
-        raise errors.bad_request(f'Invalid query string parameters: {exc}')
+    # Django would silently turn undecodable bytes into U+FFFD.
+    for pair in request.META.get('QUERY_STRING', '').split('&'):
+        for part in pair.split('=', 1):
+            try:
+                unquote_to_bytes(part.replace('+', ' ')).decode('utf-8')
+            except UnicodeDecodeError as exc:
+                raise errors.bad_request(f'Invalid query string parameters: {exc}')
     params = {key: request.GET[key] for key in request.GET}
     validate(params, schema, 'Invalid query string parameters: {}',
              format_checker=QUERY_FORMAT_CHECKER)

@@ -250,6 +250,10 @@ class MicroversionMiddleware:
             return render_error(request, exception)
         if isinstance(exception, SuspiciousOperation):
             return render_error(request, errors.bad_request(str(exception)))
+        if isinstance(exception, ValueError) and 'NUL (0x00)' in str(exception):
+            # PostgreSQL cannot take a NUL character anywhere in a query.
+            return render_error(request, errors.bad_request(
+                f'Invalid input: NUL characters are not allowed ({exception})'))
         LOG.exception('Placement API unexpected error: %s', exception)
         return render_error(request, errors.PlacementError(500, str(exception)))
 

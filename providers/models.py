@@ -59,8 +59,12 @@ class Trait(models.Model):
 
 
 class Aggregate(models.Model):
-    """A group of providers, e.g. the compute nodes sharing one NFS pool."""
-    uuid = models.CharField(max_length=36, unique=True)
+    """A group of providers, e.g. the compute nodes sharing one NFS pool.
+
+    Kept as the client wrote it ('{...}' and 'urn:uuid:...' forms included),
+    as OpenStack Placement does.
+    """
+    uuid = models.CharField(max_length=255, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 

@@ -99,7 +99,8 @@ class ResourceProviderQuerySet(models.QuerySet):
         """
         qs = self
         if name is not None:
-            qs = qs.filter(name=name)
+            # No stored name contains NUL (PostgreSQL could not even compare it).
+            qs = qs.filter(name=name) if '\x00' not in name else qs.none()
         if uuid is not None:
             qs = qs.filter(uuid=uuid)
         if in_tree is not None:

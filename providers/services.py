@@ -85,13 +85,11 @@ def _refuse_duplicates(provider_uuid, name, exclude_pk=None):
     if exclude_pk is not None:
         clashes = clashes.exclude(pk=exclude_pk)
     found = list(clashes.values('uuid', 'name'))
-    duplicates = []
+    # Like Placement, name the uuid when both clash.
     if any(row['uuid'] == provider_uuid for row in found):
-        duplicates.append(f'uuid: {provider_uuid}')
+        raise exceptions.DuplicateProvider(duplicate=f'uuid: {provider_uuid}')
     if any(row['name'] == name for row in found):
-        duplicates.append(f'name: {name}')
-    if duplicates:
-        raise exceptions.DuplicateProvider(duplicate=', '.join(duplicates))
+        raise exceptions.DuplicateProvider(duplicate=f'name: {name}')
 
 
 def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_reparenting=False):
@@ -182,9 +180,15 @@ def provider_delete(*, provider):
 
 # ---- inventories ---------------------------------------------------------
 
+def storable(value):
+    """Can this string be stored and looked up? (PostgreSQL refuses NUL.)"""
+    return '\x00' not in value
+
+
 def resource_class_ids(names):
     """{name: id} for the names; ResourceClassNotFound for the first unknown."""
-    found = dict(ResourceClass.objects.filter(name__in=list(names)).values_list('name', 'id'))
+    found = dict(ResourceClass.objects.filter(
+        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
     for name in names:
         if name not in found:
             raise exceptions.ResourceClassNotFound(name=name)
@@ -329,7 +333,8 @@ def inventory_delete(*, provider, resource_class):
 def trait_ids(names):
     """{name: id}; TraitNotFound naming every unknown trait."""
     names = list(names)
-    found = dict(Trait.objects.filter(name__in=names).values_list('name', 'id'))
+    found = dict(Trait.objects.filter(
+        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
     missing = [name for name in names if name not in found]
     if missing:
         raise exceptions.TraitNotFound(names=', '.join(missing))

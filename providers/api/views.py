@@ -1,6 +1,7 @@
 """Placement API: resource providers, inventories, aggregates, traits,
 resource classes and provider usages."""
 import json
+import uuid as uuid_lib
 
 from django.utils import timezone
 
@@ -23,7 +24,9 @@ def find_provider(uuid, detail='{error}', vary=False):
     `detail` words the 404 for the handler ({uuid}, {error}); vary=False
     mirrors Placement's generic not-found answer.
     """
-    provider = ResourceProvider.objects.with_tree_uuids().filter(uuid=uuid).first()
+    provider = None
+    if services.storable(uuid):
+        provider = ResourceProvider.objects.with_tree_uuids().filter(uuid=uuid).first()
     if provider is None:
         error = f'No resource provider with uuid {uuid} found'
         raise errors.not_found(detail.format(uuid=uuid, error=error), vary=vary)
@@ -72,8 +75,10 @@ class ResourceProviderViewSet(PlacementViewSet):
             except exceptions.ResourceClassNotFound as exc:
                 raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
             resource_ids = {ids[name]: amount for name, amount in resources.items()}
+        # An empty name, uuid or in_tree filters nothing, as in Placement.
         providers = list(ResourceProvider.objects.with_tree_uuids().filtered(
-            name=params.get('name'), uuid=params.get('uuid'), in_tree=params.get('in_tree'),
+            name=params.get('name') or None, uuid=params.get('uuid') or None,
+            in_tree=params.get('in_tree') or None,
             member_of=member_of, forbidden_aggregates=forbidden_aggs,
             required_traits=required_ids, forbidden_traits=forbidden_ids,
             resources=resource_ids))
@@ -86,7 +91,7 @@ class ResourceProviderViewSet(PlacementViewSet):
         self.authorize(RP_POLICY % 'create')
         schema = schemas.PROVIDER_POST_1_14 if self.want((1, 14)) else schemas.PROVIDER_POST
         data = json_body(request, schema)
-        provider_uuid = normalize_uuid(data['uuid']) if data.get('uuid') else None
+        provider_uuid = normalize_uuid(data['uuid']) if data.get('uuid') else str(uuid_lib.uuid4())
         try:
             provider = services.provider_create(
                 name=data['name'], uuid=provider_uuid,
@@ -95,8 +100,7 @@ class ResourceProviderViewSet(PlacementViewSet):
             raise errors.conflict(str(exc), code=errors.DUPLICATE_NAME)
         except exceptions.ObjectActionError as exc:
             raise errors.bad_request(
-                f'Unable to create resource provider "{data["name"]}", '
-                f'{provider_uuid or data.get("uuid")}: {exc}')
+                f'Unable to create resource provider "{data["name"]}", {provider_uuid}: {exc}')
         location = serializers.provider_url(request, provider.uuid)
         if self.want((1, 20)):
             return self.respond(serializers.provider(request, provider, self.version),
@@ -392,7 +396,7 @@ class ResourceClassViewSet(PlacementViewSet):
     POLICY = 'placement:resource_classes:%s'
 
     def _find(self, name):
-        found = ResourceClass.objects.filter(name=name).first()
+        found = ResourceClass.objects.filter(name=name).first() if services.storable(name) else None
         if found is None:
             raise domain_not_found(exceptions.ResourceClassNotFound(name=name))
         return found
@@ -493,9 +497,10 @@ class TraitViewSet(PlacementViewSet):
                     'Badly formatted name parameter. Expected name query string parameter in '
                     'form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "%s"' % params['name'])
             if op == 'in':
-                traits = traits.filter(name__in=value.split(','))
+                traits = traits.filter(name__in=[n for n in value.split(',') if services.storable(n)])
             elif op == 'startswith':
-                traits = traits.filter(name__startswith=value)
+                traits = (traits.filter(name__startswith=value) if services.storable(value)
+                          else traits.none())
         if 'associated' in params:
             associated = params['associated'].lower()
             if associated not in ('true', 'false'):
@@ -510,7 +515,7 @@ class TraitViewSet(PlacementViewSet):
                             last_modified=serializers.latest(traits))
 
     def _find(self, name):
-        trait = Trait.objects.filter(name=name).first()
+        trait = Trait.objects.filter(name=name).first() if services.storable(name) else None
         if trait is None:
             raise errors.not_found(str(exceptions.TraitNotFound(names=name)))
         return trait

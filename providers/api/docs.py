@@ -1,0 +1,472 @@
+"""OpenAPI descriptions of the provider operations: resource providers,
+inventories, aggregates, traits, resource classes and provider usages.
+
+Request bodies are the JSON Schemas the views validate at the latest
+microversion (providers.schemas); answers are described here.
+"""
+from drf_spectacular.utils import extend_schema_view
+
+from placement_site.openapi import (GENERATION, LINKS, PROVIDER_UUID, UUID, Component,
+                                    operation, path, query, resources_map)
+from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN
+from providers import schemas
+from providers.api import views
+
+# ---- answers ----------------------------------------------------------------------
+
+PROVIDER = Component('ResourceProvider', {
+    'type': 'object',
+    'properties': {
+        'uuid': UUID,
+        'name': {'type': 'string', 'maxLength': 200},
+        'generation': GENERATION,
+        'parent_provider_uuid': {
+            **UUID, 'nullable': True,
+            'description': 'From 1.14: the parent provider, null for a root provider.'},
+        'root_provider_uuid': {**UUID, 'description': 'From 1.14: the root of the tree.'},
+        'links': {
+            **LINKS,
+            'description': 'self, inventories and usages; aggregates from 1.1, traits from '
+                           '1.6, allocations from 1.11.'},
+    },
+    'required': ['uuid', 'name', 'generation', 'links'],
+})
+
+PROVIDER_LIST = Component('ResourceProviderList', {
+    'type': 'object',
+    'properties': {'resource_providers': {'type': 'array', 'items': PROVIDER}},
+    'required': ['resource_providers'],
+})
+
+_INVENTORY_FIELDS = {
+    'total': {'type': 'integer', 'description': 'The amount the provider has.'},
+    'reserved': {'type': 'integer', 'description': 'The amount kept back from consumers.'},
+    'min_unit': {'type': 'integer', 'description': 'The smallest amount one allocation may take.'},
+    'max_unit': {'type': 'integer', 'description': 'The largest amount one allocation may take.'},
+    'step_size': {'type': 'integer', 'description': 'Allocations take multiples of this.'},
+    'allocation_ratio': {
+        'type': 'number', 'format': 'float',
+        'description': 'Overcommit factor: capacity = (total - reserved) * allocation_ratio.'},
+}
+
+INVENTORY_RECORD = Component('InventoryRecord', {
+    'type': 'object',
+    'properties': _INVENTORY_FIELDS,
+    'required': list(_INVENTORY_FIELDS),
+}, description='One resource class of a provider\'s inventory.')
+
+INVENTORY = Component('Inventory', {
+    'type': 'object',
+    'properties': {
+        **_INVENTORY_FIELDS,
+        'resource_provider_generation': {
+            **GENERATION, 'description': "The provider's generation (left out while it is 0)."},
+    },
+    'required': list(_INVENTORY_FIELDS),
+})
+
+INVENTORIES = Component('Inventories', {
+    'type': 'object',
+    'properties': {
+        'resource_provider_generation': GENERATION,
+        'inventories': resources_map('The inventory of each resource class.', INVENTORY_RECORD),
+    },
+    'required': ['resource_provider_generation', 'inventories'],
+})
+
+PROVIDER_USAGES = Component('ResourceProviderUsages', {
+    'type': 'object',
+    'properties': {
+        'resource_provider_generation': GENERATION,
+        'usages': resources_map('The amount allocated of every class the provider has '
+                                'inventory of.'),
+    },
+    'required': ['resource_provider_generation', 'usages'],
+})
+
+AGGREGATES = Component('ResourceProviderAggregates', {
+    'type': 'object',
+    'properties': {
+        'aggregates': {'type': 'array', 'items': UUID, 'uniqueItems': True},
+        'resource_provider_generation': {
+            'type': 'integer', 'description': "From 1.19: the provider's generation."},
+    },
+    'required': ['aggregates'],
+})
+
+PROVIDER_TRAITS = Component('ResourceProviderTraits', {
+    'type': 'object',
+    'properties': {
+        'traits': {'type': 'array', 'items': {'type': 'string'}},
+        'resource_provider_generation': GENERATION,
+    },
+    'required': ['traits', 'resource_provider_generation'],
+})
+
+RESOURCE_CLASS = Component('ResourceClass', {
+    'type': 'object',
+    'properties': {
+        'name': {'type': 'string', 'pattern': NAME_PATTERN, 'example': 'CUSTOM_FPGA'},
+        'links': LINKS,
+    },
+    'required': ['name', 'links'],
+})
+
+RESOURCE_CLASS_LIST = Component('ResourceClassList', {
+    'type': 'object',
+    'properties': {'resource_classes': {'type': 'array', 'items': RESOURCE_CLASS}},
+    'required': ['resource_classes'],
+})
+
+TRAIT_LIST = Component('TraitList', {
+    'type': 'object',
+    'properties': {'traits': {'type': 'array', 'items': {'type': 'string'}}},
+    'required': ['traits'],
+})
+
+# ---- request bodies (the views' schemas at the latest microversion) ----------------
+
+PROVIDER_CREATE = Component('ResourceProviderCreate', schemas.PROVIDER_POST_1_14,
+                            'From 1.14; before, without parent_provider_uuid.')
+PROVIDER_UPDATE = Component('ResourceProviderUpdate', schemas.PROVIDER_PUT_1_14,
+                            'From 1.14; before, without parent_provider_uuid.')
+INVENTORY_CREATE = Component('InventoryCreate', schemas.INVENTORY_POST,
+                             'resource_provider_generation is accepted and not checked.')
+INVENTORY_UPDATE = Component('InventoryUpdate', schemas.INVENTORY_PUT)
+INVENTORIES_REPLACE = Component('InventoriesReplace', schemas.INVENTORIES_PUT,
+                                'The inventories are keyed by resource class name.')
+AGGREGATES_UPDATE = Component('ResourceProviderAggregatesUpdate', schemas.AGGREGATES_PUT_1_19,
+                              'From 1.19; from 1.1 to 1.18 the bare list of aggregate uuids.')
+PROVIDER_TRAITS_UPDATE = Component('ResourceProviderTraitsUpdate', schemas.PROVIDER_TRAITS_PUT)
+RESOURCE_CLASS_CREATE = Component('ResourceClassCreate', schemas.RESOURCE_CLASS_POST)
+
+# ---- parameters --------------------------------------------------------------------
+
+RESOURCE_CLASS_NAME = path('resource_class', 'The name of a resource class, e.g. VCPU.',
+                           {'type': 'string', 'pattern': NAME_PATTERN})
+CLASS_NAME = path('name', 'The name of the resource class.',
+                  {'type': 'string', 'pattern': NAME_PATTERN})
+TRAIT_NAME = path('name', 'The name of the trait.', {'type': 'string', 'maxLength': 255})
+
+MEMBER_OF = (
+    'Aggregate uuid(s) the provider must be in: `AGG` or `in:AGG1,AGG2` (any of). From '
+    '1.24 the parameter may repeat (each must match); from 1.32 `!AGG` and `!in:AGG1,AGG2` '
+    'forbid aggregates.')
+REQUIRED = (
+    'Traits the provider must have, comma-separated. From 1.22 `!TRAIT` forbids a trait; '
+    'from 1.39 `in:T1,T2` requires any of them and the parameter may repeat.')
+RESOURCES = (
+    'Amounts the provider must have capacity for, as `CLASS:amount,...`, e.g. '
+    '`VCPU:2,MEMORY_MB:1024`.')
+
+PROVIDER_QUERY = [
+    query('name', 'Only the provider with this name.'),
+    query('uuid', 'Only the provider with this uuid.', UUID),
+    query('member_of', f'From 1.3. {MEMBER_OF}', repeatable=True),
+    query('resources', f'From 1.4. {RESOURCES}',
+          {'type': 'string', 'example': 'VCPU:2,MEMORY_MB:1024'}),
+    query('in_tree', 'From 1.14. Only providers in the tree of this provider.', UUID),
+    query('required', f'From 1.18. {REQUIRED}', repeatable=True),
+]
+
+TRAIT_QUERY = [
+    query('name', 'Filter by name: `in:NAME1,NAME2` or `startswith:PREFIX`.',
+          {'type': 'string', 'pattern': '^(in|startswith):', 'example': 'startswith:CUSTOM_'}),
+    query('associated', '`true`: only traits some provider has; `false`: only traits no '
+          'provider has.', {'type': 'string', 'enum': ['true', 'false']}),
+]
+
+# ---- operations --------------------------------------------------------------------
+
+PROVIDERS = 'Resource providers'
+CONFLICT = 'The generation is stale (placement.concurrent_update).'
+
+extend_schema_view(
+    list=operation(
+        'listResourceProviders', tag=PROVIDERS, summary='List resource providers',
+        description='Resource providers, filtered by the query parameters (all must match). '
+                    'Any other query parameter is a 400.',
+        parameters=PROVIDER_QUERY,
+        responses={200: (PROVIDER_LIST, 'The providers.')},
+        errors={400: 'Invalid query parameters, or an unknown trait or resource class.'},
+        changes={
+            '1.3': '`member_of`.',
+            '1.4': '`resources`.',
+            '1.14': '`in_tree`; providers show parent_provider_uuid and root_provider_uuid.',
+            '1.18': '`required`.',
+            '1.22': 'forbidden traits (`!TRAIT`).',
+            '1.24': '`member_of` may repeat.',
+            '1.32': 'forbidden aggregates (`!AGG`, `!in:`).',
+            '1.39': '`required` may repeat and take `in:` (any of).',
+        },
+    ),
+    create=operation(
+        'createResourceProvider', tag=PROVIDERS, summary='Create a resource provider',
+        description='A new provider, with a generated uuid unless the body names one, '
+                    'optionally the child of `parent_provider_uuid`.',
+        request=PROVIDER_CREATE,
+        responses={
+            200: (PROVIDER, 'From 1.20: the new provider.'),
+            201: (None, 'Before 1.20: created; no body.'),
+        },
+        location=[200, 201], cached=[200], accept_json=False,
+        errors={400: 'The parent provider does not exist.',
+                409: 'A provider with this name or uuid exists (placement.duplicate_name).'},
+        changes={'1.14': '`parent_provider_uuid`.',
+                 '1.20': '200 with the provider instead of 201 without a body.'},
+    ),
+    retrieve=operation(
+        'showResourceProvider', tag=PROVIDERS, summary='Show a resource provider',
+        description='One provider.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER, 'The provider.')},
+        errors={404: 'No provider has this uuid.'},
+        changes={'1.14': 'parent_provider_uuid and root_provider_uuid.'},
+    ),
+    update=operation(
+        'updateResourceProvider', tag=PROVIDERS, summary='Update a resource provider',
+        description='Rename the provider and/or change its parent. Moving a provider moves '
+                    'its subtree; a provider cannot become its own descendant.',
+        parameters=[PROVIDER_UUID], request=PROVIDER_UPDATE,
+        responses={200: (PROVIDER, 'The updated provider.')},
+        accept_json=False,
+        errors={400: 'The parent does not exist, the change would create a loop, or (before '
+                     '1.37) it would re-parent or un-parent the provider.',
+                404: 'No provider has this uuid.',
+                409: 'Another provider has this name (placement.duplicate_name).'},
+        changes={'1.14': '`parent_provider_uuid`: a provider without a parent may gain one.',
+                 '1.37': 're-parenting, and un-parenting with `null`.'},
+    ),
+    destroy=operation(
+        'deleteResourceProvider', tag=PROVIDERS, summary='Delete a resource provider',
+        description='Delete the provider with its inventories, traits and aggregate '
+                    'memberships.',
+        parameters=[PROVIDER_UUID],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'No provider has this uuid.',
+                409: 'The provider has allocations (placement.resource_provider.inuse) or '
+                     'children (placement.resource_provider.cannot_delete_parent).'},
+    ),
+)(views.ResourceProviderViewSet)
+
+INVENTORIES_TAG = 'Inventories'
+NO_PROVIDER = 'No provider has this uuid.'
+
+extend_schema_view(
+    list=operation(
+        'listInventories', tag=INVENTORIES_TAG, summary="List a provider's inventories",
+        description="The provider's inventory of every resource class.",
+        parameters=[PROVIDER_UUID],
+        responses={200: (INVENTORIES, 'The inventories.')},
+        errors={404: NO_PROVIDER},
+    ),
+    create=operation(
+        'createInventory', tag=INVENTORIES_TAG, summary='Add an inventory',
+        description='Add the inventory of one resource class to the provider.',
+        parameters=[PROVIDER_UUID], request=INVENTORY_CREATE,
+        responses={201: (INVENTORY, 'The new inventory.')},
+        location=[201], accept_json=False,
+        errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
+                409: 'The provider has an inventory of this class already, or it changed '
+                     'meanwhile (placement.concurrent_update).'},
+        changes={'1.26': '`reserved` may equal `total`.'},
+    ),
+    retrieve=operation(
+        'showInventory', tag=INVENTORIES_TAG, summary='Show an inventory',
+        description='The provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME],
+        responses={200: (INVENTORY, 'The inventory.')},
+        errors={404: 'No such provider, or it has no inventory of this class.'},
+    ),
+    update=operation(
+        'updateInventory', tag=INVENTORIES_TAG, summary='Update an inventory',
+        description='Change the provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME], request=INVENTORY_UPDATE,
+        responses={200: (INVENTORY, 'The inventory.')},
+        accept_json=False,
+        errors={400: 'The provider has no inventory of this class, or the amounts are '
+                     'inconsistent.',
+                404: 'No such provider or resource class.',
+                409: f'{CONFLICT} Or allocations would no longer fit '
+                     '(placement.inventory.inuse).'},
+        changes={'1.26': '`reserved` may equal `total`.'},
+    ),
+    destroy=operation(
+        'deleteInventory', tag=INVENTORIES_TAG, summary='Delete an inventory',
+        description='Remove the provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'No such provider, or it has no inventory of this class.',
+                409: 'The inventory has allocations, or the provider changed meanwhile '
+                     '(both placement.concurrent_update).'},
+    ),
+)(views.InventoryViewSet)
+
+# extend_schema_view knows only DRF's own action names; `replace` and
+# `destroy_all` are routed by name, so extend_schema decorates them directly.
+operation(
+    'updateInventories', tag=INVENTORIES_TAG, summary="Replace a provider's inventories",
+    description='Set the whole inventory: classes left out are removed.',
+    parameters=[PROVIDER_UUID], request=INVENTORIES_REPLACE,
+    responses={200: (INVENTORIES, 'The inventories.')},
+    accept_json=False,
+    errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
+            409: f'{CONFLICT} Or allocations would no longer fit '
+                 '(placement.inventory.inuse).'},
+    changes={'1.26': '`reserved` may equal `total`.'},
+)(views.InventoryViewSet.replace)
+
+operation(
+    'deleteInventories', tag=INVENTORIES_TAG, summary="Delete a provider's inventories",
+    description='Remove every inventory of the provider.',
+    parameters=[PROVIDER_UUID], since='1.5', not_before=405,
+    responses={204: (None, 'Deleted.')}, accept_json=False,
+    errors={404: NO_PROVIDER,
+            409: 'The provider has allocations (placement.inventory.inuse), or it '
+                 'changed meanwhile (placement.concurrent_update).'},
+)(views.InventoryViewSet.destroy_all)
+
+extend_schema_view(
+    retrieve=operation(
+        'listProviderUsages', tag='Usages', summary="Show a provider's usages",
+        description='How much of each class of the provider\'s inventory is allocated.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER_USAGES, 'The usages.')},
+        errors={404: NO_PROVIDER},
+    ),
+)(views.ProviderUsagesViewSet)
+
+extend_schema_view(
+    retrieve=operation(
+        'listProviderAggregates', tag='Aggregates', summary="List a provider's aggregates",
+        description='The aggregates the provider is a member of.',
+        parameters=[PROVIDER_UUID], since='1.1',
+        responses={200: (AGGREGATES, 'The aggregates.')},
+        errors={404: NO_PROVIDER},
+        changes={'1.19': 'resource_provider_generation.'},
+    ),
+    update=operation(
+        'updateProviderAggregates', tag='Aggregates',
+        summary="Replace a provider's aggregates",
+        description='Set the aggregates the provider is a member of. Before 1.19 the body '
+                    'is the bare list of aggregate uuids.',
+        parameters=[PROVIDER_UUID], since='1.1', request=AGGREGATES_UPDATE,
+        responses={200: (AGGREGATES, 'The aggregates.')},
+        accept_json=False,
+        errors={404: NO_PROVIDER, 409: CONFLICT},
+        changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
+                         'against the provider; the change increments the generation.'},
+    ),
+)(views.ProviderAggregatesViewSet)
+
+extend_schema_view(
+    retrieve=operation(
+        'listProviderTraits', tag='Traits', summary="List a provider's traits",
+        description='The traits of the provider.',
+        parameters=[PROVIDER_UUID], since='1.6',
+        responses={200: (PROVIDER_TRAITS, 'The traits.')},
+        errors={404: NO_PROVIDER},
+    ),
+    update=operation(
+        'updateProviderTraits', tag='Traits', summary="Replace a provider's traits",
+        description='Set the traits of the provider; every trait must exist.',
+        parameters=[PROVIDER_UUID], since='1.6', request=PROVIDER_TRAITS_UPDATE,
+        responses={200: (PROVIDER_TRAITS, 'The traits.')},
+        accept_json=False,
+        errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: CONFLICT},
+    ),
+    destroy=operation(
+        'deleteProviderTraits', tag='Traits', summary="Remove a provider's traits",
+        description='Remove every trait from the provider.',
+        parameters=[PROVIDER_UUID], since='1.6',
+        responses={204: (None, 'Removed.')}, accept_json=False,
+        errors={404: NO_PROVIDER, 409: 'The provider changed meanwhile '
+                                       '(placement.concurrent_update).'},
+    ),
+)(views.ProviderTraitsViewSet)
+
+CLASSES = 'Resource classes'
+
+extend_schema_view(
+    list=operation(
+        'listResourceClasses', tag=CLASSES, summary='List resource classes',
+        description='Standard and custom resource classes.', since='1.2',
+        responses={200: (RESOURCE_CLASS_LIST, 'The resource classes.')},
+    ),
+    create=operation(
+        'createResourceClass', tag=CLASSES, summary='Create a custom resource class',
+        description='A new custom resource class; the name starts with `CUSTOM_`.',
+        since='1.2', request=RESOURCE_CLASS_CREATE,
+        responses={201: (None, 'Created; no body.')},
+        location=[201], accept_json=False,
+        errors={409: 'The resource class exists.'},
+    ),
+    retrieve=operation(
+        'showResourceClass', tag=CLASSES, summary='Show a resource class',
+        description='One resource class.', since='1.2', parameters=[CLASS_NAME],
+        responses={200: (RESOURCE_CLASS, 'The resource class.')},
+        errors={404: 'No such resource class.'},
+    ),
+    update=operation(
+        'updateResourceClass', tag=CLASSES, summary='Create or verify a custom resource class',
+        description='From 1.7: create the custom class if missing (201) or confirm it exists '
+                    '(204); no body. Before 1.7: rename a custom class to the name in the '
+                    'body (200).',
+        since='1.2', parameters=[CLASS_NAME],
+        request={**RESOURCE_CLASS_CREATE.schema,
+                 'description': 'Before 1.7 only: the new name. From 1.7 no body is read.'},
+        responses={
+            200: (RESOURCE_CLASS, 'Before 1.7: the renamed class.'),
+            201: (None, 'From 1.7: created.'),
+            204: (None, 'From 1.7: the class exists.'),
+        },
+        location=[201, 204], cached=[], accept_json=False,
+        errors={400: f'The name is not a custom class name (`{CUSTOM_NAME_PATTERN}`), or '
+                     '(before 1.7) names a standard class.',
+                404: 'Before 1.7: no such resource class.',
+                409: 'Before 1.7: a class with the new name exists.'},
+        changes={'1.7': 'create-or-verify without a body, instead of renaming.'},
+    ),
+    destroy=operation(
+        'deleteResourceClass', tag=CLASSES, summary='Delete a custom resource class',
+        description='Delete a custom resource class no inventory uses.',
+        since='1.2', parameters=[CLASS_NAME],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={400: 'A standard class cannot be deleted.', 404: 'No such resource class.',
+                409: 'Inventories of this class exist.'},
+    ),
+)(views.ResourceClassViewSet)
+
+extend_schema_view(
+    list=operation(
+        'listTraits', tag='Traits', summary='List traits',
+        description='Standard and custom traits, optionally filtered. Any other query '
+                    'parameter is a 400.',
+        since='1.6', parameters=TRAIT_QUERY,
+        responses={200: (TRAIT_LIST, 'The trait names.')},
+        errors={400: 'A badly formatted `name` or `associated`.'},
+    ),
+    retrieve=operation(
+        'showTrait', tag='Traits', summary='Check a trait exists',
+        description='204 if the trait exists.', since='1.6', parameters=[TRAIT_NAME],
+        responses={204: (None, 'The trait exists.')}, cached=[204], accept_json=False,
+        errors={404: 'No such trait.'},
+    ),
+    update=operation(
+        'updateTrait', tag='Traits', summary='Create or verify a custom trait',
+        description='Create the custom trait if missing (201) or confirm it exists (204).',
+        since='1.6', parameters=[TRAIT_NAME],
+        responses={201: (None, 'Created.'), 204: (None, 'The trait exists.')},
+        location=[201, 204], cached=[201, 204], accept_json=False,
+        errors={400: f'Not a custom trait name (`{CUSTOM_NAME_PATTERN}`, at most 255 '
+                     'characters).'},
+    ),
+    destroy=operation(
+        'deleteTrait', tag='Traits', summary='Delete a custom trait',
+        description='Delete a custom trait no provider has.', since='1.6',
+        parameters=[TRAIT_NAME],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={400: 'A standard trait cannot be deleted.', 404: 'No such trait.',
+                409: 'A provider has the trait.'},
+    ),
+)(views.TraitViewSet)
