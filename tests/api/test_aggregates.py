@@ -1,0 +1,252 @@
+"""/resource_providers/{uuid}/aggregates: the 1.1 list form, the 1.19 form
+with the provider generation, and refusal of bad input."""
+import json
+import uuid as uuid_lib
+from urllib.parse import quote
+
+import pytest
+
+from tests.conftest import error_of
+
+TITLES = {400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
+          409: 'Conflict', 415: 'Unsupported Media Type'}
+UNDEFINED = 'placement.undefined_code'
+
+
+def assert_error(response, status, detail=None, code=UNDEFINED):
+    """A Placement error body; code=None for microversions before 1.23."""
+    assert response.status_code == status, response.content
+    assert response['Content-Type'] == 'application/json'
+    error = error_of(response)
+    assert error['status'] == status
+    assert error['title'] == TITLES[status]
+    assert error['request_id'] == response['x-openstack-request-id']
+    if code is None:
+        assert 'code' not in error
+    else:
+        assert error['code'] == code
+    if detail is not None:
+        assert detail in error['detail']
+    return error
+
+
+def generation(api, rp_uuid):
+    return api.get(f'/resource_providers/{rp_uuid}').body['generation']
+
+
+@pytest.fixture
+def rp(api):
+    return api.create_provider(name='cn1')['uuid']
+
+
+def agg_path(rp_uuid):
+    return f'/resource_providers/{rp_uuid}/aggregates'
+
+
+AGG1, AGG2 = str(uuid_lib.uuid4()), str(uuid_lib.uuid4())
+
+
+# ---- microversion 1.1 to 1.18 ------------------------------------------------------
+
+def test_not_there_before_1_1(api, rp):
+    assert_error(api.get(agg_path(rp), version='1.0'), 404, code=None)
+    assert_error(api.put(agg_path(rp), [AGG1], version='1.0'), 404, code=None)
+
+
+def test_1_1_lists_and_replaces_with_a_plain_list(api, rp):
+    assert api.get(agg_path(rp), version='1.1').body == {'aggregates': []}
+    response = api.put(agg_path(rp), [AGG1, AGG2], version='1.1')
+    assert response.status_code == 200
+    assert set(response.body['aggregates']) == {AGG1, AGG2}
+    assert list(response.body) == ['aggregates']
+    shown = api.get(agg_path(rp), version='1.18').body
+    assert set(shown['aggregates']) == {AGG1, AGG2} and list(shown) == ['aggregates']
+    assert api.put(agg_path(rp), [AGG2], version='1.1').body == {'aggregates': [AGG2]}
+    assert api.put(agg_path(rp), [], version='1.1').body == {'aggregates': []}
+
+
+def test_before_1_19_the_generation_stays(api, rp):
+    api.put(agg_path(rp), [AGG1], version='1.1')
+    api.put(agg_path(rp), [AGG2], version='1.18')
+    assert generation(api, rp) == 0
+
+
+def test_aggregates_are_shared_between_providers(api, rp):
+    other = api.create_provider(name='cn2')['uuid']
+    api.put(agg_path(rp), [AGG1], version='1.1')
+    api.put(agg_path(other), [AGG1], version='1.1')
+    assert api.get(agg_path(other)).body['aggregates'] == [AGG1]
+    api.put(agg_path(rp), [], version='1.1')
+    assert api.get(agg_path(other)).body['aggregates'] == [AGG1]
+
+
+@pytest.mark.parametrize('form', [str.upper, lambda u: u.replace('-', ''),
+                                  lambda u: '{%s}' % u, lambda u: f'urn:uuid:{u}'],
+                         ids=['upper', 'no-dashes', 'braces', 'urn'])
+def test_aggregate_uuids_are_kept_as_sent(api, rp, form):
+    value = form(AGG1)
+    response = api.put(agg_path(rp), {'aggregates': [value], 'resource_provider_generation': 0})
+    assert response.status_code == 200, response.content
+    assert response.body['aggregates'] == [value]
+    assert api.get(agg_path(rp)).body['aggregates'] == [value]
+
+
+def test_the_1_19_body_is_refused_before_1_19(api, rp, db_snapshot):
+    before = db_snapshot()
+    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
+                       version='1.18')
+    assert_error(response, 400, "JSON does not validate: {'aggregates': [", code=None)
+    assert "is not of type 'array'" in error_of(response)['detail']
+    assert db_snapshot() == before
+
+
+# ---- microversion 1.19 ------------------------------------------------------------
+
+def test_1_19_reports_and_bumps_the_generation(api, rp):
+    assert api.get(agg_path(rp), version='1.19').body == {
+        'aggregates': [], 'resource_provider_generation': 0}
+    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
+                       version='1.19')
+    assert response.status_code == 200
+    assert response.body == {'aggregates': [AGG1], 'resource_provider_generation': 1}
+    assert api.get(agg_path(rp)).body == response.body
+    assert generation(api, rp) == 1
+    response = api.put(agg_path(rp), {'aggregates': [], 'resource_provider_generation': 1})
+    assert response.body == {'aggregates': [], 'resource_provider_generation': 2}
+
+
+def test_1_19_rewriting_the_same_aggregates_still_bumps(api, rp):
+    api.set_aggregates(rp, [AGG1])
+    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 1})
+    assert response.body == {'aggregates': [AGG1], 'resource_provider_generation': 2}
+
+
+@pytest.mark.parametrize('version, code', [('1.19', None), ('1.39', 'placement.concurrent_update')])
+def test_1_19_stale_generation_is_409(api, rp, db_snapshot, version, code):
+    api.set_aggregates(rp, [AGG1])
+    before = db_snapshot()
+    response = api.put(agg_path(rp), {'aggregates': [AGG2], 'resource_provider_generation': 0},
+                       version=version)
+    assert_error(response, 409, "Resource provider's generation already changed. Please update "
+                                'the generation and try again.', code=code)
+    assert db_snapshot() == before
+    assert api.get(agg_path(rp)).body['aggregates'] == [AGG1]
+
+
+@pytest.mark.parametrize('generation_value', [2 ** 31, 10 ** 20, -1])
+def test_huge_or_negative_generation_is_409(api, rp, db_snapshot, generation_value):
+    before = db_snapshot()
+    response = api.put(agg_path(rp), {'aggregates': [AGG1],
+                                      'resource_provider_generation': generation_value})
+    assert_error(response, 409, "Resource provider's generation already changed.",
+                 code='placement.concurrent_update')
+    assert db_snapshot() == before
+
+
+# ---- bad input ------------------------------------------------------------------------
+
+@pytest.mark.parametrize('body, detail', [
+    ([AGG1, AGG1], 'has non-unique elements'),
+    (['not-a-uuid'], "'not-a-uuid' is not a 'uuid'"),
+    (['计算节点'], "is not a 'uuid'"),
+    ([AGG1[:-1]], "is not a 'uuid'"),
+    ([5], "5 is not of type 'string'"),
+    ([None], "None is not of type 'string'"),
+    ({'aggregates': [AGG1]}, "is not of type 'array'"),
+    (AGG1, "is not of type 'array'"),
+    (None, "None is not of type 'array'"),
+])
+def test_1_1_bad_body_is_400(api, rp, db_snapshot, body, detail):
+    api.put(agg_path(rp), [AGG2], version='1.1')
+    before = db_snapshot()
+    response = api.request('PUT', agg_path(rp), raw=json.dumps(body), version='1.1')
+    error = assert_error(response, 400, 'JSON does not validate: ', code=None)
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('body, detail', [
+    ([AGG1], "is not of type 'object'"),
+    ({'aggregates': [AGG1]}, "'resource_provider_generation' is a required property"),
+    ({'resource_provider_generation': 0}, "'aggregates' is a required property"),
+    ({'aggregates': [AGG1], 'resource_provider_generation': 0, 'foo': 1},
+     "Additional properties are not allowed ('foo' was unexpected)"),
+    ({'aggregates': [AGG1], 'resource_provider_generation': '0'},
+     "'0' is not of type 'integer'"),
+    ({'aggregates': [AGG1], 'resource_provider_generation': None},
+     "None is not of type 'integer'"),
+    ({'aggregates': AGG1, 'resource_provider_generation': 0}, "is not of type 'array'"),
+    ({'aggregates': [AGG1, AGG1], 'resource_provider_generation': 0},
+     'has non-unique elements'),
+    ({'aggregates': ['not-a-uuid'], 'resource_provider_generation': 0},
+     "'not-a-uuid' is not a 'uuid'"),
+    ({'aggregates': ['计算节点'], 'resource_provider_generation': 0}, "is not a 'uuid'"),
+    ({'aggregates': [5], 'resource_provider_generation': 0}, "5 is not of type 'string'"),
+])
+def test_1_19_bad_body_is_400(api, rp, db_snapshot, body, detail):
+    api.set_aggregates(rp, [AGG2])
+    before = db_snapshot()
+    error = assert_error(api.request('PUT', agg_path(rp), raw=json.dumps(body)), 400,
+                         'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+def test_lone_surrogate_aggregate_is_400(api, rp, db_snapshot):
+    before = db_snapshot()
+    response = api.request('PUT', agg_path(rp), raw='{"aggregates": ["\\ud800"], '
+                                                    '"resource_provider_generation": 0}')
+    assert_error(response, 400, 'JSON does not validate: ')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('raw', ['[', '{"aggregates": [}', ' ', b'["\xff"]'])
+@pytest.mark.parametrize('version', ['1.1', '1.39'])
+def test_malformed_json_is_400(api, rp, db_snapshot, raw, version):
+    before = db_snapshot()
+    response = api.request('PUT', agg_path(rp), raw=raw, version=version)
+    assert_error(response, 400, 'Malformed JSON: ', code=None if version == '1.1' else UNDEFINED)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('content_type', ['text/plain', 'application/xml'])
+def test_wrong_content_type_is_415(api, rp, db_snapshot, content_type):
+    before = db_snapshot()
+    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
+                       content_type=content_type)
+    assert_error(response, 415, f'The media type {content_type} is not supported, use '
+                                'application/json')
+    assert db_snapshot() == before
+
+
+def test_missing_content_type_is_415(api, rp, db_snapshot):
+    before = db_snapshot()
+    assert_error(api.put(agg_path(rp)), 415, 'The media type None is not supported')
+    assert db_snapshot() == before
+
+
+def test_get_with_accept_text_plain_is_406(api, rp):
+    response = api.get(agg_path(rp), headers={'Accept': 'text/plain'})
+    assert response.status_code == 406
+    assert response['Content-Type'].startswith('text/plain')
+    assert 'Only application/json is provided' in response.content.decode()
+
+
+@pytest.mark.parametrize('value', [str(uuid_lib.uuid4()), 'not-a-uuid'])
+def test_unknown_provider_is_404(api, db_snapshot, value):
+    before = db_snapshot()
+    assert_error(api.get(agg_path(quote(value))), 404,
+                 f'No resource provider with uuid {value} found')
+    response = api.put(agg_path(quote(value)), {'aggregates': [],
+                                                'resource_provider_generation': 0})
+    assert_error(response, 404, f'No resource provider with uuid {value} found')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('method', ['POST', 'DELETE', 'PATCH'])
+def test_other_methods_are_405(api, rp, db_snapshot, method):
+    api.set_aggregates(rp, [AGG1])
+    before = db_snapshot()
+    response = api.request(method, agg_path(rp), [])
+    assert_error(response, 405, f'The method {method} is not allowed for this resource.')
+    assert db_snapshot() == before

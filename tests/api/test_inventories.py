@@ -1,0 +1,666 @@
+"""/resource_providers/{uuid}/inventories[/{resource_class}]: reading,
+replacing, adding, changing and deleting inventory, the generation guard,
+inventory in use, and refusal of bad input."""
+import json
+import uuid as uuid_lib
+from urllib.parse import quote
+
+import pytest
+
+from tests.conftest import error_of
+
+TITLES = {400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
+          409: 'Conflict', 415: 'Unsupported Media Type'}
+UNDEFINED = 'placement.undefined_code'
+CONCURRENT = 'placement.concurrent_update'
+INUSE = 'placement.inventory.inuse'
+DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+            'allocation_ratio': 1.0}
+
+
+def assert_error(response, status, detail=None, code=UNDEFINED):
+    """A Placement error body; code=None for microversions before 1.23."""
+    assert response.status_code == status, response.content
+    assert response['Content-Type'] == 'application/json'
+    error = error_of(response)
+    assert error['status'] == status
+    assert error['title'] == TITLES[status]
+    assert error['request_id'] == response['x-openstack-request-id']
+    if code is None:
+        assert 'code' not in error
+    else:
+        assert error['code'] == code
+    if detail is not None:
+        assert detail in error['detail']
+    return error
+
+
+def assert_not_acceptable(response):
+    assert response.status_code == 406
+    assert response['Content-Type'].startswith('text/plain')
+    text = response.content.decode()
+    assert text.startswith('406 Not Acceptable')
+    assert 'Only application/json is provided' in text
+
+
+def new_uuid():
+    return str(uuid_lib.uuid4())
+
+
+def generation(api, rp_uuid):
+    return api.get(f'/resource_providers/{rp_uuid}').body['generation']
+
+
+@pytest.fixture
+def rp(api):
+    return api.create_provider(name='cn1')['uuid']
+
+
+def inv_path(rp_uuid, resource_class=None):
+    path = f'/resource_providers/{rp_uuid}/inventories'
+    return f'{path}/{resource_class}' if resource_class else path
+
+
+@pytest.fixture
+def in_use(api, rp):
+    """cn1 with VCPU total 8 (4 allocated) and DISK_GB total 100 (unused)."""
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    assert api.allocate(new_uuid(), {rp: {'VCPU': 4}}).status_code == 204
+    return rp
+
+
+# ---- read ---------------------------------------------------------------------
+
+def test_a_new_provider_has_no_inventory(api, rp):
+    response = api.get(inv_path(rp))
+    assert response.status_code == 200
+    assert response.body == {'resource_provider_generation': 0, 'inventories': {}}
+
+
+def test_show_one_inventory(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8, 'reserved': 1}})
+    response = api.get(inv_path(rp, 'VCPU'))
+    assert response.status_code == 200
+    assert response.body == {**DEFAULTS, 'total': 8, 'reserved': 1,
+                             'resource_provider_generation': 1}
+    assert response['Cache-Control'] == 'no-cache'
+
+
+@pytest.mark.parametrize('resource_class', ['VGPU', 'vcpu', 'CUSTOM_NOPE'])
+def test_show_missing_inventory_is_404(api, rp, resource_class):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    assert_error(api.get(inv_path(rp, resource_class)), 404,
+                 f'No inventory of class {resource_class} for {rp}')
+
+
+@pytest.mark.parametrize('path', ['/resource_providers/{}/inventories',
+                                  '/resource_providers/{}/inventories/VCPU'])
+def test_unknown_provider_is_404(api, path):
+    rp_uuid = new_uuid()
+    assert_error(api.get(path.format(rp_uuid)), 404,
+                 f'No resource provider with uuid {rp_uuid} found')
+
+
+@pytest.mark.parametrize('resource_class', [None, 'VCPU'])
+def test_get_with_accept_text_plain_is_406(api, rp, resource_class):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    assert_not_acceptable(api.get(inv_path(rp, resource_class), headers={'Accept': 'text/plain'}))
+
+
+# ---- replace all (PUT) ----------------------------------------------------------
+
+def test_replace_all_fills_in_defaults_and_bumps_the_generation(api, rp):
+    response = api.put(inv_path(rp), {'resource_provider_generation': 0, 'inventories': {
+        'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024, 'reserved': 512, 'min_unit': 64,
+                                            'max_unit': 512, 'step_size': 64,
+                                            'allocation_ratio': 1.5}}})
+    assert response.status_code == 200
+    expected = {'resource_provider_generation': 1, 'inventories': {
+        'VCPU': {**DEFAULTS, 'total': 8},
+        'MEMORY_MB': {'total': 1024, 'reserved': 512, 'min_unit': 64, 'max_unit': 512,
+                      'step_size': 64, 'allocation_ratio': 1.5}}}
+    assert response.body == expected
+    assert api.get(inv_path(rp)).body == expected
+
+
+def test_replace_all_removes_what_is_not_listed(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    response = api.put(inv_path(rp), {'resource_provider_generation': 1,
+                                      'inventories': {'DISK_GB': {'total': 50}}})
+    assert response.status_code == 200
+    assert response.body['inventories'] == {'DISK_GB': {**DEFAULTS, 'total': 50}}
+    response = api.put(inv_path(rp), {'resource_provider_generation': 2, 'inventories': {}})
+    assert response.body == {'resource_provider_generation': 3, 'inventories': {}}
+
+
+def test_replace_all_with_a_stale_generation_is_409(api, rp, db_snapshot):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.put(inv_path(rp), {'resource_provider_generation': 0,
+                                      'inventories': {'VCPU': {'total': 4}}})
+    assert_error(response, 409, 'resource provider generation conflict', code=CONCURRENT)
+    assert db_snapshot() == before
+
+
+def test_replace_all_with_a_custom_class(api, rp):
+    assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
+    response = api.put(inv_path(rp), {'resource_provider_generation': 0,
+                                      'inventories': {'CUSTOM_FPGA': {'total': 2}}})
+    assert response.status_code == 200
+    assert response.body['inventories'] == {'CUSTOM_FPGA': {**DEFAULTS, 'total': 2}}
+
+
+# ---- add one (POST) ----------------------------------------------------------------
+
+def test_add_one(api, rp):
+    response = api.post(inv_path(rp), {'resource_class': 'DISK_GB', 'total': 100,
+                                       'reserved': 10})
+    assert response.status_code == 201
+    assert response['Location'].endswith(f'/resource_providers/{rp}/inventories/DISK_GB')
+    assert response.body == {**DEFAULTS, 'total': 100, 'reserved': 10,
+                             'resource_provider_generation': 1}
+    assert api.get(inv_path(rp, 'DISK_GB')).body == response.body
+
+
+def test_add_one_ignores_the_generation_as_placement_does(api, rp):
+    response = api.post(inv_path(rp), {'resource_class': 'DISK_GB', 'total': 100,
+                                       'resource_provider_generation': 99})
+    assert response.status_code == 201
+    assert response.body['resource_provider_generation'] == 1
+
+
+def test_add_an_existing_class_is_409(api, rp, db_snapshot):
+    api.set_inventory(rp, {'DISK_GB': {'total': 100}})
+    before = db_snapshot()
+    response = api.post(inv_path(rp), {'resource_class': 'DISK_GB', 'total': 50})
+    assert_error(response, 409, 'Update conflict: ', code=CONCURRENT)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('resource_class', ['CUSTOM_NOPE'])
+def test_add_an_unknown_class_is_400(api, rp, db_snapshot, resource_class):
+    before = db_snapshot()
+    response = api.post(inv_path(rp), {'resource_class': resource_class, 'total': 1})
+    assert_error(response, 400, f'Unable to create inventory for resource provider {rp}: No '
+                                f'such resource class {resource_class}.')
+    assert db_snapshot() == before
+
+
+# ---- change one (PUT) --------------------------------------------------------------
+
+def test_change_one(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    response = api.put(inv_path(rp, 'VCPU'), {'resource_provider_generation': 1, 'total': 16,
+                                              'allocation_ratio': 4.0})
+    assert response.status_code == 200
+    assert response.body == {**DEFAULTS, 'total': 16, 'allocation_ratio': 4.0,
+                             'resource_provider_generation': 2}
+    assert api.get(inv_path(rp)).body['inventories']['DISK_GB'] == {**DEFAULTS, 'total': 100}
+
+
+def test_change_one_resets_omitted_fields_to_defaults(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8, 'reserved': 2, 'max_unit': 4}})
+    response = api.put(inv_path(rp, 'VCPU'), {'resource_provider_generation': 1, 'total': 8})
+    assert response.body == {**DEFAULTS, 'total': 8, 'resource_provider_generation': 2}
+
+
+def test_change_one_with_a_stale_generation_is_409(api, rp, db_snapshot):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.put(inv_path(rp, 'VCPU'), {'resource_provider_generation': 0, 'total': 4})
+    assert_error(response, 409, 'resource provider generation conflict', code=CONCURRENT)
+    assert db_snapshot() == before
+
+
+def test_change_one_the_provider_does_not_have_is_400(api, rp, db_snapshot):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.put(inv_path(rp, 'VGPU'), {'resource_provider_generation': 1, 'total': 4})
+    assert_error(response, 400, f'No inventory record with resource class for resource provider '
+                                f'{rp}: No inventory of class VGPU found.')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('resource_class, shown', [
+    ('CUSTOM_NOPE', 'CUSTOM_NOPE'), ('vcpu', 'vcpu'), ('VCPU%00', 'VCPU\x00'),
+])
+def test_change_one_of_an_unknown_class_is_404(api, rp, db_snapshot, resource_class, shown):
+    before = db_snapshot()
+    response = api.put(inv_path(rp, resource_class), {'resource_provider_generation': 0,
+                                                      'total': 4})
+    assert_error(response, 404, f'No such resource class {shown}.')
+    assert db_snapshot() == before
+
+
+def test_change_one_of_a_unicode_class_is_404(api, rp, db_snapshot):
+    before = db_snapshot()
+    response = api.put(inv_path(rp, quote('CUSTOM_ÄÖ')), {'resource_provider_generation': 0,
+                                                          'total': 4})
+    assert_error(response, 404, 'No such resource class CUSTOM_')
+    assert db_snapshot() == before
+
+
+# ---- delete -----------------------------------------------------------------------
+
+def test_delete_one(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    response = api.delete(inv_path(rp, 'VCPU'))
+    assert response.status_code == 204
+    assert response.content == b''
+    assert api.get(inv_path(rp)).body == {
+        'resource_provider_generation': 2, 'inventories': {'DISK_GB': {**DEFAULTS, 'total': 100}}}
+
+
+@pytest.mark.parametrize('resource_class, detail', [
+    ('VGPU', 'No inventory of class VGPU found for delete'),
+    ('CUSTOM_NOPE', 'No inventory of class CUSTOM_NOPE found for delete: No such resource class '
+                    'CUSTOM_NOPE.'),
+    ('vcpu', 'No inventory of class vcpu found for delete'),
+])
+def test_delete_missing_one_is_404(api, rp, db_snapshot, resource_class, detail):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    assert_error(api.delete(inv_path(rp, resource_class)), 404, detail)
+    assert db_snapshot() == before
+
+
+def test_delete_all_from_1_5(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    response = api.delete(inv_path(rp), version='1.5')
+    assert response.status_code == 204
+    assert api.get(inv_path(rp)).body == {'resource_provider_generation': 2, 'inventories': {}}
+
+
+def test_delete_all_before_1_5_is_405(api, rp, db_snapshot):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.delete(inv_path(rp), version='1.4')
+    assert_error(response, 405, 'The method DELETE is not allowed for this resource.', code=None)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('path', ['/resource_providers/{}/inventories',
+                                  '/resource_providers/{}/inventories/VCPU'])
+def test_delete_on_an_unknown_provider_is_404(api, db_snapshot, path):
+    rp_uuid = new_uuid()
+    before = db_snapshot()
+    assert_error(api.delete(path.format(rp_uuid)), 404,
+                 f'No resource provider with uuid {rp_uuid} found')
+    assert db_snapshot() == before
+
+
+# ---- generations -------------------------------------------------------------------
+
+WRITES = {
+    'replace all': lambda api, rp: api.put(inv_path(rp), {
+        'resource_provider_generation': 1, 'inventories': {'VCPU': {'total': 8}}}),
+    'replace all with no change': lambda api, rp: api.put(inv_path(rp), {
+        'resource_provider_generation': 1,
+        'inventories': {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}}}),
+    'add one': lambda api, rp: api.post(inv_path(rp), {'resource_class': 'VGPU', 'total': 2}),
+    'change one': lambda api, rp: api.put(inv_path(rp, 'VCPU'), {
+        'resource_provider_generation': 1, 'total': 16}),
+    'delete one': lambda api, rp: api.delete(inv_path(rp, 'DISK_GB')),
+    'delete all': lambda api, rp: api.delete(inv_path(rp)),
+}
+
+
+@pytest.mark.parametrize('write', WRITES, ids=list(WRITES))
+def test_every_write_bumps_the_generation(api, rp, write):
+    api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    response = WRITES[write](api, rp)
+    assert response.status_code in (200, 201, 204), response.content
+    assert generation(api, rp) == 2
+    assert api.get(inv_path(rp)).body['resource_provider_generation'] == 2
+
+
+def test_deleting_all_of_nothing_still_bumps_the_generation(api, rp):
+    assert api.delete(inv_path(rp)).status_code == 204
+    assert generation(api, rp) == 1
+
+
+# ---- reserved and capacity -----------------------------------------------------------
+
+RESERVED_WRITES = {
+    'replace all': lambda api, rp, inv, version: api.put(inv_path(rp), {
+        'resource_provider_generation': 1, 'inventories': {'VCPU': inv}}, version=version),
+    'add one': lambda api, rp, inv, version: api.post(
+        inv_path(rp), {'resource_class': 'VGPU', **inv}, version=version),
+    'change one': lambda api, rp, inv, version: api.put(
+        inv_path(rp, 'VCPU'), {'resource_provider_generation': 1, **inv}, version=version),
+}
+ACTION = {'replace all': 'update', 'add one': 'create', 'change one': 'update'}
+
+
+@pytest.mark.parametrize('write', RESERVED_WRITES, ids=list(RESERVED_WRITES))
+def test_reserved_equal_to_total_is_refused_before_1_26(api, rp, db_snapshot, write):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = RESERVED_WRITES[write](api, rp, {'total': 4, 'reserved': 4}, '1.25')
+    resource_class = 'VGPU' if write == 'add one' else 'VCPU'
+    assert_error(response, 400, f'Unable to {ACTION[write]} inventory for resource provider {rp}: '
+                                f"Invalid inventory for '{resource_class}' on resource provider "
+                                f"'{rp}'. The reserved value is greater than or equal to total.")
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('write', RESERVED_WRITES, ids=list(RESERVED_WRITES))
+def test_reserved_equal_to_total_is_allowed_from_1_26(api, rp, write):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    response = RESERVED_WRITES[write](api, rp, {'total': 4, 'reserved': 4}, '1.26')
+    assert response.status_code in (200, 201), response.content
+    resource_class = 'VGPU' if write == 'add one' else 'VCPU'
+    shown = api.get(inv_path(rp, resource_class)).body
+    assert (shown['total'], shown['reserved']) == (4, 4)
+
+
+@pytest.mark.parametrize('write', RESERVED_WRITES, ids=list(RESERVED_WRITES))
+def test_reserved_above_total_is_refused_from_1_26(api, rp, db_snapshot, write):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = RESERVED_WRITES[write](api, rp, {'total': 4, 'reserved': 5}, '1.26')
+    assert_error(response, 400, 'The reserved value is greater than total.')
+    assert db_snapshot() == before
+
+
+def test_zero_allocation_ratio_counts_as_no_capacity_before_1_26(api, rp, db_snapshot):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.put(inv_path(rp, 'VCPU'), {'resource_provider_generation': 1, 'total': 8,
+                                              'allocation_ratio': 0}, version='1.25')
+    assert_error(response, 400, 'The reserved value is greater than or equal to total.')
+    assert db_snapshot() == before
+
+
+# ---- inventory in use ----------------------------------------------------------------
+
+def test_deleting_one_in_use_is_409(api, in_use, db_snapshot):
+    before = db_snapshot()
+    response = api.delete(inv_path(in_use, 'VCPU'))
+    assert_error(response, 409, f"Unable to delete inventory of class VCPU: Inventory for 'VCPU' "
+                                f"on resource provider '{in_use}' in use.", code=CONCURRENT)
+    assert db_snapshot() == before
+
+
+def test_deleting_all_in_use_is_409(api, in_use, db_snapshot):
+    before = db_snapshot()
+    response = api.delete(inv_path(in_use))
+    assert_error(response, 409, f"Inventory for 'VCPU' on resource provider '{in_use}' in use.",
+                 code=INUSE)
+    assert db_snapshot() == before
+
+
+def test_replacing_all_without_a_class_in_use_is_409(api, in_use, db_snapshot):
+    before = db_snapshot()
+    response = api.put(inv_path(in_use), {'resource_provider_generation': generation(api, in_use),
+                                           'inventories': {'DISK_GB': {'total': 100}}})
+    assert_error(response, 409, f"update conflict: Inventory for 'VCPU' on resource provider "
+                                f"'{in_use}' in use.", code=INUSE)
+    assert db_snapshot() == before
+
+
+def test_an_unused_class_can_go_while_another_is_in_use(api, in_use):
+    assert api.delete(inv_path(in_use, 'DISK_GB')).status_code == 204
+    response = api.put(inv_path(in_use), {'resource_provider_generation': generation(api, in_use),
+                                          'inventories': {'VCPU': {'total': 8}}})
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize('change', [
+    {'total': 3}, {'total': 8, 'reserved': 5}, {'total': 8, 'allocation_ratio': 0.25},
+    {'total': 6, 'reserved': 3, 'allocation_ratio': 1.3},
+], ids=['total', 'reserved', 'ratio', 'mixed'])
+def test_shrinking_below_usage_is_409(api, in_use, db_snapshot, change):
+    gen = generation(api, in_use)
+    before = db_snapshot()
+    single = api.put(inv_path(in_use, 'VCPU'), {'resource_provider_generation': gen, **change})
+    error = assert_error(single, 409, f"update conflict: Inventory for 'VCPU' on resource "
+                                      f"provider '{in_use}'", code=INUSE)
+    assert '4 used' in error['detail']
+    bulk = api.put(inv_path(in_use), {'resource_provider_generation': gen, 'inventories': {
+        'VCPU': change, 'DISK_GB': {'total': 100}}})
+    assert_error(bulk, 409, f"Inventory for 'VCPU' on resource provider '{in_use}'", code=INUSE)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('change', [
+    {'total': 4}, {'total': 8, 'reserved': 4}, {'total': 8, 'allocation_ratio': 0.5},
+    {'total': 2, 'allocation_ratio': 2.0}, {'total': 8, 'max_unit': 1, 'step_size': 3},
+], ids=['total', 'reserved', 'ratio', 'ratio-up', 'unit-limits'])
+def test_shrinking_to_exactly_the_usage_is_allowed(api, in_use, change):
+    gen = generation(api, in_use)
+    response = api.put(inv_path(in_use, 'VCPU'), {'resource_provider_generation': gen, **change})
+    assert response.status_code == 200, response.content
+    response = api.put(inv_path(in_use), {'resource_provider_generation': gen + 1, 'inventories': {
+        'VCPU': change}})
+    assert response.status_code == 200, response.content
+
+
+# ---- bad input ------------------------------------------------------------------------
+
+RECORD_CASES = [
+    ({'total': 0}, '0 is less than the minimum of 1'),
+    ({'total': -1}, '-1 is less than the minimum of 1'),
+    ({'total': 2 ** 31}, '2147483648 is greater than the maximum of 2147483647'),
+    ({'total': 10 ** 20}, 'is greater than the maximum of 2147483647'),
+    ({'total': 'x'}, "'x' is not of type 'integer'"),
+    ({'total': 1.5}, "1.5 is not of type 'integer'"),
+    ({'total': None}, "None is not of type 'integer'"),
+    ({'total': True}, "True is not of type 'integer'"),
+    ({'total': 8, 'reserved': -1}, '-1 is less than the minimum of 0'),
+    ({'total': 8, 'reserved': 2 ** 31}, 'is greater than the maximum of 2147483647'),
+    ({'total': 8, 'reserved': 10 ** 20}, 'is greater than the maximum of 2147483647'),
+    ({'total': 8, 'min_unit': 0}, '0 is less than the minimum of 1'),
+    ({'total': 8, 'min_unit': 2 ** 31}, 'is greater than the maximum of 2147483647'),
+    ({'total': 8, 'max_unit': -1}, '-1 is less than the minimum of 1'),
+    ({'total': 8, 'max_unit': 10 ** 20}, 'is greater than the maximum of 2147483647'),
+    ({'total': 8, 'step_size': 0}, '0 is less than the minimum of 1'),
+    ({'total': 8, 'step_size': 2 ** 31}, 'is greater than the maximum of 2147483647'),
+    ({'total': 8, 'allocation_ratio': 'x'}, "'x' is not of type 'number'"),
+    ({'total': 8, 'allocation_ratio': 10 ** 40}, 'is greater than the maximum of 3.40282e+38'),
+    ({'total': 8, 'allocation_ratio': 3.5e38}, 'is greater than the maximum of 3.40282e+38'),
+    ({'total': 8, 'foo': 1}, "Additional properties are not allowed ('foo' was unexpected)"),
+    ({'total': 8, 'used': 1}, "('used' was unexpected)"),
+]
+
+
+@pytest.mark.parametrize('body, detail', [
+    ({'resource_provider_generation': 1, **record}, detail) for record, detail in RECORD_CASES
+] + [
+    ({'total': 8, 'resource_provider_generation': '1'}, "'1' is not of type 'integer'"),
+    ({'total': 8, 'resource_provider_generation': None}, "None is not of type 'integer'"),
+    ({'reserved': 1, 'resource_provider_generation': 1}, "'total' is a required property"),
+    ({'total': 8}, "'resource_provider_generation' is a required property"),
+    ({'total': 8, 'resource_provider_generation': 1, 'resource_class': 'VCPU'},
+     "('resource_class' was unexpected)"),
+    ([8], "[8] is not of type 'object'"),
+    (None, "None is not of type 'object'"),
+])
+def test_change_one_with_a_bad_body_is_400(api, rp, db_snapshot, body, detail):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.request('PUT', inv_path(rp, 'VCPU'), raw=json.dumps(body))
+    error = assert_error(response, 400, 'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('record, detail', RECORD_CASES + [
+    ({'reserved': 1}, "'total' is a required property"),
+    (8, "8 is not of type 'object'"),
+])
+def test_replace_all_with_a_bad_record_is_400(api, rp, db_snapshot, record, detail):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.request('PUT', inv_path(rp), raw=json.dumps(
+        {'resource_provider_generation': 1, 'inventories': {'VCPU': record}}))
+    error = assert_error(response, 400, 'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('body, detail', [
+    ({'resource_provider_generation': 1}, "'inventories' is a required property"),
+    ({'inventories': {}}, "'resource_provider_generation' is a required property"),
+    ({'resource_provider_generation': 1, 'inventories': []}, "[] is not of type 'object'"),
+    ({'resource_provider_generation': 1, 'inventories': {}, 'foo': 1},
+     "Additional properties are not allowed ('foo' was unexpected)"),
+    ({'resource_provider_generation': 'x', 'inventories': {}}, "'x' is not of type 'integer'"),
+    ({'resource_provider_generation': None, 'inventories': {}}, "None is not of type 'integer'"),
+    ([], "[] is not of type 'object'"),
+])
+def test_replace_all_with_a_bad_body_is_400(api, rp, db_snapshot, body, detail):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    error = assert_error(api.request('PUT', inv_path(rp), raw=json.dumps(body)), 400,
+                         'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('generation_value', [2 ** 31, 10 ** 20, -1])
+@pytest.mark.parametrize('target', ['all', 'one'])
+def test_huge_or_negative_generations_are_conflicts(api, rp, db_snapshot, generation_value,
+                                                    target):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    if target == 'all':
+        response = api.put(inv_path(rp), {'resource_provider_generation': generation_value,
+                                          'inventories': {'VCPU': {'total': 4}}})
+    else:
+        response = api.put(inv_path(rp, 'VCPU'), {'resource_provider_generation':
+                                                  generation_value, 'total': 4})
+    assert_error(response, 409, 'resource provider generation conflict', code=CONCURRENT)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('resource_class', ['vcpu', 'CUSTOM_ÄÖ', '计算节点', 'CUSTOM A', ''])
+def test_replace_all_with_an_invalid_class_name_is_400(api, rp, db_snapshot, resource_class):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.put(inv_path(rp), {'resource_provider_generation': 1,
+                                      'inventories': {resource_class: {'total': 1}}})
+    assert_error(response, 400, f'Unknown resource class in inventory for resource provider {rp}: '
+                                f'No such resource class {resource_class}.')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('raw_name, detail', [
+    ('\\ud800', 'Malformed JSON'),
+    ('VCPU\\u0000', 'Malformed JSON: NUL characters'),
+])
+def test_replace_all_with_an_unstorable_class_name_is_400(api, rp, db_snapshot, raw_name, detail):
+    # Deliberately refused before any lookup: neither can be stored, and
+    # PostgreSQL cannot even compare a NUL (OpenStack Placement answers 500).
+    before = db_snapshot()
+    response = api.request('PUT', inv_path(rp), raw='{"resource_provider_generation": 0, '
+                                                    f'"inventories": {{"{raw_name}": {{"total": 1}}}}}}')
+    assert_error(response, 400, detail)
+    assert db_snapshot() == before
+
+
+def test_add_one_with_a_lone_surrogate_class_is_400(api, rp, db_snapshot):
+    before = db_snapshot()
+    response = api.request('POST', inv_path(rp),
+                           raw='{"resource_class": "\\ud800", "total": 1}')
+    assert_error(response, 400, 'JSON does not validate: ')
+    assert db_snapshot() == before
+
+
+def test_replace_all_with_an_unknown_custom_class_is_400(api, rp, db_snapshot):
+    before = db_snapshot()
+    response = api.put(inv_path(rp), {'resource_provider_generation': 0,
+                                      'inventories': {'CUSTOM_NOPE': {'total': 1}}})
+    assert_error(response, 400, 'No such resource class CUSTOM_NOPE.')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('body, detail', [
+    ({'resource_class': 'VGPU'}, "'total' is a required property"),
+    ({'total': 1}, "'resource_class' is a required property"),
+    ({'resource_class': 'vgpu', 'total': 1}, "'vgpu' does not match '^[A-Z0-9_]+$'"),
+    ({'resource_class': 'CUSTOM_ÄÖ', 'total': 1}, "does not match '^[A-Z0-9_]+$'"),
+    ({'resource_class': '计算节点', 'total': 1}, "does not match '^[A-Z0-9_]+$'"),
+    ({'resource_class': 'CUSTOM A', 'total': 1}, "does not match '^[A-Z0-9_]+$'"),
+    ({'resource_class': '', 'total': 1}, "'' does not match '^[A-Z0-9_]+$'"),
+    ({'resource_class': 5, 'total': 1}, "5 is not of type 'string'"),
+    ({'resource_class': 'VGPU', 'total': 1, 'resource_provider_generation': 'x'},
+     "'x' is not of type 'integer'"),
+    ([], "[] is not of type 'object'"),
+] + [({'resource_class': 'VGPU', **record}, detail) for record, detail in RECORD_CASES])
+def test_add_one_with_a_bad_body_is_400(api, rp, db_snapshot, body, detail):
+    before = db_snapshot()
+    error = assert_error(api.request('POST', inv_path(rp), raw=json.dumps(body)), 400,
+                         'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('raw, detail', [
+    ('{', 'Malformed JSON: Expecting property name enclosed in double quotes'),
+    ('{"resource_provider_generation": 1, ', 'Malformed JSON: Expecting property name'),
+    (' ', 'Malformed JSON: Expecting value'),
+    ('{"total": 01}', 'Malformed JSON: Expecting'),
+    (b'{"total": "\xff"}', "Malformed JSON: 'utf-8' codec can't decode byte 0xff"),
+])
+@pytest.mark.parametrize('method, resource_class', [('PUT', None), ('POST', None),
+                                                    ('PUT', 'VCPU')])
+def test_malformed_json_is_400(api, rp, db_snapshot, method, resource_class, raw, detail):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    assert_error(api.request(method, inv_path(rp, resource_class), raw=raw), 400, detail)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('content_type', ['text/plain', 'application/xml',
+                                          'application/x-www-form-urlencoded'])
+@pytest.mark.parametrize('method, resource_class', [('PUT', None), ('POST', None),
+                                                    ('PUT', 'VCPU')])
+def test_wrong_content_type_is_415(api, rp, db_snapshot, method, resource_class, content_type):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    response = api.request(method, inv_path(rp, resource_class),
+                           {'resource_provider_generation': 1, 'total': 4, 'inventories': {}},
+                           content_type=content_type)
+    assert_error(response, 415, f'The media type {content_type} is not supported, use '
+                                'application/json')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('method, resource_class', [('PUT', None), ('POST', None),
+                                                    ('PUT', 'VCPU')])
+def test_missing_content_type_is_415(api, rp, db_snapshot, method, resource_class):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    before = db_snapshot()
+    assert_error(api.request(method, inv_path(rp, resource_class)), 415,
+                 'The media type None is not supported, use application/json')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('method, resource_class', [('PUT', None), ('POST', None),
+                                                    ('PUT', 'VCPU')])
+def test_writes_to_an_unknown_provider_are_404(api, db_snapshot, method, resource_class):
+    rp_uuid = new_uuid()
+    body = ({'resource_class': 'VCPU', 'total': 4} if method == 'POST' else
+            {'resource_provider_generation': 0, 'total': 4} if resource_class else
+            {'resource_provider_generation': 0, 'inventories': {}})
+    before = db_snapshot()
+    response = api.request(method, inv_path(rp_uuid, resource_class), body)
+    assert_error(response, 404, f'No resource provider with uuid {rp_uuid} found')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('value', ['not-a-uuid', 'ab\x00cd'])
+def test_invalid_provider_uuid_in_the_path_is_404(api, db_snapshot, value):
+    before = db_snapshot()
+    for response in (api.get(inv_path(quote(value))), api.get(inv_path(quote(value), 'VCPU')),
+                     api.delete(inv_path(quote(value), 'VCPU'))):
+        assert_error(response, 404, f'No resource provider with uuid {value} found')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('path', ['/resource_providers/{}/inventories',
+                                  '/resource_providers/{}/inventories/VCPU'])
+def test_patch_is_405(api, rp, path):
+    assert_error(api.request('PATCH', path.format(rp), {}), 405,
+                 'The method PATCH is not allowed for this resource.')

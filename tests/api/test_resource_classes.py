@@ -1,0 +1,358 @@
+"""/resource_classes[/{name}]: listing, custom classes (create, rename
+before 1.7, create-or-verify from 1.7, delete), read-only standard classes,
+and refusal of bad input."""
+import json
+from urllib.parse import quote
+
+import pytest
+
+from tests.conftest import error_of
+
+TITLES = {400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
+          409: 'Conflict', 415: 'Unsupported Media Type'}
+UNDEFINED = 'placement.undefined_code'
+
+
+def assert_error(response, status, detail=None, code=UNDEFINED):
+    """A Placement error body; code=None for microversions before 1.23."""
+    assert response.status_code == status, response.content
+    assert response['Content-Type'] == 'application/json'
+    error = error_of(response)
+    assert error['status'] == status
+    assert error['title'] == TITLES[status]
+    assert error['request_id'] == response['x-openstack-request-id']
+    if code is None:
+        assert 'code' not in error
+    else:
+        assert error['code'] == code
+    if detail is not None:
+        assert detail in error['detail']
+    return error
+
+
+def assert_not_acceptable(response):
+    assert response.status_code == 406
+    assert response['Content-Type'].startswith('text/plain')
+    assert 'Only application/json is provided' in response.content.decode()
+
+
+def class_names(response):
+    assert response.status_code == 200, response.content
+    return [rc['name'] for rc in response.body['resource_classes']]
+
+
+def rc_body(name):
+    return {'name': name, 'links': [{'rel': 'self', 'href': f'/resource_classes/{name}'}]}
+
+
+# ---- read ---------------------------------------------------------------------------
+
+def test_not_there_before_1_2(api):
+    assert_error(api.get('/resource_classes', version='1.1'), 404, code=None)
+    assert_error(api.get('/resource_classes/VCPU', version='1.1'), 404, code=None)
+    assert_error(api.post('/resource_classes', {'name': 'CUSTOM_X'}, version='1.1'), 404,
+                 code=None)
+
+
+def test_list_has_the_standard_classes_first(api):
+    response = api.get('/resource_classes', version='1.2')
+    listed = class_names(response)
+    assert listed[:3] == ['VCPU', 'MEMORY_MB', 'DISK_GB']
+    assert {'PCI_DEVICE', 'IPV4_ADDRESS', 'VGPU'} <= set(listed)
+    assert not any(name.startswith('CUSTOM_') for name in listed)
+    assert response.body['resource_classes'][0] == rc_body('VCPU')
+
+
+def test_list_includes_custom_classes(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    assert class_names(api.get('/resource_classes'))[-1] == 'CUSTOM_FPGA'
+
+
+def test_show_one(api):
+    response = api.get('/resource_classes/VCPU')
+    assert response.status_code == 200
+    assert response.body == rc_body('VCPU')
+    assert response['Cache-Control'] == 'no-cache'
+    assert 'Cache-Control' not in api.get('/resource_classes/VCPU', version='1.14')
+
+
+@pytest.mark.parametrize('name, shown', [('CUSTOM_NOPE', 'CUSTOM_NOPE'), ('vcpu', 'vcpu'),
+                                         ('CUSTOM_%00', 'CUSTOM_\x00')])
+def test_show_unknown_is_404(api, name, shown):
+    assert_error(api.get(f'/resource_classes/{name}'), 404, f'No such resource class {shown}.')
+
+
+@pytest.mark.parametrize('path', ['/resource_classes', '/resource_classes/VCPU'])
+def test_accept_text_plain_is_406(api, path):
+    assert_not_acceptable(api.get(path, headers={'Accept': 'text/plain'}))
+
+
+# ---- create (POST) -------------------------------------------------------------------------
+
+def test_create_custom_class(api):
+    response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version='1.2')
+    assert response.status_code == 201
+    assert response.content == b''
+    assert response['Location'].endswith('/resource_classes/CUSTOM_FPGA')
+    assert api.get('/resource_classes/CUSTOM_FPGA').body == rc_body('CUSTOM_FPGA')
+
+
+def test_longest_custom_name_is_accepted(api):
+    name = 'CUSTOM_' + 'A' * 248
+    assert api.post('/resource_classes', {'name': name}).status_code == 201
+    assert api.get(f'/resource_classes/{name}').status_code == 200
+
+
+@pytest.mark.parametrize('version, code', [('1.2', None), ('1.39', UNDEFINED)])
+def test_create_duplicate_is_409(api, db_snapshot, version, code):
+    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    before = db_snapshot()
+    response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version=version)
+    assert_error(response, 409, 'Conflicting resource class already exists: CUSTOM_FPGA',
+                 code=code)
+    assert db_snapshot() == before
+
+
+NAME_CASES = [
+    ('VCPU', "'VCPU' does not match '^CUSTOM_[A-Z0-9_]+$'"),
+    ('NEW_CLASS', "'NEW_CLASS' does not match '^CUSTOM_[A-Z0-9_]+$'"),
+    ('custom_fpga', "'custom_fpga' does not match '^CUSTOM_[A-Z0-9_]+$'"),
+    ('CUSTOM_fpga', "does not match '^CUSTOM_[A-Z0-9_]+$'"),
+    ('CUSTOM_', "'CUSTOM_' does not match '^CUSTOM_[A-Z0-9_]+$'"),
+    ('CUSTOM_A B', "'CUSTOM_A B' does not match"),
+    ('CUSTOM_A-B', "'CUSTOM_A-B' does not match"),
+    ('CUSTOM_ÄÖ', 'does not match'),
+    ('计算节点', 'does not match'),
+    ('CUSTOM_' + 'A' * 249, 'is too long'),
+]
+
+
+@pytest.mark.parametrize('body, detail', [
+    ({'name': name}, detail) for name, detail in NAME_CASES
+] + [
+    ({'name': ''}, "'' does not match"),
+    ({'name': 5}, "5 is not of type 'string'"),
+    ({'name': None}, "None is not of type 'string'"),
+    ({}, "'name' is a required property"),
+    ({'name': 'CUSTOM_FPGA', 'foo': 1}, "Additional properties are not allowed ('foo' was "
+                                        'unexpected)'),
+    (['CUSTOM_FPGA'], "['CUSTOM_FPGA'] is not of type 'object'"),
+    ('CUSTOM_FPGA', "'CUSTOM_FPGA' is not of type 'object'"),
+])
+def test_create_with_a_bad_body_is_400(api, db_snapshot, body, detail):
+    before = db_snapshot()
+    error = assert_error(api.request('POST', '/resource_classes', raw=json.dumps(body)), 400,
+                         'JSON does not validate: ')
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+def test_create_with_a_lone_surrogate_is_400(api, db_snapshot):
+    before = db_snapshot()
+    response = api.request('POST', '/resource_classes', raw='{"name": "CUSTOM_\\ud800"}')
+    assert_error(response, 400, 'JSON does not validate: ')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('raw', ['{', '{"name": "CUSTOM_X",}', ' ', b'{"name": "\xff"}'])
+def test_create_with_malformed_json_is_400(api, db_snapshot, raw):
+    before = db_snapshot()
+    assert_error(api.request('POST', '/resource_classes', raw=raw), 400, 'Malformed JSON: ')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('content_type', ['text/plain', 'application/xml'])
+def test_create_with_a_wrong_content_type_is_415(api, db_snapshot, content_type):
+    before = db_snapshot()
+    response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, content_type=content_type)
+    assert_error(response, 415, f'The media type {content_type} is not supported, use '
+                                'application/json')
+    assert db_snapshot() == before
+
+
+def test_create_without_content_type_is_415(api, db_snapshot):
+    before = db_snapshot()
+    assert_error(api.post('/resource_classes'), 415, 'The media type None is not supported')
+    assert db_snapshot() == before
+
+
+# ---- rename (PUT before 1.7) ---------------------------------------------------------------
+
+def test_rename_before_1_7(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6')
+    assert response.status_code == 200
+    assert response.body == rc_body('CUSTOM_NEW')
+    assert_error(api.get('/resource_classes/CUSTOM_OLD'), 404, 'No such resource class '
+                                                               'CUSTOM_OLD.')
+    assert api.get('/resource_classes/CUSTOM_NEW').status_code == 200
+
+
+def test_rename_carries_inventory_along(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    rp_uuid = api.create_provider()['uuid']
+    api.set_inventory(rp_uuid, {'CUSTOM_OLD': {'total': 2}})
+    api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6')
+    inventories = api.get(f'/resource_providers/{rp_uuid}/inventories').body['inventories']
+    assert list(inventories) == ['CUSTOM_NEW']
+
+
+def test_rename_to_the_same_name_is_200(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_OLD'}, version='1.6')
+    assert response.status_code == 200
+    assert response.body == rc_body('CUSTOM_OLD')
+
+
+def test_rename_to_a_taken_name_is_409(api, db_snapshot):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    api.post('/resource_classes', {'name': 'CUSTOM_TAKEN'})
+    before = db_snapshot()
+    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_TAKEN'}, version='1.6')
+    assert_error(response, 409, 'Resource class already exists: CUSTOM_TAKEN', code=None)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('new_name', ['CUSTOM_VCPU', 'CUSTOM_OTHER'])
+def test_renaming_a_standard_class_is_400(api, db_snapshot, new_name):
+    before = db_snapshot()
+    response = api.put('/resource_classes/VCPU', {'name': new_name}, version='1.6')
+    assert_error(response, 400, 'Cannot update standard resource class VCPU', code=None)
+    assert db_snapshot() == before
+
+
+def test_renaming_an_unknown_class_is_404(api, db_snapshot):
+    before = db_snapshot()
+    response = api.put('/resource_classes/CUSTOM_NOPE', {'name': 'CUSTOM_NEW'}, version='1.6')
+    assert_error(response, 404, 'No such resource class CUSTOM_NOPE.', code=None)
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('body, detail', [
+    ({'name': name}, detail) for name, detail in NAME_CASES
+] + [
+    ({}, "'name' is a required property"),
+    ({'name': 5}, "5 is not of type 'string'"),
+    ({'name': 'CUSTOM_NEW', 'foo': 1}, "('foo' was unexpected)"),
+    (None, "None is not of type 'object'"),
+])
+def test_rename_with_a_bad_body_is_400(api, db_snapshot, body, detail):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    before = db_snapshot()
+    response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=json.dumps(body),
+                           version='1.6')
+    error = assert_error(response, 400, 'JSON does not validate: ', code=None)
+    assert detail in error['detail']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('raw', ['{', ' ', b'{"name": "\xff"}'])
+def test_rename_with_malformed_json_is_400(api, db_snapshot, raw):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    before = db_snapshot()
+    response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=raw, version='1.6')
+    assert_error(response, 400, 'Malformed JSON: ', code=None)
+    assert db_snapshot() == before
+
+
+def test_rename_with_a_wrong_content_type_is_415(api, db_snapshot):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    before = db_snapshot()
+    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6',
+                       content_type='text/plain')
+    assert_error(response, 415, 'The media type text/plain is not supported', code=None)
+    assert db_snapshot() == before
+
+
+# ---- create or verify (PUT from 1.7) ---------------------------------------------------------
+
+def test_put_from_1_7_creates_then_confirms(api):
+    response = api.put('/resource_classes/CUSTOM_FPGA', version='1.7')
+    assert response.status_code == 201
+    assert response.content == b''
+    assert response['Location'].endswith('/resource_classes/CUSTOM_FPGA')
+    again = api.put('/resource_classes/CUSTOM_FPGA', version='1.7')
+    assert again.status_code == 204
+    assert again['Location'].endswith('/resource_classes/CUSTOM_FPGA')
+    assert class_names(api.get('/resource_classes')).count('CUSTOM_FPGA') == 1
+
+
+def test_put_from_1_7_ignores_the_body(api):
+    response = api.put('/resource_classes/CUSTOM_FPGA', {'name': 'CUSTOM_OTHER'})
+    assert response.status_code == 201
+    assert_error(api.get('/resource_classes/CUSTOM_OTHER'), 404)
+    response = api.put('/resource_classes/CUSTOM_FPGA', raw='junk', content_type='text/plain')
+    assert response.status_code == 204
+
+
+def test_put_from_1_7_does_not_rename(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    assert api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}).status_code == 204
+    assert api.get('/resource_classes/CUSTOM_OLD').status_code == 200
+    assert api.get('/resource_classes/CUSTOM_NEW').status_code == 404
+
+
+@pytest.mark.parametrize('name, detail', [(quote(name), detail) for name, detail in NAME_CASES
+                                          if name not in ('CUSTOM_ÄÖ', '计算节点')] + [
+    (quote('CUSTOM_ÄÖ'), 'does not match'),
+    (quote('计算节点'), 'does not match'),
+    ('CUSTOM_A%00', 'Malformed JSON: Invalid control character'),
+    ('CUSTOM_A%22B', "Malformed JSON: Expecting ',' delimiter"),
+    ('CUSTOM_A%5C%5CB', "'CUSTOM_A\\\\B' does not match"),
+])
+def test_put_from_1_7_with_an_invalid_name_is_400(api, db_snapshot, name, detail):
+    before = db_snapshot()
+    assert_error(api.put(f'/resource_classes/{name}', version='1.7'), 400, detail, code=None)
+    assert db_snapshot() == before
+
+
+# ---- delete -----------------------------------------------------------------------------
+
+def test_delete_custom_class(api):
+    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    response = api.delete('/resource_classes/CUSTOM_FPGA')
+    assert response.status_code == 204
+    assert response.content == b''
+    assert_error(api.get('/resource_classes/CUSTOM_FPGA'), 404)
+    assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
+
+
+@pytest.mark.parametrize('name', ['VCPU', 'DISK_GB', 'VGPU'])
+def test_delete_standard_class_is_400(api, db_snapshot, name):
+    before = db_snapshot()
+    assert_error(api.delete(f'/resource_classes/{name}'), 400,
+                 f'Error in delete resource class: Cannot delete standard resource class {name}.')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('name, shown', [('CUSTOM_NOPE', 'CUSTOM_NOPE'), ('vcpu', 'vcpu'),
+                                         ('CUSTOM_A%00', 'CUSTOM_A\x00')])
+def test_delete_unknown_class_is_404(api, db_snapshot, name, shown):
+    before = db_snapshot()
+    assert_error(api.delete(f'/resource_classes/{name}'), 404, f'No such resource class {shown}.')
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('version, code', [('1.6', None), ('1.39', UNDEFINED)])
+def test_delete_class_in_use_is_409(api, db_snapshot, version, code):
+    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    rp_uuid = api.create_provider()['uuid']
+    api.set_inventory(rp_uuid, {'CUSTOM_FPGA': {'total': 2}})
+    before = db_snapshot()
+    response = api.delete('/resource_classes/CUSTOM_FPGA', version=version)
+    assert_error(response, 409, 'Error in delete resource class: Cannot delete resource class '
+                                'CUSTOM_FPGA. Class is in use in inventory.', code=code)
+    assert db_snapshot() == before
+    api.delete(f'/resource_providers/{rp_uuid}/inventories')
+    assert api.delete('/resource_classes/CUSTOM_FPGA').status_code == 204
+
+
+@pytest.mark.parametrize('method, path', [('DELETE', '/resource_classes'),
+                                          ('PUT', '/resource_classes'),
+                                          ('POST', '/resource_classes/CUSTOM_FPGA'),
+                                          ('PATCH', '/resource_classes/CUSTOM_FPGA')])
+def test_other_methods_are_405(api, db_snapshot, method, path):
+    before = db_snapshot()
+    assert_error(api.request(method, path, {'name': 'CUSTOM_FPGA'}), 405,
+                 f'The method {method} is not allowed for this resource.')
+    assert db_snapshot() == before
