@@ -9,6 +9,8 @@ from allocations.api import views as allocation_views
 from placement_site import views as site_views
 from placement_site.static import serve_static
 from providers.api import views as provider_views
+import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
+import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 
 
 def route(pattern, viewset, actions, name):
@@ -51,6 +53,9 @@ urlpatterns = [
     route('reshaper', A.ReshaperViewSet, {'post': 'create'}, 'reshaper'),
     route('allocation_candidates', candidate_views.AllocationCandidatesViewSet,
           {'get': 'list'}, 'allocation-candidates'),
+    # Not part of OpenStack Placement: why a request does or does not fit.
+    route('explain/allocation_candidates', candidate_views.ExplainViewSet,
+          {'get': 'list'}, 'explain-allocation-candidates'),
 
     path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),

@@ -1,0 +1,405 @@
+"""OpenAPI descriptions of the allocation operations: allocations of
+consumers and on providers, usages, allocation candidates and the reshaper.
+
+Request bodies are the JSON Schemas the views validate at the latest
+microversion (allocations.schemas); answers are described here.
+"""
+from drf_spectacular.utils import extend_schema_view
+
+from allocations import schemas
+from allocations.api import candidates, views
+from placement_site.openapi import (GENERATION, PROVIDER_UUID, UUID, Component, operation,
+                                    path, query, resources_map)
+from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX_1_33
+from providers.api.docs import MEMBER_OF, REQUIRED, RESOURCES
+
+# ---- answers ----------------------------------------------------------------------
+
+CONSUMER_GENERATION = {
+    'type': 'integer',
+    'description': "From 1.28: the consumer's generation, incremented by every change to its "
+                   'allocations. Writers send the value they read (null for a new consumer).',
+}
+
+CONSUMER_ALLOCATIONS = Component('ConsumerAllocations', {
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'description': 'Keyed by resource provider uuid.',
+            'additionalProperties': {
+                'type': 'object',
+                'properties': {
+                    'resources': resources_map('The amounts allocated.'),
+                    'generation': GENERATION,
+                },
+                'required': ['resources', 'generation'],
+            },
+        },
+        'project_id': {'type': 'string', 'description': 'From 1.12.'},
+        'user_id': {'type': 'string', 'description': 'From 1.12.'},
+        'consumer_generation': CONSUMER_GENERATION,
+        'consumer_type': {'type': 'string', 'description': 'From 1.38, e.g. INSTANCE.'},
+    },
+    'required': ['allocations'],
+}, description='The allocations of one consumer. The other fields are left out while the '
+               'consumer has no allocations.')
+
+PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', {
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'description': 'Keyed by consumer uuid.',
+            'additionalProperties': {
+                'type': 'object',
+                'properties': {
+                    'resources': resources_map('The amounts allocated.'),
+                    'consumer_generation': CONSUMER_GENERATION,
+                },
+                'required': ['resources'],
+            },
+        },
+        'resource_provider_generation': GENERATION,
+    },
+    'required': ['allocations', 'resource_provider_generation'],
+})
+
+USAGES = Component('Usages', {
+    'type': 'object',
+    'properties': {
+        'usages': {
+            'type': 'object',
+            'description': 'Before 1.38: {resource class: amount}. From 1.38: {consumer type: '
+                           '{resource class: amount, consumer_count: consumers}}, where the '
+                           'consumer type is a name, `unknown` (consumers written before 1.38) '
+                           'or `all` (when asked for).',
+            'additionalProperties': {
+                'oneOf': [
+                    {'type': 'integer', 'description': 'Before 1.38: the amount used.'},
+                    {
+                        'type': 'object',
+                        'description': 'From 1.38: the amounts this consumer type uses.',
+                        'properties': {'consumer_count': {'type': 'integer'}},
+                        'additionalProperties': {'type': 'integer'},
+                        'required': ['consumer_count'],
+                    },
+                ],
+            },
+        },
+    },
+    'required': ['usages'],
+})
+
+ALLOCATION_REQUEST = Component('AllocationRequest', {
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'description': 'Keyed by resource provider uuid: the body of a PUT '
+                           '/allocations/{consumer_uuid} needs this as it is. Before 1.12 a '
+                           'list of {"resource_provider": {"uuid"}, "resources"}.',
+            'additionalProperties': {
+                'type': 'object',
+                'properties': {'resources': resources_map('The amounts to allocate.')},
+                'required': ['resources'],
+            },
+        },
+        'mappings': {
+            'type': 'object',
+            'description': 'From 1.34: the providers that satisfied each request group, keyed '
+                           'by group suffix ("" for the unsuffixed group).',
+            'additionalProperties': {'type': 'array', 'items': UUID},
+        },
+    },
+    'required': ['allocations'],
+})
+
+PROVIDER_SUMMARY = Component('ProviderSummary', {
+    'type': 'object',
+    'properties': {
+        'resources': resources_map(
+            'The requested classes; from 1.27 every class of the provider\'s inventory.', {
+                'type': 'object',
+                'properties': {'capacity': {'type': 'integer'}, 'used': {'type': 'integer'}},
+                'required': ['capacity', 'used'],
+            }),
+        'traits': {'type': 'array', 'items': {'type': 'string'}, 'description': 'From 1.17.'},
+        'parent_provider_uuid': {**UUID, 'nullable': True, 'description': 'From 1.29.'},
+        'root_provider_uuid': {**UUID, 'description': 'From 1.29.'},
+    },
+    'required': ['resources'],
+})
+
+ALLOCATION_CANDIDATES = Component('AllocationCandidates', {
+    'type': 'object',
+    'properties': {
+        'allocation_requests': {'type': 'array', 'items': ALLOCATION_REQUEST},
+        'provider_summaries': {
+            'type': 'object',
+            'description': 'Every provider in an allocation request (from 1.29 with the rest '
+                           'of their trees), keyed by uuid.',
+            'additionalProperties': PROVIDER_SUMMARY,
+        },
+    },
+    'required': ['allocation_requests', 'provider_summaries'],
+})
+
+EXPLANATION = Component('AllocationCandidatesExplanation', {
+    'type': 'object',
+    'properties': {
+        'microversion': {'type': 'string', 'description': 'The microversion whose rules applied.'},
+        'allocation_candidates': {
+            'type': 'integer',
+            'description': 'How many allocation requests GET /allocation_candidates answers.'},
+        'groups': {
+            'type': 'array',
+            'description': 'A funnel per request group: how many providers (or, for an '
+                           'unsuffixed group in a cloud with trees or sharing providers, trees) '
+                           'are left after each of its constraints in turn.',
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'suffix': {'type': 'string', 'description': '"" for the unsuffixed group.'},
+                    'unit': {'type': 'string', 'enum': ['providers', 'trees']},
+                    'total': {'type': 'integer'},
+                    'funnel': {
+                        'type': 'array',
+                        'items': {
+                            'type': 'object',
+                            'properties': {
+                                'constraint': {'type': 'string', 'example': '2 VCPU'},
+                                'remaining': {'type': 'integer'},
+                                'eliminated': {'type': 'integer'},
+                            },
+                            'required': ['constraint', 'remaining', 'eliminated'],
+                        },
+                    },
+                },
+                'required': ['suffix', 'unit', 'total', 'funnel'],
+            },
+        },
+        'search_stages': {
+            'type': 'array',
+            'description': 'How many providers or candidates each stage of the search left.',
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'group': {'type': 'string'},
+                    'stage': {'type': 'string'},
+                    'detail': {'type': 'string'},
+                    'remaining': {'type': 'integer'},
+                },
+                'required': ['group', 'stage', 'detail', 'remaining'],
+            },
+        },
+        'explanation': {
+            'type': 'array', 'items': {'type': 'string'},
+            'description': 'When nothing fits, why: per group what eliminated its providers, '
+                           'or that the groups fit only on their own. Empty otherwise.'},
+    },
+    'required': ['microversion', 'allocation_candidates', 'groups', 'search_stages',
+                 'explanation'],
+})
+
+# ---- request bodies (the views' schemas at the latest microversion) ----------------
+
+ALLOCATIONS_UPDATE = Component(
+    'ConsumerAllocationsUpdate', schemas.ALLOCATIONS_PUT_1_38,
+    'From 1.38; the operation lists the earlier shapes. `allocations` is keyed by resource '
+    'provider uuid.')
+ALLOCATIONS_MANAGE = Component(
+    'AllocationsManage', schemas.ALLOCATIONS_POST_1_38,
+    'From 1.38, keyed by consumer uuid. Earlier: no consumer_type; before 1.34 no mappings; '
+    'before 1.28 no consumer_generation.')
+RESHAPE = Component(
+    'Reshape', schemas.RESHAPER_POST_1_38,
+    'From 1.38. Earlier: no consumer_type; before 1.34 no mappings. `inventories` is keyed '
+    'by resource provider uuid, `allocations` by consumer uuid.')
+
+# ---- parameters --------------------------------------------------------------------
+
+CONSUMER_UUID = path('consumer_uuid', 'The uuid of the consumer.', UUID)
+
+USAGE_QUERY = [
+    query('project_id', 'The project whose usage to sum.', required=True),
+    query('user_id', "Only this user's consumers."),
+    query('consumer_type', 'From 1.38. Only this consumer type; `all` sums every type under '
+          '`all`, `unknown` only consumers without a type.',
+          {'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN}),
+]
+
+SUFFIX = (f'From 1.33 a suffix is 1-64 characters matching `{GROUP_SUFFIX_1_33}`; from 1.25 '
+          'to 1.32 a positive integer.')
+
+CANDIDATE_QUERY = [
+    query('resources', f'The unsuffixed request group: {RESOURCES} One provider or several in '
+          'a tree or aggregate may satisfy it together. Before 1.25 required; from 1.25 '
+          'there must be this or a suffixed group.',
+          {'type': 'string', 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'}),
+    query('required', f'From 1.17. {REQUIRED}', repeatable=True),
+    query('member_of', f'From 1.21. {MEMBER_OF}', repeatable=True),
+    query('in_tree', 'From 1.31. Only providers in the tree of this provider.', UUID),
+    query('groups', 'From 1.25. Suffixed request groups, each satisfied by a single provider: '
+          '`resources{S}`, `required{S}`, `member_of{S}` and (from 1.31) `in_tree{S}`, '
+          'with the same syntax as the unsuffixed parameters. '
+          f'{SUFFIX} From 1.36 a group without resources is allowed when `same_subtree` '
+          'names it.',
+          {'type': 'object', 'additionalProperties': {'type': 'string'},
+           'example': {'resources1': 'SRIOV_NET_VF:1', 'required1': 'CUSTOM_PHYSNET_A'}},
+          style='form', explode=True),
+    query('limit', 'From 1.16. At most this many allocation requests.',
+          {'type': 'integer', 'minimum': 1}),
+    query('group_policy', 'From 1.25. `isolate`: suffixed groups use different providers; '
+          '`none`: they may share. Required with more than one suffixed group with resources.',
+          {'type': 'string', 'enum': ['none', 'isolate']}),
+    query('root_required', 'From 1.35. Traits the root provider of every candidate must have '
+          '(or, with `!`, lack), comma-separated. At most once.'),
+    query('same_subtree', 'From 1.36. Comma-separated group suffixes whose providers must '
+          'be in one subtree; may repeat.', repeatable=True),
+]
+
+# ---- operations --------------------------------------------------------------------
+
+ALLOCATIONS = 'Allocations'
+WRITE_400 = 'A malformed consumer uuid, or an unknown resource provider or resource class.'
+WRITE_409 = ('A stale consumer generation or a provider changed meanwhile '
+             '(placement.concurrent_update); or a provider has no inventory of a class, or the '
+             'amounts exceed its capacity or break its min_unit, max_unit or step_size.')
+BODY_CHANGES = {
+    '1.8': '`project_id` and `user_id` required.',
+    '1.12': '`allocations` keyed by provider uuid instead of a list of '
+            '{"resource_provider": {"uuid"}, "resources"}.',
+    '1.28': '`consumer_generation` required (null for a new consumer); empty `allocations` '
+            'remove the consumer\'s allocations.',
+    '1.34': '`mappings` accepted.',
+    '1.38': '`consumer_type` required.',
+}
+
+extend_schema_view(
+    retrieve=operation(
+        'showConsumerAllocations', tag=ALLOCATIONS, summary="List a consumer's allocations",
+        description='The allocations a consumer holds, by provider. A consumer without '
+                    'allocations gets empty `allocations`, not a 404.',
+        parameters=[CONSUMER_UUID],
+        responses={200: (CONSUMER_ALLOCATIONS, 'The allocations.')},
+        changes={'1.12': 'project_id and user_id.', '1.28': 'consumer_generation.',
+                 '1.38': 'consumer_type.'},
+    ),
+    update=operation(
+        'updateConsumerAllocations', tag=ALLOCATIONS, summary="Replace a consumer's allocations",
+        description='Set every allocation of the consumer, atomically, after checking each '
+                    "provider's capacity.",
+        parameters=[CONSUMER_UUID], request=ALLOCATIONS_UPDATE,
+        responses={204: (None, 'The allocations are set.')}, accept_json=False,
+        errors={400: WRITE_400, 409: WRITE_409},
+        changes=BODY_CHANGES,
+    ),
+    create=operation(
+        'manageAllocations', tag=ALLOCATIONS, summary='Replace the allocations of many consumers',
+        description='Set the allocations of several consumers in one transaction, keyed by '
+                    "consumer uuid; empty `allocations` remove a consumer's allocations.",
+        since='1.13', request=ALLOCATIONS_MANAGE,
+        responses={204: (None, 'The allocations are set.')}, accept_json=False,
+        errors={400: WRITE_400, 409: WRITE_409},
+        changes={key: BODY_CHANGES[key] for key in ('1.28', '1.34', '1.38')},
+    ),
+    destroy=operation(
+        'deleteConsumerAllocations', tag=ALLOCATIONS, summary="Delete a consumer's allocations",
+        description='Remove every allocation of the consumer.',
+        parameters=[CONSUMER_UUID],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'The consumer has no allocations.'},
+    ),
+)(views.AllocationViewSet)
+
+extend_schema_view(
+    retrieve=operation(
+        'listProviderAllocations', tag=ALLOCATIONS, summary="List a provider's allocations",
+        description='The allocations held against the provider, by consumer.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER_ALLOCATIONS, 'The allocations.')},
+        errors={404: 'No provider has this uuid.'},
+        changes={'1.28': 'consumer_generation.'},
+    ),
+)(views.ProviderAllocationsViewSet)
+
+extend_schema_view(
+    list=operation(
+        'listUsages', tag='Usages', summary="Show a project's usages",
+        description="The resources a project's (and optionally a user's) consumers hold, "
+                    'summed per resource class. Any other query parameter is a 400.',
+        since='1.9', parameters=USAGE_QUERY,
+        responses={200: (USAGES, 'The usages.')},
+        errors={400: 'Missing `project_id` or invalid query parameters.'},
+        changes={'1.38': '`consumer_type`; usages grouped by consumer type, each with '
+                         'consumer_count.'},
+    ),
+)(views.UsageViewSet)
+
+extend_schema_view(
+    create=operation(
+        'reshape', tag='Reshaper', summary='Reshape provider trees',
+        description='Replace the inventories of the named providers and the allocations of '
+                    'the named consumers in one transaction, e.g. to move inventory and its '
+                    'allocations from a compute node to new child providers. Every provider '
+                    'and consumer not named keeps what it has.',
+        since='1.30', request=RESHAPE,
+        responses={204: (None, 'Reshaped.')}, accept_json=False,
+        errors={400: 'An unknown provider (placement.resource_provider.not_found) or '
+                     'resource class, or malformed data.',
+                409: 'A stale provider or consumer generation, or allocations that do not '
+                     'fit the new inventories.'},
+        changes={'1.34': '`mappings` accepted in allocations.',
+                 '1.38': '`consumer_type` required in allocations.'},
+    ),
+)(views.ReshaperViewSet)
+
+extend_schema_view(
+    list=operation(
+        'listAllocationCandidates', tag='Allocation candidates',
+        summary='List allocation candidates',
+        description='Ways to satisfy the requested resources and traits from the providers: '
+                    'allocation requests, each a ready-made body for PUT '
+                    '/allocations/{consumer_uuid}, and a summary of every provider involved. '
+                    'Any other query parameter is a 400.',
+        since='1.10', parameters=CANDIDATE_QUERY,
+        responses={200: (ALLOCATION_CANDIDATES, 'The candidates.')},
+        errors={400: 'Invalid query parameters, unknown resource classes or traits, '
+                     'conflicting required and forbidden traits, or groups that need '
+                     '`group_policy` or `same_subtree`.'},
+        changes={
+            '1.12': 'allocations in allocation requests keyed by provider uuid.',
+            '1.16': '`limit`.',
+            '1.17': '`required`; traits in provider summaries.',
+            '1.21': '`member_of`.',
+            '1.22': 'forbidden traits (`!TRAIT`).',
+            '1.24': '`member_of` may repeat.',
+            '1.25': 'suffixed request groups and `group_policy`.',
+            '1.27': 'provider summaries show every resource class of the provider.',
+            '1.29': 'nested providers; parent and root uuids in provider summaries.',
+            '1.31': '`in_tree` and `in_tree{S}`.',
+            '1.32': 'forbidden aggregates (`!AGG`, `!in:`).',
+            '1.33': 'named group suffixes.',
+            '1.34': '`mappings` in allocation requests.',
+            '1.35': '`root_required`.',
+            '1.36': '`same_subtree`; groups without resources.',
+            '1.39': '`required` may repeat and take `in:` (any of).',
+        },
+    ),
+)(candidates.AllocationCandidatesViewSet)
+
+extend_schema_view(
+    list=operation(
+        'explainAllocationCandidates', tag='Allocation candidates',
+        summary='Explain allocation candidates',
+        description='Not part of OpenStack Placement. Takes the query string of GET '
+                    '/allocation_candidates and answers how many providers survive each '
+                    'constraint of each request group and, when nothing fits, what eliminated '
+                    'them. Without an OpenStack-API-Version header the latest microversion\'s '
+                    'rules apply, unlike everywhere else.',
+        since='1.10', parameters=CANDIDATE_QUERY,
+        responses={200: (EXPLANATION, 'The explanation.')}, cached=[],
+        errors={400: 'Invalid query parameters, as for GET /allocation_candidates.'},
+    ),
+)(candidates.ExplainViewSet)
