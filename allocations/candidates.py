@@ -92,8 +92,10 @@ class AllocationRequest:
         self.use_same_provider = use_same_provider
 
     def key(self):
-        return (frozenset(self.resources),
-                frozenset((s, frozenset(ids)) for s, ids in self.mappings.items()))
+        """Identity as Placement compares requests: resources and mappings
+        (not the anchor)."""
+        return (tuple(sorted(self.resources)),
+                tuple(sorted((s, tuple(sorted(ids))) for s, ids in self.mappings.items())))
 
 
 class ProviderSummary:
@@ -191,6 +193,7 @@ class CandidateSearch:
         # and later groups see the narrowed set; kept for identical answers.
         self.sharing = set(ProviderTrait.objects.filter(
             trait_id=self.trait_ids.get(SHARING_TRAIT)).values_list('resource_provider_id', flat=True))
+        self.all_sharing = frozenset(self.sharing)
         by_suffix = {}
         for suffix, group in self.groups.items():
             search = GroupSearch(self, group)
@@ -229,6 +232,11 @@ class CandidateSearch:
                               + ['!' + t for t in sorted(self.params.root_forbidden)]))
         if not self.anchor_root_ids:
             raise NoCandidates()
+
+    def only_sharing(self, request):
+        """Does the request use sharing providers only? Only such a request
+        can come out identical for several anchor trees."""
+        return all(p in self.all_sharing for p, _, _ in request.resources)
 
     def in_anchors(self, root_id):
         return self.anchor_root_ids is None or root_id in self.anchor_root_ids
@@ -284,6 +292,29 @@ class CandidateSearch:
     # -- combining the groups
 
     def _merge(self, by_suffix):
+        limit = self.params.limit
+        stop_at = self.settings.max_candidates
+        excluding = not self.nested_aware and self.has_trees
+        if limit and not self.settings.randomize and not excluding:
+            # Any `limit` of the candidates is a correct answer (their order
+            # is undefined), so stop as soon as there are enough.
+            stop_at = limit if stop_at < 0 else min(stop_at, limit)
+        if len(by_suffix) == 1:
+            # One group: its requests are the candidates (every provider in
+            # them passed the capacity check for its amount), less the
+            # copies a sharing provider makes for each tree it serves.
+            merged, seen = [], set()
+            for request in next(iter(by_suffix.values())):
+                if self.only_sharing(request):
+                    key = request.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                merged.append(request)
+                if 0 <= stop_at <= len(merged):
+                    break
+            self.record('', 'combined candidates', len(merged))
+            return merged
         by_anchor = collections.defaultdict(lambda: collections.defaultdict(list))
         for suffix, requests in by_suffix.items():
             for request in requests:
@@ -299,13 +330,6 @@ class CandidateSearch:
             combos = _roundrobin(generators)
         else:
             combos = itertools.chain(*generators)
-        limit = self.params.limit
-        stop_at = self.settings.max_candidates
-        excluding = not self.nested_aware and self.has_trees
-        if limit and not self.settings.randomize and not excluding:
-            # Any `limit` of the candidates is a correct answer (their order
-            # is undefined), so stop as soon as there are enough.
-            stop_at = limit if stop_at < 0 else min(stop_at, limit)
         merged = {}
         for combo in combos:
             if not self._satisfies_group_policy(combo, granular):
@@ -705,7 +729,7 @@ class GroupSearch:
                 (provider_id, search.class_names[class_id], self.resources[class_id]))
         required = self.group.required_traits
         forbidden = self.group.forbidden_traits
-        requests = {}
+        requests, seen = [], set()
         for root_id, by_class in trees.items():
             lists = [sorted(by_class[c]) for c in sorted(by_class)]
             for combo in itertools.product(*lists):
@@ -713,8 +737,15 @@ class GroupSearch:
                     continue
                 request = AllocationRequest(
                     root_id, list(combo), {self.suffix: {p for p, _, _ in combo}})
-                requests.setdefault(request.key(), request)
-        return list(requests.values())
+                if search.only_sharing(request):
+                    # Only sharing providers: the same request comes from every
+                    # tree they serve. Like Placement, keep the first tree's.
+                    key = request.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                requests.append(request)
+        return requests
 
     def _traits_ok(self, combo, required, forbidden):
         have = set()

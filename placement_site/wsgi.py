@@ -1,6 +1,7 @@
 """WSGI entry point. With PLACEMENT_AUTH_STRATEGY=keystone, keystonemiddleware's
 auth_token validates tokens on the Placement API paths (not on the version
 document at '/', nor on the admin, dashboards and docs)."""
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -8,6 +9,9 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
 
 application = get_wsgi_application()
+# Django, DRF and the policy rules are loaded now and live as long as the
+# process: keep them out of every future garbage collection.
+gc.freeze()
 
 
 def _with_keystone(app):
