@@ -7,37 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import error_of
-
-TITLES = {400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed',
-          409: 'Conflict', 415: 'Unsupported Media Type'}
-UNDEFINED = 'placement.undefined_code'
-
-
-def assert_error(response, status, detail=None, code=UNDEFINED):
-    """A Placement error body; code=None for microversions before 1.23."""
-    assert response.status_code == status, response.content
-    assert response['Content-Type'] == 'application/json'
-    error = error_of(response)
-    assert error['status'] == status
-    assert error['title'] == TITLES[status]
-    assert error['request_id'] == response['x-openstack-request-id']
-    assert error['request_id'].startswith('req-')
-    if code is None:
-        assert 'code' not in error
-    else:
-        assert error['code'] == code
-    if detail is not None:
-        assert detail in error['detail']
-    return error
-
-
-def assert_not_acceptable(response):
-    assert response.status_code == 406
-    assert response['Content-Type'].startswith('text/plain')
-    text = response.content.decode()
-    assert text.startswith('406 Not Acceptable')
-    assert 'Only application/json is provided' in text
+from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable
 
 
 def new_uuid():
