@@ -46,12 +46,8 @@ def explain_groups(groups, params, *, has_trees, has_sharing):
 
 def _funnel(group, params, trees):
     providers = ResourceProvider.objects.all()
-    if trees:
-        candidates = providers.filter(parent_provider__isnull=True)
-        steps = _tree_constraints(group, params)
-    else:
-        candidates = providers
-        steps = _provider_constraints(group, params)
+    candidates = providers.filter(parent_provider__isnull=True) if trees else providers
+    steps = _constraints(group, params, trees)
     total = candidates.count()
     result, remaining = [], total
     for text, failure, condition in steps:
@@ -87,67 +83,48 @@ def _root_traits(params):
     return conditions
 
 
-def _provider_constraints(group, params):
-    """Each constraint as one provider must meet it."""
+def _constraints(group, params, trees):
+    """Each constraint as one provider, or one tree with its sharing
+    providers (trees=True), must meet it: (text, failure, condition)."""
+    # What a matching provider row says about the unit being counted.
+    owner = 'resource_provider__root_provider_id' if trees else 'resource_provider_id'
     steps = []
     if group.in_tree:
         root = ResourceProvider.objects.filter(uuid=group.in_tree).values('root_provider_id')[:1]
         steps.append((f'in tree of {group.in_tree}', f'are not in the tree of {group.in_tree}',
-                      Q(root_provider_id__in=root)))
-    for name, amount in group.resources.items():
-        steps.append((f'{amount} {name}', f'lack {amount} {name}',
-                      Q(id__in=_fitting(name, amount).values('resource_provider_id'))))
-    for any_of in group.required_traits:
-        steps.append((f'trait {_either(any_of)}', f'lack trait {_either(any_of)}',
-                      Q(id__in=_with_traits(any_of).values('resource_provider_id'))))
-    for name in sorted(group.forbidden_traits):
-        steps.append((f'without trait {name}', f'have forbidden trait {name}',
-                      ~Q(id__in=_with_traits([name]).values('resource_provider_id'))))
-    for any_of in group.member_of:
-        steps.append((f'in aggregate {_either(any_of)}', f'are not in aggregate {_either(any_of)}',
-                      Q(id__in=_in_aggregates(any_of).values('resource_provider_id'))))
-    if group.forbidden_aggs:
-        steps.append((f'not in aggregate {_either(group.forbidden_aggs)}',
-                      f'are in forbidden aggregate {_either(group.forbidden_aggs)}',
-                      ~Q(id__in=_in_aggregates(group.forbidden_aggs).values('resource_provider_id'))))
-    return steps + _root_traits(params)
-
-
-def _tree_constraints(group, params):
-    """Each constraint as a tree (with its sharing providers) must meet it."""
-    steps = []
-    if group.in_tree:
-        root = ResourceProvider.objects.filter(uuid=group.in_tree).values('root_provider_id')[:1]
-        steps.append((f'in tree of {group.in_tree}', f'are not the tree of {group.in_tree}',
-                      Q(id__in=root)))
-    sharing = _with_traits([os_traits.MISC_SHARES_VIA_AGGREGATE]).values('resource_provider_id')
+                      Q(id__in=root) if trees else Q(root_provider_id__in=root)))
     for name, amount in group.resources.items():
         fitting = _fitting(name, amount)
-        own = fitting.values('resource_provider__root_provider_id')
-        shared_aggs = ProviderAggregate.objects.filter(
-            resource_provider_id__in=fitting.filter(
-                resource_provider_id__in=sharing).values('resource_provider_id'),
-        ).values('aggregate_id')
-        via_sharing = ProviderAggregate.objects.filter(
-            aggregate_id__in=shared_aggs).values('resource_provider__root_provider_id')
-        condition = Q(id__in=own)
-        if not group.in_tree:  # sharing providers serve no in_tree request
-            condition |= Q(id__in=via_sharing)
+        condition = Q(id__in=fitting.values(owner))
+        if trees and not group.in_tree:  # sharing providers serve no in_tree request
+            condition |= Q(id__in=_roots_sharing_with(fitting))
         steps.append((f'{amount} {name}', f'lack {amount} {name}', condition))
     for any_of in group.required_traits:
         steps.append((f'trait {_either(any_of)}', f'lack trait {_either(any_of)}',
-                      Q(id__in=_with_traits(any_of).values('resource_provider__root_provider_id'))))
+                      Q(id__in=_with_traits(any_of).values(owner))))
     for name in sorted(group.forbidden_traits):
         steps.append((f'without trait {name}', f'have forbidden trait {name}',
                       ~Q(id__in=_with_traits([name]).values('resource_provider_id'))))
     for any_of in group.member_of:
         steps.append((f'in aggregate {_either(any_of)}', f'are not in aggregate {_either(any_of)}',
-                      Q(id__in=_in_aggregates(any_of).values('resource_provider__root_provider_id'))))
+                      Q(id__in=_in_aggregates(any_of).values(owner))))
     if group.forbidden_aggs:
         steps.append((f'not in aggregate {_either(group.forbidden_aggs)}',
                       f'are in forbidden aggregate {_either(group.forbidden_aggs)}',
                       ~Q(id__in=_in_aggregates(group.forbidden_aggs).values('resource_provider_id'))))
     return steps + _root_traits(params)
+
+
+def _roots_sharing_with(fitting):
+    """Roots of the trees that share an aggregate with a sharing provider
+    among the fitting inventories."""
+    sharing = _with_traits([os_traits.MISC_SHARES_VIA_AGGREGATE]).values('resource_provider_id')
+    shared_aggs = ProviderAggregate.objects.filter(
+        resource_provider_id__in=fitting.filter(resource_provider_id__in=sharing).values(
+            'resource_provider_id'),
+    ).values('aggregate_id')
+    return ProviderAggregate.objects.filter(aggregate_id__in=shared_aggs).values(
+        'resource_provider__root_provider_id')
 
 
 def _either(names):
