@@ -35,6 +35,15 @@ class Funnel:
     steps: list
 
 
+def explain_search(search):
+    """A Funnel per request group of a parsed CandidateSearch."""
+    return explain_groups(
+        search.groups, search.params,
+        has_trees=ResourceProvider.objects.filter(parent_provider__isnull=False).exists(),
+        has_sharing=ProviderTrait.objects.filter(
+            trait__name=os_traits.MISC_SHARES_VIA_AGGREGATE).exists())
+
+
 def explain_groups(groups, params, *, has_trees, has_sharing):
     """A Funnel per request group (by suffix)."""
     funnels = []

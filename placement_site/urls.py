@@ -1,13 +1,17 @@
 """URL map: Placement's paths exactly (no trailing slashes) at the root, then
 the API docs, the admin and the catch-all 404."""
 from django.contrib import admin
-from django.urls import path, re_path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from allocations.api import candidates as candidate_views
+from allocations import views as allocation_pages
 from allocations.api import views as allocation_views
 from placement_site import views as site_views
 from placement_site.static import serve_static
+from providers import views as provider_pages
 from providers.api import views as provider_views
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
 import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
@@ -57,6 +61,18 @@ urlpatterns = [
     route('explain/allocation_candidates', candidate_views.ExplainViewSet,
           {'get': 'list'}, 'explain-allocation-candidates'),
 
+    path('ui/', include(([
+        path('', provider_pages.overview, name='overview'),
+        path('providers/', provider_pages.provider_list, name='providers'),
+        path('providers/<str:uuid>/', provider_pages.provider_detail, name='provider'),
+        path('pools/', provider_pages.aggregate_list, name='aggregates'),
+        path('pools/<str:uuid>/', provider_pages.aggregate_detail, name='aggregate'),
+        path('usage/', allocation_pages.usage, name='usage'),
+        path('explorer/', allocation_pages.explorer, name='explorer'),
+    ], 'ui'))),
+    path('accounts/login/', auth_views.LoginView.as_view(), name='login'),
+    path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
+    path('accounts/', RedirectView.as_view(url='/ui/')),
     path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),
     path('admin/', admin.site.urls),

@@ -42,9 +42,9 @@ class InventoryQuerySet(models.QuerySet):
         max_unit and step_size, and used + amount <= capacity."""
         return self.filter(min_unit__lte=amount, max_unit__gte=amount).annotate(
             used=usage_subquery(),
-            capacity=capacity_expression(),
+            usable=capacity_expression(),
             step_remainder=Mod(Value(amount), F('step_size')),
-        ).filter(step_remainder=0, capacity__gte=F('used') + amount)
+        ).filter(step_remainder=0, usable__gte=F('used') + amount)
 
 
 class ResourceProviderQuerySet(models.QuerySet):

@@ -12,7 +12,6 @@ from placement_site import errors, microversion, querystring
 from placement_site.api import PlacementViewSet, accept_json, query_params, versions
 from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33
 from providers import exceptions
-from providers.models import ProviderTrait, ResourceProvider
 
 # ---- query schemas per microversion -------------------------------------------
 
@@ -294,11 +293,7 @@ class ExplainViewSet(PlacementViewSet):
         self.authorize('placement:allocation_candidates:list')
         search = parsed_search(request, version)
         result = run_search(search)
-        funnels = explain.explain_groups(
-            search.groups, search.params,
-            has_trees=ResourceProvider.objects.filter(parent_provider__isnull=False).exists(),
-            has_sharing=ProviderTrait.objects.filter(
-                trait__name=candidates.SHARING_TRAIT).exists())
+        funnels = explain.explain_search(search)
         body = {
             'microversion': str(version),
             'allocation_candidates': len(result.allocation_requests),

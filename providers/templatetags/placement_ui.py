@@ -1,0 +1,70 @@
+"""Template tags of the dashboards: one utilization bar, used everywhere."""
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+# Utilization thresholds shared by every page (fraction of capacity).
+WARNING = 0.7
+CRITICAL = 0.9
+
+
+def level(fraction):
+    if fraction >= CRITICAL:
+        return 'critical'
+    if fraction >= WARNING:
+        return 'warning'
+    return 'ok'
+
+
+@register.simple_tag
+def utilization_bar(used, capacity, reserved=0, width=160):
+    """An SVG bar: used (coloured by level) and reserved (hatched) against
+    capacity, with the numbers as its title."""
+    capacity = float(capacity or 0)
+    used = float(used or 0)
+    fraction = used / capacity if capacity else 0.0
+    used_width = min(fraction, 1.0) * width
+    title = f'{used:g} of {capacity:g} used ({fraction:.0%})'
+    if reserved:
+        title += f', {float(reserved):g} reserved'
+    return format_html(
+        '<svg class="bar" width="{w}" height="12" role="img" aria-label="{t}">'
+        '<title>{t}</title>'
+        '<rect class="bar-free" width="{w}" height="12" rx="2"/>'
+        '<rect class="bar-{lvl}" width="{uw}" height="12" rx="2"/></svg>'
+        ' <span class="pct pct-{lvl}">{p}</span>',
+        w=width, t=title, lvl=level(fraction), uw=f'{used_width:.1f}', p=f'{fraction:.0%}')
+
+
+@register.filter
+def percent(part, whole):
+    try:
+        return float(part) / float(whole) if float(whole) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@register.simple_tag(takes_context=True)
+def sort_link(context, field, label):
+    """A column header that sorts the current table (toggling direction)."""
+    request = context['request']
+    query = request.GET.copy()
+    current = query.get('sort', '')
+    query['sort'] = f'-{field}' if current == field else field
+    query.pop('page', None)
+    arrow = ' ▲' if current == field else (' ▼' if current == f'-{field}' else '')
+    return format_html('<a href="?{}">{}{}</a>', query.urlencode(), label, arrow)
+
+
+@register.simple_tag(takes_context=True)
+def page_link(context, page_number):
+    query = context['request'].GET.copy()
+    query['page'] = page_number
+    return '?' + query.urlencode()
+
+
+@register.filter
+def dictget(mapping, key):
+    """mapping[key], or an empty string."""
+    return mapping.get(key, '') if mapping else ''
