@@ -143,6 +143,7 @@ class CandidateSearch:
         self.multi_group_classes = set()
         self.class_totals = collections.Counter()
         self.anchor_root_ids = None
+        self.summarized = None   # before 1.29: the providers candidates use
 
     def record(self, group, name, remaining, detail=''):
         self.stages.append(Stage(group, name, remaining, detail))
@@ -418,7 +419,9 @@ class CandidateSearch:
         return bool(common & provider_ids)
 
     def _exclude_nested(self, requests):
-        """Before 1.29 a candidate may use only one provider per tree."""
+        """Before 1.29 a candidate may use only one provider per tree, and
+        the summaries cover only providers some candidate uses (chosen, as
+        in Placement, before any limit applies)."""
         if self.nested_aware or not self.has_trees:
             return requests
         kept = []
@@ -427,6 +430,7 @@ class CandidateSearch:
             roots = {self.summaries[p].root_id for p in providers}
             if len(providers) == len(roots):
                 kept.append(request)
+        self.summarized = {p for r in kept for p, _, _ in r.resources}
         return kept
 
     def _limit(self, requests):
@@ -445,10 +449,8 @@ class CandidateSearch:
         if not requests:
             return []
         roots = {self.summaries[p].root_id for r in requests for p, _, _ in r.resources}
-        if not self.nested_aware and self.has_trees:
-            used = {p for r in requests for p, _, _ in r.resources}
-            return [s for s in self.summaries.values() if s.id in used]
-        return [s for s in self.summaries.values() if s.root_id in roots]
+        return [s for s in self.summaries.values()
+                if s.root_id in roots and (self.summarized is None or s.id in self.summarized)]
 
 
 def _roundrobin(generators):
