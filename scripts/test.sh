@@ -9,4 +9,13 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+# The UI tests drive Debian's chromium, headless.
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing chromium (Debian package) for the browser tests" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+    else
+        echo "test.sh: the browser tests need chromium: sudo apt-get install chromium" >&2
+    fi
+fi
 exec .venv/bin/python -m pytest "$@"
