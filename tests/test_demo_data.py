@@ -1,0 +1,263 @@
+"""manage.py load_demo: the demo cloud's scenarios, capacity, what the API
+makes of its shared providers, idempotence, --reset and --staff-user.
+
+The demo (size small) is loaded once per module inside a transaction that
+is rolled back at the end; each test runs in a savepoint of it (`db`).
+"""
+import collections
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.db.models import Sum
+
+from allocations.models import Allocation, Consumer
+from providers.management.commands.load_demo import (
+    NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, aggregate_uuid, demo_providers, node_name,
+    provider_uuid)
+from providers.models import Inventory, ResourceProvider, Trait
+
+SEED = 3
+ROWS, RACKS, NODES = 3, 10, 2  # size small
+DISKLESS = {node_name(1, rack, n) for rack in range(6, 11) for n in (1, 2)}
+SEGMENT = {node_name(3, 1, n) for n in (1, 2)}
+RESOURCE_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+
+
+def load(**options):
+    out = io.StringIO()
+    call_command('load_demo', stdout=out, **options)
+    return out.getvalue()
+
+
+@pytest.fixture(scope='module')
+def demo(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        with transaction.atomic():
+            output = load(size='small', seed=SEED)
+            yield output
+            transaction.set_rollback(True)
+
+
+def by_name(name):
+    return ResourceProvider.objects.get(name=name)
+
+
+def traits_of(provider):
+    return set(provider.traits.values_list('name', flat=True))
+
+
+def inventory_of(api, name):
+    response = api.get(f'/resource_providers/{provider_uuid(name)}/inventories')
+    assert response.status_code == 200, response.content
+    return response.body['inventories']
+
+
+def member_names(api, aggregate):
+    response = api.get(f'/resource_providers?member_of={aggregate_uuid(aggregate)}')
+    assert response.status_code == 200, response.content
+    return {rp['name'] for rp in response.body['resource_providers']}
+
+
+def allocation_rows():
+    return sorted(Allocation.objects.values_list(
+        'consumer__uuid', 'consumer__consumer_type__name', 'consumer__project__external_id',
+        'resource_provider__uuid', 'resource_class__name', 'used'))
+
+
+def state():
+    """Demo providers and consumers with their generations."""
+    return (sorted(ResourceProvider.objects.values_list('uuid', 'name', 'generation')),
+            sorted(Consumer.objects.values_list('uuid', 'generation')),
+            allocation_rows())
+
+
+def test_summary(demo, db):
+    assert 'Loaded the demo cloud (size small, seed 3)' in demo
+    assert '262 (60 compute nodes, 120 NUMA nodes, 80 SR-IOV NICs, 2 shared' in demo
+    assert 'projects: 5 (demo-analytics, demo-ci, demo-db, demo-nfv, demo-web)' in demo
+    assert len(demo_providers()) == 262
+
+
+def test_nfs_share(demo, api):
+    nfs = by_name('nfs-share-1')
+    assert nfs.uuid == provider_uuid('nfs-share-1') and nfs.parent_provider_id is None
+    assert inventory_of(api, 'nfs-share-1') == {'DISK_GB': {
+        'total': 102400, 'reserved': 1024, 'min_unit': 50, 'max_unit': 10000,
+        'step_size': 10, 'allocation_ratio': 1.0}}
+    assert traits_of(nfs) == {'MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_HDD'}
+    assert set(nfs.aggregates.values_list('uuid', flat=True)) == {aggregate_uuid(NFS_AGGREGATE)}
+    assert member_names(api, NFS_AGGREGATE) == DISKLESS | {'nfs-share-1'}
+    # The diskless nodes have no local disk; every other compute node has.
+    for name in DISKLESS:
+        assert 'DISK_GB' not in inventory_of(api, name)
+    assert 'DISK_GB' in inventory_of(api, 'r1-rack05-cn02')
+    assert set(by_name('r1-rack06-cn01').aggregates.values_list('uuid', flat=True)) == {
+        aggregate_uuid('row1'), aggregate_uuid(NFS_AGGREGATE)}
+
+
+def test_row_aggregates(demo, api):
+    for row in range(1, ROWS + 1):
+        assert member_names(api, f'row{row}') == {
+            node_name(row, rack, n) for rack in range(1, RACKS + 1) for n in range(1, NODES + 1)}
+
+
+def test_ipv4_pool(demo, api):
+    pool = by_name('r3-rack01-ipv4-pool')
+    assert pool.parent_provider_id is None
+    inventory = inventory_of(api, 'r3-rack01-ipv4-pool')
+    assert set(inventory) == {'IPV4_ADDRESS'}
+    assert (inventory['IPV4_ADDRESS']['total'], inventory['IPV4_ADDRESS']['reserved']) == (254, 5)
+    assert traits_of(pool) == {'MISC_SHARES_VIA_AGGREGATE'}
+    assert member_names(api, POOL_AGGREGATE) == SEGMENT | {'r3-rack01-ipv4-pool'}
+
+
+def test_numa_nodes_and_nics(demo, api):
+    assert Trait.objects.filter(
+        name__in=['CUSTOM_PHYSNET_PUBLIC', 'CUSTOM_PHYSNET_INTRANET']).count() == 2
+    computes = [p for p in ResourceProvider.objects.filter(parent_provider__isnull=True)
+                if NODE_NAME.match(p.name)]
+    assert len(computes) == ROWS * RACKS * NODES
+    numa_root = Trait.objects.get(name='HW_NUMA_ROOT')
+    for compute in computes:
+        assert {'HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE42', 'COMPUTE_VOLUME_MULTI_ATTACH'} \
+            <= traits_of(compute)
+        children = list(compute.children.all())
+        assert sorted(c.name for c in children) == [
+            f'{compute.name}-numa0', f'{compute.name}-numa1']
+        for child in children:
+            assert numa_root in child.traits.all()
+            assert set(child.inventories.values_list('resource_class__name', flat=True)) == {
+                'VCPU', 'MEMORY_MB'}
+            assert child.root_provider_id == compute.pk
+    assert any('STORAGE_DISK_SSD' in traits_of(c) for c in computes)
+    assert any('STORAGE_DISK_HDD' in traits_of(c) for c in computes)
+    # NICs: grandchildren of the compute nodes, one physnet each.
+    for physnet, numa in (('CUSTOM_PHYSNET_PUBLIC', 0), ('CUSTOM_PHYSNET_INTRANET', 1)):
+        response = api.get(f'/resource_providers?required=HW_NIC_SRIOV,{physnet}')
+        nics = response.body['resource_providers']
+        assert len(nics) == 40  # rows 2 and 3 have SR-IOV
+        for nic in nics:
+            assert nic['name'].endswith(f'-numa{numa}-nic{numa}')
+            parent = ResourceProvider.objects.get(uuid=nic['parent_provider_uuid'])
+            assert parent.name == nic['name'].rsplit('-', 1)[0]
+            assert parent.parent_provider.name == parent.name.rsplit('-', 1)[0]
+            assert nic['root_provider_uuid'] == parent.parent_provider.uuid
+            assert set(inventory_of(api, nic['name'])) == {'SRIOV_NET_VF'}
+    assert 'HW_NIC_SRIOV' not in {t for c in computes for t in traits_of(c)}
+
+
+def test_allocations(demo, db):
+    consumers = Consumer.objects.all()
+    types = collections.Counter(consumers.values_list('consumer_type__name', flat=True))
+    assert set(types) == {'INSTANCE', 'MIGRATION'}
+    assert 3 <= types['MIGRATION'] < types['INSTANCE'] / 20
+    projects = set(consumers.values_list('project__external_id', flat=True))
+    assert {'demo-web', 'demo-db', 'demo-ci'} <= projects
+    assert consumers.values('user_id').distinct().count() >= 5
+    classes = set(Allocation.objects.values_list('resource_class__name', flat=True))
+    assert classes == {'VCPU', 'MEMORY_MB', 'DISK_GB', 'SRIOV_NET_VF', 'IPV4_ADDRESS'}
+    # An instance's VCPU and memory sit on one NUMA node, its VF on that
+    # node's NIC, its disk on the root or (diskless nodes) on the share.
+    nfs = by_name('nfs-share-1')
+    held = collections.defaultdict(dict)
+    for row in Allocation.objects.filter(consumer__consumer_type__name='INSTANCE') \
+            .select_related('resource_provider', 'resource_class'):
+        held[row.consumer_id][row.resource_class.name] = row.resource_provider
+    for resources in held.values():
+        numa, disk = resources['VCPU'], resources['DISK_GB']
+        assert resources['MEMORY_MB'] == numa and numa.name.endswith(('-numa0', '-numa1'))
+        if numa.name.rsplit('-', 1)[0] in DISKLESS:
+            assert disk == nfs
+        else:
+            assert disk.pk == numa.root_provider_id
+        if 'SRIOV_NET_VF' in resources:
+            assert resources['SRIOV_NET_VF'].parent_provider_id == numa.pk
+    assert Allocation.objects.filter(resource_provider=nfs).count() > 5
+    assert Allocation.objects.filter(
+        resource_provider__name='r3-rack01-ipv4-pool').count() > 2
+
+
+def test_usage_within_capacity(demo, db):
+    used = {(a['resource_provider_id'], a['resource_class_id']): a['used']
+            for a in Allocation.objects.values('resource_provider_id', 'resource_class_id')
+            .annotate(used=Sum('used'))}
+    fill = collections.defaultdict(lambda: [0, 0])
+    fractions = []
+    for inventory in Inventory.objects.select_related('resource_class'):
+        in_use = used.pop((inventory.resource_provider_id, inventory.resource_class_id), 0)
+        assert in_use <= inventory.capacity, (inventory.resource_provider_id, inventory)
+        fill[inventory.resource_class.name][0] += in_use
+        fill[inventory.resource_class.name][1] += inventory.capacity
+        fractions.append(in_use / inventory.capacity)
+    assert not used  # no allocation without inventory
+    for name in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
+        assert 0.2 <= fill[name][0] / fill[name][1] <= 0.7, name
+    assert 0.3 <= fill['MEMORY_MB'][0] / fill['MEMORY_MB'][1] <= 0.7
+    assert 1 <= sum(f >= 0.9 for f in fractions) <= 20  # a few nearly full
+
+
+def test_candidates_use_the_nfs_share_for_diskless_nodes(demo, api):
+    response = api.get('/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:100')
+    assert response.status_code == 200, response.content
+    names = dict(ResourceProvider.objects.values_list('uuid', 'name'))
+    nfs = provider_uuid('nfs-share-1')
+    on_share = set()
+    for request in response.body['allocation_requests']:
+        allocations = request['allocations']
+        disk = next(u for u, a in allocations.items() if 'DISK_GB' in a['resources'])
+        vcpu = next(u for u, a in allocations.items() if 'VCPU' in a['resources'])
+        node = names[vcpu].rsplit('-', 1)[0]
+        if node in DISKLESS:
+            assert disk == nfs
+            on_share.add(node)
+        else:
+            assert names[disk] == node
+    assert on_share == DISKLESS
+    assert nfs in response.body['provider_summaries']
+
+
+def test_rerun_is_idempotent(demo, db):
+    before = state()
+    output = load(size='small', seed=SEED)
+    assert 'already loaded (262 providers' in output and 'Use --reset' in output
+    assert 'already loaded' in load(size='medium', seed=SEED + 1)
+    assert state() == before
+
+
+def test_reset_reloads_deterministically(demo, api):
+    before = allocation_rows()
+    other = api.create_provider('not-the-demo')
+    output = load(size='small', seed=SEED, reset=True)
+    assert 'Deleted' in output and 'Loaded the demo cloud' in output
+    assert allocation_rows() == before
+    load(size='small', seed=SEED + 1, reset=True)
+    after = allocation_rows()
+    assert {r[0] for r in after}.isdisjoint({r[0] for r in before})
+    assert len(demo_providers()) == 262
+    assert ResourceProvider.objects.filter(uuid=other['uuid']).exists()
+
+
+def test_reset_refuses_foreign_consumers(demo, api):
+    node = provider_uuid('r2-rack01-cn01')
+    response = api.allocate('11111111-2222-3333-4444-555555555555', {node: {'DISK_GB': 10}},
+                            project='someone-else')
+    assert response.status_code == 204, response.content
+    before = state()
+    with pytest.raises(CommandError, match='outside the demo projects'):
+        load(reset=True)
+    assert state() == before
+
+
+def test_staff_user(demo, db):
+    output = load(staff_user='demo-admin', password='first-pw')
+    assert 'already loaded' in output and "Created staff superuser 'demo-admin'" in output
+    user = get_user_model().objects.get(username='demo-admin')
+    assert user.is_staff and user.is_superuser and user.check_password('first-pw')
+    assert "Updated staff superuser" in load(staff_user='demo-admin', password='second-pw')
+    user.refresh_from_db()
+    assert user.check_password('second-pw')
+    with pytest.raises(CommandError, match='--password'):
+        load(staff_user='demo-admin')
