@@ -2,6 +2,8 @@
 # One command from a fresh clone to a running service: creates the virtualenv,
 # installs the pinned requirements, migrates the database (SQLite in ./data
 # unless DATABASE_URL says otherwise) and serves on http://127.0.0.1:8000.
+#   scripts/run.sh --demo   also loads a demo cloud and a staff user admin/admin
+#                           for the dashboards at http://127.0.0.1:8000/ui/
 # Environment: HOST (127.0.0.1), PORT (8000), WORKERS (2), DATABASE_URL, PLACEMENT_*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +12,10 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py sync_standards
+if [ "${1:-}" = "--demo" ]; then
+    .venv/bin/python manage.py load_demo --staff-user admin --password admin
+    echo "Dashboards: http://${HOST:-127.0.0.1}:${PORT:-8000}/ui/ (sign in as admin / admin)" >&2
+fi
 echo "Placement API on http://${HOST:-127.0.0.1}:${PORT:-8000}/ (API docs at /api/docs/)" >&2
 exec .venv/bin/python -m gunicorn placement_site.wsgi:application \
     --bind "${HOST:-127.0.0.1}:${PORT:-8000}" --workers "${WORKERS:-2}" --access-logfile -
