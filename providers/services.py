@@ -161,21 +161,27 @@ def provider_delete(*, provider):
 
     Refused while it has child providers or allocations.
     """
-    from allocations.models import Allocation
     with transaction.atomic():
         locked = ResourceProvider.objects.select_for_update().filter(pk=provider.pk).first()
         if locked is None:
             raise exceptions.ResourceProviderNotFound(uuid=provider.uuid)
-        if ResourceProvider.objects.filter(parent_provider_id=provider.pk).exists():
-            raise exceptions.CannotDeleteParentProvider()
-        if Allocation.objects.filter(resource_provider_id=provider.pk).exists():
-            raise exceptions.ProviderInUse()
+        check_provider_delete(provider)
         Inventory.objects.filter(resource_provider_id=provider.pk).delete()
         ProviderTrait.objects.filter(resource_provider_id=provider.pk).delete()
         ProviderAggregate.objects.filter(resource_provider_id=provider.pk).delete()
         # A root points at itself; clear that before deleting the row.
         ResourceProvider.objects.filter(pk=provider.pk).update(root_provider=None)
         ResourceProvider.objects.filter(pk=provider.pk).delete()
+
+
+def check_provider_delete(provider):
+    """Raise what provider_delete would refuse (children, allocations);
+    reads only."""
+    from allocations.models import Allocation
+    if ResourceProvider.objects.filter(parent_provider_id=provider.pk).exists():
+        raise exceptions.CannotDeleteParentProvider()
+    if Allocation.objects.filter(resource_provider_id=provider.pk).exists():
+        raise exceptions.ProviderInUse()
 
 
 # ---- inventories ---------------------------------------------------------
@@ -277,6 +283,24 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
         ])
     return list(Inventory.objects.filter(resource_provider_id=provider.pk)
                 .select_related('resource_class'))
+
+
+def check_inventories(*, provider, inventories, reserved_can_be_total=True):
+    """Raise what inventories_replace would refuse for `inventories`
+    (unknown class, bad capacity, deleting inventory in use, shrinking it
+    below usage), with the same rules; reads only."""
+    records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
+    ids = resource_class_ids(list(records))
+    for name, record in records.items():
+        check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
+    existing = dict(Inventory.objects.filter(resource_provider_id=provider.pk).values_list(
+        'resource_class_id', 'resource_class__name'))
+    names_by_id = {**existing, **{class_id: name for name, class_id in ids.items()}}
+    wanted = {ids[name]: record for name, record in records.items()}
+    to_delete = [class_id for class_id in existing if class_id not in wanted]
+    if to_delete:
+        _refuse_deleting_used(provider, to_delete, names_by_id)
+    _refuse_below_usage(provider, {c: r for c, r in wanted.items() if c in existing}, names_by_id)
 
 
 def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):

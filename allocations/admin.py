@@ -1,0 +1,144 @@
+"""Django admin for consumers, allocations, projects, users and consumer
+types.
+
+Allocations are read-only here: they are written by schedulers through the
+API. The one write is deleting a consumer, which is allocations_delete, as
+DELETE /allocations/{consumer_uuid} is.
+"""
+from django.contrib import admin
+
+from allocations import services
+from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from providers import exceptions
+from providers.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
+                             changelist_link, count_of)
+
+
+class ConsumerTypeFilter(admin.SimpleListFilter):
+    """By consumer type; consumers written before 1.38 have none: 'unknown'."""
+    title = 'consumer type'
+    parameter_name = 'consumer_type'
+    field = 'consumer_type'
+
+    def lookups(self, request, model_admin):
+        return [*ConsumerType.objects.values_list('pk', 'name'),
+                (ConsumerType.UNKNOWN, ConsumerType.UNKNOWN)]
+
+    def queryset(self, request, queryset):
+        if self.value() == ConsumerType.UNKNOWN:
+            return queryset.filter(**{f'{self.field}__isnull': True})
+        if self.value():
+            return queryset.filter(**{f'{self.field}_id': self.value()})
+        return queryset
+
+
+class AllocationConsumerTypeFilter(ConsumerTypeFilter):
+    field = 'consumer__consumer_type'
+
+
+class ConsumerAllocationInline(ReadOnlyInline):
+    model = Allocation
+    fields = ('resource_provider', 'resource_class', 'used', 'created_at')
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related('resource_provider', 'resource_class')
+
+
+@admin.register(Consumer)
+class ConsumerAdmin(ServiceAdmin):
+    """Consumers are shown with their allocations; deleting one removes all
+    its allocations (allocations_delete)."""
+    list_display = ('uuid', 'project', 'user', 'type', 'generation', 'allocation_count',
+                    'created_at')
+    list_select_related = ('project', 'user', 'consumer_type')
+    list_filter = (ConsumerTypeFilter, ('project', RelatedOnly))
+    search_fields = ('uuid', 'project__external_id', 'user__external_id')
+    fields = ('uuid', 'project', 'user', 'type', 'generation', 'created_at', 'updated_at')
+    readonly_fields = fields
+    inlines = (ConsumerAllocationInline,)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            allocation_count=count_of(Allocation, 'consumer'))
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description='consumer type', ordering='consumer_type__name')
+    def type(self, consumer):
+        return consumer.consumer_type_name
+
+    @admin.display(description='allocations', ordering='allocation_count')
+    def allocation_count(self, consumer):
+        return consumer.allocation_count
+
+    def delete_model(self, request, obj):
+        if not services.allocations_delete(consumer_uuid=obj.uuid):
+            raise exceptions.NotFound(f'Consumer {obj.uuid} holds no allocations.')
+
+
+@admin.register(Allocation)
+class AllocationAdmin(ReadOnlyAdmin):
+    list_display = ('consumer', 'resource_provider', 'resource_class', 'used', 'created_at')
+    list_select_related = ('consumer', 'resource_provider', 'resource_class')
+    list_filter = (('resource_class', RelatedOnly), AllocationConsumerTypeFilter,
+                   ('consumer__project', RelatedOnly))
+    search_fields = ('consumer__uuid', 'resource_provider__name', 'resource_provider__uuid')
+
+
+class OwnerAdmin(ReadOnlyAdmin):
+    """Projects and users: known by their Keystone ids, recorded when a
+    consumer first names them."""
+    list_display = ('external_id', 'consumer_count', 'created_at')
+    search_fields = ('external_id',)
+    fields = ('external_id', 'consumer_list', 'created_at')
+    readonly_fields = ('consumer_list',)
+    consumer_filter = None
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(consumer_count=count_of(
+            Consumer, self.consumer_filter))
+
+    @admin.display(description='consumers', ordering='consumer_count')
+    def consumer_count(self, owner):
+        return owner.consumer_count
+
+    @admin.display(description='consumers')
+    def consumer_list(self, owner):
+        return changelist_link(Consumer, f'{owner.consumer_count} consumer(s)',
+                               **{f'{self.consumer_filter}__id__exact': owner.pk})
+
+
+@admin.register(Project)
+class ProjectAdmin(OwnerAdmin):
+    consumer_filter = 'project'
+
+
+@admin.register(User)
+class UserAdmin(OwnerAdmin):
+    consumer_filter = 'user'
+
+
+@admin.register(ConsumerType)
+class ConsumerTypeAdmin(ReadOnlyAdmin):
+    list_display = ('name', 'consumer_count', 'created_at')
+    search_fields = ('name',)
+    fields = ('name', 'consumer_list', 'created_at')
+    readonly_fields = ('consumer_list',)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            consumer_count=count_of(Consumer, 'consumer_type'))
+
+    @admin.display(description='consumers', ordering='consumer_count')
+    def consumer_count(self, consumer_type):
+        return consumer_type.consumer_count
+
+    @admin.display(description='consumers')
+    def consumer_list(self, consumer_type):
+        return changelist_link(Consumer, f'{consumer_type.consumer_count} consumer(s)',
+                               consumer_type=consumer_type.pk)

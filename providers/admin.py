@@ -1,0 +1,678 @@
+"""Django admin for resource providers, inventories, resource classes, traits
+and aggregates.
+
+Every write goes through providers.services, as the API's do, so the admin
+keeps the same invariants (no inventory below usage, no deleting a provider
+with allocations or children, generations bumped, standard names read-only).
+Forms check with the services' rules before saving; a refusal that still
+happens while saving (a concurrent change) becomes an error message, and the
+admin's transaction is rolled back so nothing changes.
+"""
+import uuid as uuid_lib
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import actions as admin_actions
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.translation import gettext_lazy
+
+from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
+from providers import exceptions, schemas, services
+from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
+                              ResourceClass, ResourceProvider, Trait)
+
+RelatedOnly = admin.RelatedOnlyFieldListFilter
+
+
+# ---- shared building blocks (the allocations admin uses them too) -------------
+
+def count_of(model, field):
+    """How many `model` rows point at the outer row through `field`, as a
+    subquery: several counts on one row never multiply each other."""
+    rows = (model.objects.filter(**{field: OuterRef('pk')}).order_by()
+            .values(field).annotate(n=Count('*')).values('n'))
+    return Coalesce(Subquery(rows), 0)
+
+
+def changelist_link(model, text, **filters):
+    """A link to `model`'s changelist, filtered."""
+    opts = model._meta
+    url = reverse(f'admin:{opts.app_label}_{opts.model_name}_changelist')
+    return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), text)
+
+
+def change_url(obj):
+    opts = obj._meta
+    return reverse(f'admin:{opts.app_label}_{opts.model_name}_change', args=[quote(obj.pk)])
+
+
+def adopt(obj, saved):
+    """Make the admin's unsaved `obj` the row a service has just written."""
+    for field in obj._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+    obj._state.db = saved._state.db
+
+
+class ServiceAdmin(admin.ModelAdmin):
+    """An admin whose writes are service calls (save_model, delete_model and
+    the inline formsets' save). A domain refusal is shown as an error
+    message, never as a 500, and changes nothing."""
+
+    def change_refusal(self, obj):
+        """Why `obj` may not be edited at all, or None."""
+        return None
+
+    def delete_refusal(self, obj):
+        """Why `obj` may not be deleted now, or None. Asked before the
+        confirmation page; the service decides again when deleting."""
+        return None
+
+    def has_change_permission(self, request, obj=None):
+        return (super().has_change_permission(request, obj)
+                and not (obj is not None and self.change_refusal(obj)))
+
+    def visible(self, request, obj):
+        """May the user see why `obj` is refused? (Otherwise Django's own
+        permission checks answer.)"""
+        return obj is not None and self.has_view_permission(request, obj)
+
+    def refuse(self, request, message, url):
+        self.message_user(request, message, messages.ERROR)
+        return HttpResponseRedirect(url)
+
+    def cannot_delete(self, obj, reason):
+        return f'Cannot delete {self.opts.verbose_name} “{obj}”: {reason}'
+
+    def changeform_view(self, request, object_id=None, form_url='', extra_context=None):
+        if request.method == 'POST' and object_id is not None:
+            obj = self.get_object(request, unquote(object_id))
+            refusal = self.visible(request, obj) and self.change_refusal(obj)
+            if refusal:
+                return self.refuse(request, refusal, request.get_full_path())
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except exceptions.PlacementDomainError as exc:
+            # A concurrent change got past the form's checks; the admin's
+            # transaction has been rolled back.
+            return self.refuse(request, str(exc), request.get_full_path())
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        refusal = self.visible(request, obj) and self.delete_refusal(obj)
+        if not refusal:
+            try:
+                return super().delete_view(request, object_id, extra_context)
+            except exceptions.PlacementDomainError as exc:
+                refusal = str(exc)
+        return self.refuse(request, self.cannot_delete(obj, refusal), change_url(obj))
+
+    def get_deleted_objects(self, objs, request):
+        """What else goes with an object is the service's business: list the
+        objects themselves; refusals come from delete_refusal and the service."""
+        objs = list(objs)
+        listed = [format_html('{}: <a href="{}">{}</a>', self.opts.verbose_name.capitalize(),
+                              change_url(obj), obj) for obj in objs]
+        return listed, {self.opts.verbose_name_plural: len(objs)}, set(), []
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            try:
+                self.delete_model(request, obj)
+            except exceptions.PlacementDomainError as exc:
+                raise exceptions.PlacementDomainError(self.cannot_delete(obj, exc))
+
+    @admin.action(permissions=['delete'],
+                  description=gettext_lazy('Delete selected %(verbose_name_plural)s'))
+    def delete_selected(self, request, queryset):
+        """Django's action, all or nothing: refused as a whole when any
+        selected object may not be deleted."""
+        refusals = [self.cannot_delete(obj, reason)
+                    for obj in queryset if (reason := self.delete_refusal(obj))]
+        if not refusals:
+            try:
+                with transaction.atomic():
+                    return admin_actions.delete_selected(self, request, queryset)
+            except exceptions.PlacementDomainError as exc:
+                refusals = [str(exc)]
+        self.message_user(request, ' '.join(['Nothing was deleted.', *refusals]), messages.ERROR)
+        return None
+
+    actions = ['delete_selected']
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never written here: the services write these rows as part of
+    other changes."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class YesNoFilter(admin.SimpleListFilter):
+    """Yes: rows meeting `condition()`; no: the others."""
+
+    def lookups(self, request, model_admin):
+        return (('yes', 'Yes'), ('no', 'No'))
+
+    def condition(self):
+        raise NotImplementedError
+
+    def queryset(self, request, queryset):
+        if self.value() == 'yes':
+            return queryset.filter(self.condition())
+        if self.value() == 'no':
+            return queryset.exclude(self.condition())
+        return queryset
+
+
+# ---- inline formsets written by one service call each ---------------------------
+
+class ServiceFormSet(BaseInlineFormSet):
+    """Inline rows that a service replaces as one set: `check` runs in
+    clean() with the service's rules, `write` replaces the set on save."""
+
+    def check(self, provider, rows):
+        """Raise the domain error writing `rows` would raise."""
+
+    def write(self, provider, rows):
+        raise NotImplementedError
+
+    def kept_forms(self):
+        """The forms of the rows the provider has after the save."""
+        deleted = set(map(id, self.deleted_forms)) if self.can_delete else set()
+        return [form for form in self.forms if id(form) not in deleted
+                and (form.instance.pk is not None or form.has_changed())]
+
+    def clean(self):
+        super().clean()
+        if any(self.errors) or not self.has_changed():
+            return
+        try:
+            self.check(self.instance, [form.cleaned_data for form in self.kept_forms()])
+        except exceptions.PlacementDomainError as exc:
+            raise ValidationError(str(exc))
+
+    def save(self, commit=True):
+        kept = self.kept_forms()
+        self.new_objects = [form.instance for form in kept if form.instance.pk is None]
+        self.changed_objects = [(form.instance, form.changed_data) for form in kept
+                                if form.instance.pk is not None and form.has_changed()]
+        self.deleted_objects = [form.instance for form in self.deleted_forms
+                                if form.instance.pk is not None] if self.can_delete else []
+        if self.new_objects or self.changed_objects or self.deleted_objects:
+            self.write(self.instance, [form.cleaned_data for form in kept])
+        return self.new_objects + [obj for obj, _ in self.changed_objects]
+
+
+class InventoryFormSet(ServiceFormSet):
+
+    @staticmethod
+    def inventories(rows):
+        fields = services.INVENTORY_FIELDS
+        return {row['resource_class'].name: {field: row[field] for field in fields}
+                for row in rows}
+
+    def check(self, provider, rows):
+        services.check_inventories(provider=provider, inventories=self.inventories(rows))
+
+    def write(self, provider, rows):
+        services.inventories_replace(provider=provider, inventories=self.inventories(rows))
+
+
+class TraitFormSet(ServiceFormSet):
+
+    def write(self, provider, rows):
+        services.traits_replace(provider=provider, trait_names=[row['trait'].name for row in rows])
+
+
+class AggregateFormSet(ServiceFormSet):
+
+    def write(self, provider, rows):
+        services.aggregates_replace(provider=provider,
+                                    aggregate_uuids=[row['aggregate_uuid'] for row in rows])
+
+
+class InventoryForm(forms.ModelForm):
+    """One inventory, bounded as the API's schema bounds it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, rule in schemas.INVENTORY_RECORD['properties'].items():
+            if name in self.fields:
+                if 'minimum' in rule:
+                    self.fields[name].validators.append(MinValueValidator(rule['minimum']))
+                if 'maximum' in rule:
+                    self.fields[name].validators.append(MaxValueValidator(rule['maximum']))
+
+
+class AggregateMemberForm(forms.ModelForm):
+    """Membership by aggregate uuid, as the API takes it: an unknown
+    aggregate is created."""
+    aggregate_uuid = forms.CharField(label='aggregate UUID', max_length=255)
+
+    class Meta:
+        model = ProviderAggregate
+        fields = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial.setdefault('aggregate_uuid', self.instance.aggregate.uuid)
+
+    def clean_aggregate_uuid(self):
+        value = self.cleaned_data['aggregate_uuid']
+        if not is_uuid_like(value):
+            raise ValidationError('Enter a valid UUID.')
+        return value
+
+
+class InventoryInline(admin.TabularInline):
+    model = Inventory
+    form = InventoryForm
+    formset = InventoryFormSet
+    fields = ('resource_class', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size',
+              'allocation_ratio', 'used', 'capacity')
+    readonly_fields = ('used', 'capacity')
+    autocomplete_fields = ('resource_class',)
+    extra = 0
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_usage().select_related('resource_class')
+
+    @admin.display(description='used')
+    def used(self, inventory):
+        return getattr(inventory, 'used', None)
+
+    @admin.display(description='capacity')
+    def capacity(self, inventory):
+        return inventory.capacity if inventory.pk is not None else None
+
+
+class ProviderTraitInline(admin.TabularInline):
+    model = ProviderTrait
+    formset = TraitFormSet
+    autocomplete_fields = ('trait',)
+    extra = 0
+    verbose_name = 'trait'
+    verbose_name_plural = 'traits'
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related('trait')
+
+
+class ProviderAggregateInline(admin.TabularInline):
+    model = ProviderAggregate
+    form = AggregateMemberForm
+    formset = AggregateFormSet
+    fields = ('aggregate_uuid',)
+    extra = 0
+    verbose_name = 'aggregate'
+    verbose_name_plural = 'aggregates'
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related('aggregate')
+
+
+# ---- resource providers ----------------------------------------------------------
+
+class ProviderForm(forms.ModelForm):
+    """Name, uuid (at creation) and parent; carries the generation the
+    operator saw, so a change made meanwhile is refused, not overwritten."""
+    uuid = forms.CharField(label='UUID', required=False,
+                           help_text='Leave empty to generate one. It cannot change later.')
+    seen_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    class Meta:
+        model = ResourceProvider
+        fields = ['name', 'uuid', 'parent_provider']
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields['seen_generation'].initial = self.instance.generation
+            if 'parent_provider' in self.fields:
+                # A provider cannot move under itself or its descendants.
+                parent = self.fields['parent_provider']
+                parent.queryset = parent.queryset.exclude(
+                    pk__in=services.subtree_provider_ids(self.instance))
+                parent.error_messages['invalid_choice'] = (
+                    'A provider cannot be moved under itself or one of its descendants.')
+
+    def clean_uuid(self):
+        value = self.cleaned_data['uuid'].strip()
+        if not value:
+            return str(uuid_lib.uuid4())
+        if not is_uuid_like(value):
+            raise ValidationError('Enter a valid UUID.')
+        return normalize_uuid(value)
+
+    def clean(self):
+        data = super().clean()
+        seen = data.get('seen_generation')
+        if self.instance.pk is not None and seen is not None and seen != self.instance.generation:
+            raise ValidationError(
+                f'{exceptions.ProviderConcurrentUpdate()} (generation {seen} when this page '
+                f'was loaded, {self.instance.generation} now): reload the page.')
+        return data
+
+
+class RootFilter(YesNoFilter):
+    title = 'root provider'
+    parameter_name = 'root'
+
+    def condition(self):
+        return Q(parent_provider__isnull=True)
+
+
+class HasAllocationsFilter(YesNoFilter):
+    title = 'has allocations'
+    parameter_name = 'allocated'
+
+    def condition(self):
+        from allocations.models import Allocation
+        return Exists(Allocation.objects.filter(resource_provider=OuterRef('pk')))
+
+
+@admin.register(ResourceProvider)
+class ResourceProviderAdmin(ServiceAdmin):
+    form = ProviderForm
+    list_display = ('name', 'uuid', 'parent_provider', 'root_provider', 'generation',
+                    'inventory_count', 'trait_count', 'aggregate_count')
+    list_select_related = ('parent_provider', 'root_provider')
+    list_filter = (RootFilter, HasAllocationsFilter, ('traits', RelatedOnly),
+                   ('aggregates', RelatedOnly), ('inventories__resource_class', RelatedOnly))
+    search_fields = ('name', 'uuid')
+    autocomplete_fields = ('parent_provider',)
+    readonly_fields = ('root_provider', 'generation', 'child_providers', 'allocation_list',
+                       'created_at', 'updated_at')
+    inlines = (InventoryInline, ProviderTraitInline, ProviderAggregateInline)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ('name', 'uuid', 'parent_provider')
+        return ('name', 'uuid', 'parent_provider', 'seen_generation', *self.readonly_fields)
+
+    def get_readonly_fields(self, request, obj=None):
+        # The uuid is chosen (or generated) at creation and never changes.
+        return ('uuid', *self.readonly_fields) if obj is not None else self.readonly_fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            inventory_count=count_of(Inventory, 'resource_provider'),
+            trait_count=count_of(ProviderTrait, 'resource_provider'),
+            aggregate_count=count_of(ProviderAggregate, 'resource_provider'))
+
+    @admin.display(description='inventories', ordering='inventory_count')
+    def inventory_count(self, provider):
+        return provider.inventory_count
+
+    @admin.display(description='traits', ordering='trait_count')
+    def trait_count(self, provider):
+        return provider.trait_count
+
+    @admin.display(description='aggregates', ordering='aggregate_count')
+    def aggregate_count(self, provider):
+        return provider.aggregate_count
+
+    @admin.display(description='child providers')
+    def child_providers(self, provider):
+        children = provider.children.order_by('name')
+        return format_html_join(', ', '<a href="{}">{}</a>', (
+            (change_url(child), child.name) for child in children)) or None
+
+    @admin.display(description='allocations')
+    def allocation_list(self, provider):
+        from allocations.models import Allocation
+        count = Allocation.objects.filter(resource_provider=provider).count()
+        return changelist_link(Allocation, f'{count} allocation(s)',
+                               resource_provider__id__exact=provider.pk)
+
+    def save_model(self, request, obj, form, change):
+        parent_uuid = obj.parent_provider.uuid if obj.parent_provider_id else None
+        if change:
+            saved = services.provider_update(
+                provider=ResourceProvider.objects.get(pk=obj.pk), name=obj.name,
+                parent_provider_uuid=parent_uuid, allow_reparenting=True)
+        else:
+            saved = services.provider_create(name=obj.name, uuid=obj.uuid,
+                                             parent_provider_uuid=parent_uuid)
+        adopt(obj, saved)
+        seen = form.cleaned_data.get('seen_generation')
+        if change and seen is not None:
+            # The inlines' services claim the generation the operator saw.
+            obj.generation = seen
+
+    def delete_refusal(self, provider):
+        try:
+            services.check_provider_delete(provider)
+        except exceptions.PlacementDomainError as exc:
+            return str(exc)
+        return None
+
+    def delete_model(self, request, obj):
+        services.provider_delete(provider=obj)
+
+
+@admin.register(Inventory)
+class InventoryAdmin(ReadOnlyAdmin):
+    """Inventories across providers; they are edited on their provider's page."""
+    list_display = ('resource_provider', 'resource_class', 'total', 'reserved', 'min_unit',
+                    'max_unit', 'step_size', 'allocation_ratio', 'capacity', 'used')
+    list_select_related = ('resource_provider', 'resource_class')
+    list_filter = (('resource_class', RelatedOnly),)
+    search_fields = ('resource_provider__name', 'resource_provider__uuid', 'resource_class__name')
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_usage()
+
+    @admin.display(description='used', ordering='used')
+    def used(self, inventory):
+        return inventory.used
+
+
+# ---- resource classes and traits ---------------------------------------------------
+
+class CustomNameForm(forms.ModelForm):
+    """A CUSTOM_* name, as the API's schemas accept it."""
+    name = forms.RegexField(
+        regex=CUSTOM_NAME_PATTERN, max_length=255,
+        error_messages={'invalid': 'A custom name starts with CUSTOM_ and uses only '
+                                   'A-Z, 0-9 and _.'})
+
+    class Meta:
+        fields = ['name']
+
+
+class CustomFilter(YesNoFilter):
+    title = 'custom'
+    parameter_name = 'custom'
+
+
+class ResourceClassCustomFilter(CustomFilter):
+
+    def condition(self):
+        return Q(id__gte=ResourceClass.MIN_CUSTOM_ID)
+
+
+class TraitCustomFilter(CustomFilter):
+
+    def condition(self):
+        return Q(name__startswith=Trait.CUSTOM_PREFIX)
+
+
+class TraitInUseFilter(YesNoFilter):
+    title = 'used by providers'
+    parameter_name = 'associated'
+
+    def condition(self):
+        return Exists(ProviderTrait.objects.filter(trait=OuterRef('pk')))
+
+
+@admin.register(ResourceClass)
+class ResourceClassAdmin(ServiceAdmin):
+    """Standard classes (os-resource-classes) are read-only; custom ones are
+    created, renamed and deleted through the services."""
+    form = CustomNameForm
+    list_display = ('name', 'id', 'is_custom', 'inventory_count')
+    list_filter = (ResourceClassCustomFilter,)
+    search_fields = ('name',)
+    readonly_fields = ('id', 'is_custom', 'provider_list', 'created_at', 'updated_at')
+
+    def get_fields(self, request, obj=None):
+        return ('name',) if obj is None else ('name', *self.readonly_fields)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            inventory_count=count_of(Inventory, 'resource_class'))
+
+    @admin.display(description='custom', boolean=True)
+    def is_custom(self, rc):
+        return rc.is_custom
+
+    @admin.display(description='inventories', ordering='inventory_count')
+    def inventory_count(self, rc):
+        return rc.inventory_count
+
+    @admin.display(description='providers')
+    def provider_list(self, rc):
+        return changelist_link(ResourceProvider, f'providers with {rc.name} inventory',
+                               inventories__resource_class__id__exact=rc.pk)
+
+    def change_refusal(self, rc):
+        if not rc.is_custom:
+            return str(exceptions.ResourceClassCannotUpdateStandard(name=rc.name))
+        return None
+
+    def delete_refusal(self, rc):
+        if not rc.is_custom:
+            return str(exceptions.ResourceClassCannotDeleteStandard(name=rc.name))
+        return None
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or obj.is_custom)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            services.resource_class_rename(resource_class=obj, name=obj.name)
+        else:
+            adopt(obj, services.resource_class_create(name=obj.name))
+
+    def delete_model(self, request, obj):
+        services.resource_class_delete(resource_class=obj)
+
+
+@admin.register(Trait)
+class TraitAdmin(ServiceAdmin):
+    """Standard traits (os-traits) are read-only; custom ones are created and
+    deleted through the services. No trait is ever renamed."""
+    form = CustomNameForm
+    list_display = ('name', 'is_custom', 'provider_count')
+    list_filter = (TraitCustomFilter, TraitInUseFilter)
+    search_fields = ('name',)
+    readonly_fields = ('is_custom', 'provider_list', 'created_at')
+
+    def get_fields(self, request, obj=None):
+        return ('name',) if obj is None else ('name', *self.readonly_fields)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            provider_count=count_of(ProviderTrait, 'trait'))
+
+    @admin.display(description='custom', boolean=True)
+    def is_custom(self, trait):
+        return trait.is_custom
+
+    @admin.display(description='providers', ordering='provider_count')
+    def provider_count(self, trait):
+        return trait.provider_count
+
+    @admin.display(description='providers')
+    def provider_list(self, trait):
+        return changelist_link(ResourceProvider, f'{trait.provider_count} provider(s)',
+                               traits__id__exact=trait.pk)
+
+    def change_refusal(self, trait):
+        if not trait.is_custom:
+            return f'Cannot update standard trait {trait.name}.'
+        return f'Cannot rename trait {trait.name}: create the new trait and delete this one.'
+
+    def delete_refusal(self, trait):
+        if not trait.is_custom:
+            return str(exceptions.TraitCannotDeleteStandard(name=trait.name))
+        return None
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or obj.is_custom)
+
+    def save_model(self, request, obj, form, change):
+        trait, _created = services.trait_ensure(name=obj.name)
+        adopt(obj, trait)
+
+    def delete_model(self, request, obj):
+        services.trait_delete(trait=obj)
+
+
+# ---- aggregates ------------------------------------------------------------------
+
+class AggregateMemberInline(ReadOnlyInline):
+    model = ProviderAggregate
+    fields = ('resource_provider', 'provider_uuid')
+    readonly_fields = fields
+    verbose_name = 'member'
+    verbose_name_plural = 'members'
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related('resource_provider')
+
+    @admin.display(description='UUID')
+    def provider_uuid(self, member):
+        return member.resource_provider.uuid
+
+
+@admin.register(Aggregate)
+class AggregateAdmin(ReadOnlyAdmin):
+    """Aggregates exist through their members, which are set on each
+    provider's page."""
+    list_display = ('uuid', 'member_count', 'created_at')
+    search_fields = ('uuid',)
+    fields = ('uuid', 'created_at')
+    inlines = (AggregateMemberInline,)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            member_count=count_of(ProviderAggregate, 'aggregate'))
+
+    @admin.display(description='members', ordering='member_count')
+    def member_count(self, aggregate):
+        return aggregate.member_count

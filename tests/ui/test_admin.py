@@ -1,0 +1,668 @@
+"""The Django admin: every model's changelist renders without per-row
+queries, edits go through the services (generations bumped as the API bumps
+them), and an edit that would break an invariant is refused with the domain
+error's message and changes nothing."""
+import uuid as uuid_lib
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from allocations import services as allocation_services
+from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from providers import services
+from providers.admin import InventoryFormSet, ResourceProviderAdmin
+from providers.models import (Aggregate, Inventory, ResourceClass, ResourceProvider, Trait)
+
+AGGREGATE = str(uuid_lib.uuid4())
+INVENTORIES = 'inventories'
+TRAITS = 'providertrait_set'
+AGGREGATES = 'provideraggregate_set'
+
+
+def new_uuid():
+    return str(uuid_lib.uuid4())
+
+
+def admin_url(model, view='changelist', *args):
+    opts = model._meta
+    return reverse(f'admin:{opts.app_label}_{opts.model_name}_{view}', args=args)
+
+
+def provider(name):
+    return ResourceProvider.objects.get(name=name)
+
+
+def rc_id(name):
+    return ResourceClass.objects.get(name=name).pk
+
+
+def generation(api, rp_uuid):
+    """The generation as the API reports it."""
+    response = api.get(f'/resource_providers/{rp_uuid}')
+    assert response.status_code == 200, response.content
+    return response.body['generation']
+
+
+def form_data(response):
+    """The POST data of a rendered change form as it stands (main form,
+    inline management forms and rows)."""
+    assert response.status_code == 200, response.content
+    forms = [response.context['adminform'].form]
+    for inline in response.context['inline_admin_formsets']:
+        forms += [inline.formset.management_form, *inline.formset.forms]
+    data = {}
+    for form in forms:
+        for name in form.fields:
+            value = form[name].value()
+            if value is not None and value is not False:
+                data[form.add_prefix(name)] = 'on' if value is True else value
+    return data
+
+
+def add_row(data, prefix, **fields):
+    index = int(data[f'{prefix}-TOTAL_FORMS'])
+    data[f'{prefix}-TOTAL_FORMS'] = index + 1
+    for name, value in fields.items():
+        data[f'{prefix}-{index}-{name}'] = value
+
+
+def inventory_key(data, resource_class, field):
+    """The POST key of `field` in the inventory row of `resource_class`."""
+    class_id = rc_id(resource_class)
+    for index in range(int(data[f'{INVENTORIES}-TOTAL_FORMS'])):
+        if data.get(f'{INVENTORIES}-{index}-resource_class') == class_id:
+            return f'{INVENTORIES}-{index}-{field}'
+    raise AssertionError(f'no {resource_class} inventory row')
+
+
+def messages_of(response):
+    return [str(message) for message in response.context['messages']]
+
+
+def form_errors(response):
+    """The errors of a change form shown again (main form and inlines)."""
+    assert response.status_code == 200, response.content
+    return [str(error) for item in response.context['errors']
+            for error in ([item] if isinstance(item, str) else item)]
+
+
+def edit_provider(client, name, change, **post):
+    """Load the provider's change form, let `change` edit its data, post it."""
+    url = admin_url(ResourceProvider, 'change', provider(name).pk)
+    data = form_data(client.get(url))
+    change(data)
+    return client.post(url, data, **post)
+
+
+def delete_selected(client, model, objs, confirm=True):
+    data = {'action': 'delete_selected', '_selected_action': [obj.pk for obj in objs]}
+    if confirm:
+        data['post'] = 'yes'
+    return client.post(admin_url(model), data, follow=True)
+
+
+@pytest.fixture
+def cloud(api):
+    """parent (child numa0), busy (VCPU 8, 6 of them allocated to an
+    INSTANCE, some memory to an untyped consumer, a trait, an aggregate),
+    spare (empty), a custom class and a custom trait."""
+    parent = api.create_provider(name='parent')['uuid']
+    numa0 = api.create_provider(name='numa0', parent=parent)['uuid']
+    api.set_inventory(numa0, {'VCPU': {'total': 4}})
+    busy = api.create_provider(name='busy')['uuid']
+    api.put('/resource_classes/CUSTOM_GPU', version='1.7')
+    api.set_inventory(busy, {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 4096},
+                             'CUSTOM_GPU': {'total': 2}})
+    api.set_traits(busy, ['HW_CPU_X86_AVX2'])
+    api.put('/traits/CUSTOM_RACK1')
+    api.set_aggregates(busy, [AGGREGATE])
+    assert api.allocate(new_uuid(), {busy: {'VCPU': 6, 'MEMORY_MB': 1024}}).status_code == 204
+    untyped = api.put(f'/allocations/{new_uuid()}', {  # written before 1.38: type unknown
+        'allocations': {busy: {'resources': {'MEMORY_MB': 512}}}, 'project_id': 'proj',
+        'user_id': 'user', 'consumer_generation': None}, version='1.28')
+    assert untyped.status_code == 204, untyped.content
+    api.create_provider(name='spare')
+    return {'parent': parent, 'numa0': numa0, 'busy': busy}
+
+
+# ---- every model is listed, filtered and shown --------------------------------
+
+CHANGELISTS = [
+    (ResourceProvider, ''), (ResourceProvider, '?root=yes'), (ResourceProvider, '?root=no'),
+    (ResourceProvider, '?allocated=yes'), (ResourceProvider, '?allocated=no'),
+    (ResourceProvider, '?q=busy'), (ResourceProvider, '?inventories__resource_class__id__exact=0'),
+    (ResourceProvider, '?o=-6'),
+    (Inventory, ''), (Inventory, '?resource_class__id__exact=0'), (Inventory, '?q=busy'),
+    (ResourceClass, ''), (ResourceClass, '?custom=yes'), (ResourceClass, '?q=GPU'),
+    (Trait, ''), (Trait, '?custom=no&associated=yes'), (Trait, '?q=CUSTOM'),
+    (Aggregate, ''), (Aggregate, '?q=' + AGGREGATE[:8]),
+    (Consumer, ''), (Consumer, '?consumer_type=unknown'), (Consumer, '?q=proj'),
+    (Allocation, ''), (Allocation, '?q=busy'),
+    (Project, ''), (User, ''), (ConsumerType, ''),
+]
+
+
+def test_changelists_render(admin_client, cloud):
+    for model, query in CHANGELISTS:
+        response = admin_client.get(admin_url(model) + query)
+        assert response.status_code == 200, (model, query)
+        assert response.context['cl'].result_count > 0, (model, query)
+
+
+def test_related_filters_select_rows(admin_client, cloud):
+    busy = provider('busy')
+    trait = Trait.objects.get(name='HW_CPU_X86_AVX2')
+    aggregate = Aggregate.objects.get(uuid=AGGREGATE)
+    consumer_type = ConsumerType.objects.get(name='INSTANCE')
+    for model, query in [
+            (ResourceProvider, f'?traits__id__exact={trait.pk}'),
+            (ResourceProvider, f'?aggregates__id__exact={aggregate.pk}'),
+            (ResourceProvider, '?allocated=yes'),
+            (Consumer, f'?consumer_type={consumer_type.pk}'),
+            (Consumer, f'?project__id__exact={Project.objects.get(external_id="proj").pk}'),
+            (Allocation, f'?resource_provider__id__exact={busy.pk}'),
+            (Allocation, f'?consumer_type={consumer_type.pk}')]:
+        response = admin_client.get(admin_url(model) + query)
+        assert response.status_code == 200, query
+        rows = list(response.context['cl'].result_list)
+        assert rows, query
+        if model is ResourceProvider:
+            assert [p.name for p in rows] == ['busy']
+    response = admin_client.get(admin_url(ResourceProvider) + '?root=no')
+    assert [p.name for p in response.context['cl'].result_list] == ['numa0']
+
+
+def test_provider_list_shows_counts(admin_client, cloud):
+    response = admin_client.get(admin_url(ResourceProvider))
+    busy = next(p for p in response.context['cl'].result_list if p.name == 'busy')
+    assert (busy.inventory_count, busy.trait_count, busy.aggregate_count) == (3, 1, 1)
+
+
+def test_change_and_add_pages_render(admin_client, cloud):
+    consumer = Consumer.objects.filter(consumer_type__isnull=False).get()
+    pages = [
+        admin_url(ResourceProvider, 'add'),
+        admin_url(ResourceProvider, 'change', provider('busy').pk),
+        admin_url(ResourceProvider, 'change', provider('numa0').pk),
+        admin_url(ResourceClass, 'add'),
+        admin_url(ResourceClass, 'change', 0),
+        admin_url(ResourceClass, 'change', ResourceClass.objects.get(name='CUSTOM_GPU').pk),
+        admin_url(Trait, 'add'),
+        admin_url(Trait, 'change', Trait.objects.get(name='CUSTOM_RACK1').pk),
+        admin_url(Aggregate, 'change', Aggregate.objects.get().pk),
+        admin_url(Inventory, 'change', Inventory.objects.first().pk),
+        admin_url(Consumer, 'change', consumer.pk),
+        admin_url(Allocation, 'change', Allocation.objects.first().pk),
+        admin_url(Project, 'change', consumer.project_id),
+        admin_url(User, 'change', consumer.user_id),
+        admin_url(ConsumerType, 'change', consumer.consumer_type_id),
+        admin_url(Consumer, 'delete', consumer.pk),
+        admin_url(ResourceProvider, 'delete', provider('spare').pk),
+        reverse('admin:index'),
+    ]
+    for page in pages:
+        assert admin_client.get(page).status_code == 200, page
+
+
+def test_provider_page_shows_usage_and_members(admin_client, cloud):
+    response = admin_client.get(admin_url(ResourceProvider, 'change', provider('busy').pk))
+    inventories = response.context['inline_admin_formsets'][0].formset
+    used = {form.instance.resource_class.name: form.instance.used for form in inventories.forms}
+    assert used == {'VCPU': 6, 'MEMORY_MB': 1536, 'CUSTOM_GPU': 0}
+    response = admin_client.get(admin_url(Aggregate, 'change', Aggregate.objects.get().pk))
+    members = response.context['inline_admin_formsets'][0].formset
+    assert [form.instance.resource_provider.name for form in members.forms] == ['busy']
+
+
+# ---- refused edits change nothing -------------------------------------------------
+
+def test_inventory_below_usage_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+
+    def shrink(data):
+        data[inventory_key(data, 'VCPU', 'total')] = 4
+
+    errors = form_errors(edit_provider(admin_client, 'busy', shrink))
+    assert (f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave its "
+            'allocations over capacity: 6 used, capacity 4.0.') in errors
+    assert db_snapshot() == before
+
+
+def test_reserving_below_usage_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+
+    def reserve(data):
+        data[inventory_key(data, 'VCPU', 'reserved')] = 3
+
+    errors = form_errors(edit_provider(admin_client, 'busy', reserve))
+    assert any('6 used, capacity 5.0' in e for e in errors), errors
+    assert db_snapshot() == before
+
+
+def test_deleting_inventory_in_use_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    busy = cloud['busy']
+
+    def delete_vcpu(data):
+        data[inventory_key(data, 'VCPU', 'DELETE')] = 'on'
+
+    errors = form_errors(edit_provider(admin_client, 'busy', delete_vcpu))
+    assert f"Inventory for 'VCPU' on resource provider '{busy}' in use." in errors
+    assert db_snapshot() == before
+
+
+def test_switching_the_class_of_inventory_in_use_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    disk = rc_id('DISK_GB')
+
+    def switch(data):
+        data[inventory_key(data, 'VCPU', 'resource_class')] = disk
+
+    errors = form_errors(edit_provider(admin_client, 'busy', switch))
+    assert any("Inventory for 'VCPU'" in e and 'in use' in e for e in errors), errors
+    assert db_snapshot() == before
+
+
+def test_inventory_out_of_bounds_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+
+    def bad(data):
+        add_row(data, INVENTORIES, resource_class=rc_id('DISK_GB'), total=0)
+
+    errors = form_errors(edit_provider(admin_client, 'busy', bad))
+    assert 'Ensure this value is greater than or equal to 1.' in errors
+    assert db_snapshot() == before
+
+    def reserved_over_total(data):
+        data[inventory_key(data, 'MEMORY_MB', 'total')] = 10
+        data[inventory_key(data, 'MEMORY_MB', 'reserved')] = 11
+
+    errors = form_errors(edit_provider(admin_client, 'busy', reserved_over_total))
+    assert any('The reserved value is greater than total.' in e for e in errors), errors
+    assert db_snapshot() == before
+
+
+def test_inventory_refused_while_saving_is_an_error_message(admin_client, cloud, db_snapshot,
+                                                            monkeypatch):
+    """A change the form's check let through (another writer allocated
+    meanwhile) is refused by the service: an error message, not a 500."""
+    monkeypatch.setattr(InventoryFormSet, 'check', lambda self, provider, rows: None)
+    before = db_snapshot()
+
+    def shrink(data):
+        data[inventory_key(data, 'VCPU', 'total')] = 4
+        data['name'] = 'busy-renamed'
+
+    response = edit_provider(admin_client, 'busy', shrink, follow=True)
+    assert response.status_code == 200
+    assert any('would leave its allocations over capacity: 6 used, capacity 4.0' in m
+               for m in messages_of(response)), messages_of(response)
+    assert db_snapshot() == before
+
+
+def test_a_stale_form_is_refused(admin_client, api, cloud, db_snapshot):
+    """The form carries the generation the operator saw; a change made
+    meanwhile is not overwritten."""
+    url = admin_url(ResourceProvider, 'change', provider('busy').pk)
+    data = form_data(admin_client.get(url))
+    api.set_traits(cloud['busy'], ['HW_CPU_X86_AVX2', 'CUSTOM_RACK1'])
+    before = db_snapshot()
+    data[inventory_key(data, 'VCPU', 'total')] = 16
+    errors = form_errors(admin_client.post(url, data))
+    assert any('concurrently updated' in e and 'reload the page' in e for e in errors), errors
+    assert db_snapshot() == before
+
+
+def test_moving_a_provider_under_its_own_subtree_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    numa0 = provider('numa0').pk
+
+    def loop(data):
+        data['parent_provider'] = numa0
+
+    errors = form_errors(edit_provider(admin_client, 'parent', loop))
+    assert 'A provider cannot be moved under itself or one of its descendants.' in errors
+    assert db_snapshot() == before
+
+
+def test_a_duplicate_name_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    response = admin_client.post(admin_url(ResourceProvider, 'add'), {
+        'name': 'busy', 'uuid': '',
+        **{f'{p}-{k}': v for p in (INVENTORIES, TRAITS, AGGREGATES)
+           for k, v in {'TOTAL_FORMS': 0, 'INITIAL_FORMS': 0}.items()}})
+    assert any('already exists' in e for e in form_errors(response))
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('name', ['busy', 'parent'])
+def test_deleting_a_provider_in_use_or_with_children_is_refused(admin_client, cloud,
+                                                                db_snapshot, name):
+    reason = {'busy': 'Resource provider has allocations.',
+              'parent': 'Cannot delete resource provider that is a parent of another. '
+                        'Delete child providers first.'}[name]
+    expected = f'Cannot delete resource provider “{name}”: {reason}'
+    before = db_snapshot()
+    url = admin_url(ResourceProvider, 'delete', provider(name).pk)
+    for response in (admin_client.get(url, follow=True),
+                     admin_client.post(url, {'post': 'yes'}, follow=True)):
+        assert response.redirect_chain[-1][0] == admin_url(ResourceProvider, 'change',
+                                                           provider(name).pk)
+        assert messages_of(response) == [expected]
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('name', ['busy', 'parent'])
+def test_bulk_delete_with_a_provider_in_use_or_with_children_deletes_nothing(
+        admin_client, cloud, db_snapshot, name):
+    before = db_snapshot()
+    selected = [provider('spare'), provider(name)]
+    for confirm in (False, True):
+        response = delete_selected(admin_client, ResourceProvider, selected, confirm=confirm)
+        assert response.status_code == 200
+        [message] = messages_of(response)
+        assert message.startswith(
+            f'Nothing was deleted. Cannot delete resource provider “{name}”: ')
+    assert db_snapshot() == before
+
+
+def test_bulk_delete_refused_while_deleting_is_an_error_message(admin_client, cloud, db_snapshot,
+                                                                 monkeypatch):
+    """Allocations made after the confirmation page: the service refuses."""
+    monkeypatch.setattr(ResourceProviderAdmin, 'delete_refusal', lambda self, obj: None)
+    before = db_snapshot()
+    response = delete_selected(admin_client, ResourceProvider,
+                               [provider('spare'), provider('busy')])
+    assert messages_of(response) == [
+        'Nothing was deleted. Cannot delete resource provider “busy”: '
+        'Resource provider has allocations.']
+    assert db_snapshot() == before
+
+
+def test_standard_resource_classes_are_read_only(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    vcpu = ResourceClass.objects.get(name='VCPU')
+    change = admin_url(ResourceClass, 'change', vcpu.pk)
+    response = admin_client.get(change)
+    assert response.context['has_change_permission'] is False
+    assert response.context['has_delete_permission'] is False
+    response = admin_client.post(change, {'name': 'CUSTOM_VCPU'}, follow=True)
+    assert messages_of(response) == ['Cannot update standard resource class VCPU.']
+    response = admin_client.post(admin_url(ResourceClass, 'delete', vcpu.pk), {'post': 'yes'},
+                                 follow=True)
+    assert messages_of(response) == [
+        'Cannot delete resource class “VCPU”: Cannot delete standard resource class VCPU.']
+    response = delete_selected(admin_client, ResourceClass,
+                               [vcpu, ResourceClass.objects.get(name='CUSTOM_GPU')])
+    assert messages_of(response) == [
+        'Nothing was deleted. Cannot delete resource class “VCPU”: '
+        'Cannot delete standard resource class VCPU.']
+    assert db_snapshot() == before
+
+
+def test_standard_traits_are_read_only(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    trait = Trait.objects.get(name='COMPUTE_NODE')
+    change = admin_url(Trait, 'change', trait.pk)
+    assert admin_client.get(change).context['has_delete_permission'] is False
+    response = admin_client.post(change, {'name': 'CUSTOM_NODE'}, follow=True)
+    assert messages_of(response) == ['Cannot update standard trait COMPUTE_NODE.']
+    response = admin_client.post(admin_url(Trait, 'delete', trait.pk), {'post': 'yes'},
+                                 follow=True)
+    assert messages_of(response) == [
+        'Cannot delete trait “COMPUTE_NODE”: Cannot delete standard trait COMPUTE_NODE.']
+    assert db_snapshot() == before
+
+
+def test_custom_names_in_use_are_not_deleted(admin_client, api, cloud, db_snapshot):
+    api.set_traits(cloud['busy'], ['HW_CPU_X86_AVX2', 'CUSTOM_RACK1'])
+    before = db_snapshot()
+    gpu = ResourceClass.objects.get(name='CUSTOM_GPU')
+    response = admin_client.post(admin_url(ResourceClass, 'delete', gpu.pk), {'post': 'yes'},
+                                 follow=True)
+    assert messages_of(response) == [
+        'Cannot delete resource class “CUSTOM_GPU”: Cannot delete resource class CUSTOM_GPU. '
+        'Class is in use in inventory.']
+    rack = Trait.objects.get(name='CUSTOM_RACK1')
+    response = delete_selected(admin_client, Trait, [rack])
+    assert messages_of(response) == [
+        'Nothing was deleted. Cannot delete trait “CUSTOM_RACK1”: '
+        'The trait CUSTOM_RACK1 is in use by a resource provider.']
+    response = admin_client.post(change := admin_url(Trait, 'change', rack.pk),
+                                 {'name': 'CUSTOM_RACK2'}, follow=True)
+    assert messages_of(response) == [
+        'Cannot rename trait CUSTOM_RACK1: create the new trait and delete this one.']
+    assert response.redirect_chain[-1][0] == change
+    assert db_snapshot() == before
+
+
+def test_a_non_custom_name_is_refused(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    for model in (ResourceClass, Trait):
+        response = admin_client.post(admin_url(model, 'add'), {'name': 'GPU'})
+        assert form_errors(response) == [
+            'A custom name starts with CUSTOM_ and uses only A-Z, 0-9 and _.']
+        response = admin_client.post(admin_url(model, 'add'), {'name': 'CUSTOM_GPU'
+                                                               if model is ResourceClass
+                                                               else 'CUSTOM_RACK1'})
+        assert any('already exists' in e for e in form_errors(response))
+    assert db_snapshot() == before
+
+
+# ---- successful edits: through the services, as the API does them --------------------
+
+def test_custom_resource_class_create_rename_delete(admin_client, api):
+    response = admin_client.post(admin_url(ResourceClass, 'add'), {'name': 'CUSTOM_FPGA'})
+    assert response.status_code == 302
+    rc = ResourceClass.objects.get(name='CUSTOM_FPGA')
+    assert rc.id >= ResourceClass.MIN_CUSTOM_ID
+    assert api.get('/resource_classes/CUSTOM_FPGA').status_code == 200
+    response = admin_client.post(admin_url(ResourceClass, 'change', rc.pk),
+                                 {'name': 'CUSTOM_FPGA2'})
+    assert response.status_code == 302
+    assert api.get('/resource_classes/CUSTOM_FPGA2').status_code == 200
+    assert ResourceClass.objects.get(pk=rc.pk).updated_at is not None
+    response = admin_client.post(admin_url(ResourceClass, 'delete', rc.pk), {'post': 'yes'})
+    assert response.status_code == 302
+    assert api.get('/resource_classes/CUSTOM_FPGA2').status_code == 404
+
+
+def test_custom_trait_create_and_delete(admin_client, api):
+    response = admin_client.post(admin_url(Trait, 'add'), {'name': 'CUSTOM_RACK9'}, follow=True)
+    assert messages_of(response) == ['The trait “CUSTOM_RACK9” was added successfully.']
+    assert api.get('/traits/CUSTOM_RACK9').status_code == 204
+    response = delete_selected(admin_client, Trait, [Trait.objects.get(name='CUSTOM_RACK9')])
+    assert messages_of(response) == ['Successfully deleted 1 trait.']
+    assert api.get('/traits/CUSTOM_RACK9').status_code == 404
+
+
+def twins(api):
+    """Two identical providers: one edited in the admin, one through the API."""
+    return api.create_provider(name='by-admin')['uuid'], api.create_provider(name='by-api')['uuid']
+
+
+def test_inventory_trait_and_aggregate_edits_bump_the_generation_as_the_api_does(admin_client,
+                                                                                  api):
+    by_admin, by_api = twins(api)
+    vcpu, disk = rc_id('VCPU'), rc_id('DISK_GB')
+    avx2 = Trait.objects.get(name='HW_CPU_X86_AVX2').pk
+
+    edit_provider(admin_client, 'by-admin', lambda d: add_row(d, INVENTORIES, resource_class=vcpu,
+                                                              total=8, reserved=0, min_unit=1,
+                                                              max_unit=8, step_size=1,
+                                                              allocation_ratio=16.0))
+    api.set_inventory(by_api, {'VCPU': {'total': 8, 'max_unit': 8, 'allocation_ratio': 16.0}})
+    assert generation(api, by_admin) == generation(api, by_api) == 1
+    assert (api.get(f'/resource_providers/{by_admin}/inventories').body['inventories']
+            == api.get(f'/resource_providers/{by_api}/inventories').body['inventories'])
+
+    edit_provider(admin_client, 'by-admin', lambda d: add_row(d, TRAITS, trait=avx2))
+    api.set_traits(by_api, ['HW_CPU_X86_AVX2'])
+    assert generation(api, by_admin) == generation(api, by_api) == 2
+
+    edit_provider(admin_client, 'by-admin',
+                  lambda d: add_row(d, AGGREGATES, aggregate_uuid=AGGREGATE))
+    api.set_aggregates(by_api, [AGGREGATE])
+    assert generation(api, by_admin) == generation(api, by_api) == 3
+    assert (api.get(f'/resource_providers/{by_admin}/aggregates').body['aggregates']
+            == [AGGREGATE])
+
+    def everything(data):
+        data[f'{INVENTORIES}-0-total'] = 16
+        add_row(data, INVENTORIES, resource_class=disk, total=100, reserved=0, min_unit=1,
+                max_unit=2147483647, step_size=1, allocation_ratio=1.0)
+        data[f'{TRAITS}-0-DELETE'] = 'on'
+        data[f'{AGGREGATES}-0-aggregate_uuid'] = other = new_uuid()
+        return other
+
+    response = edit_provider(admin_client, 'by-admin', everything)
+    assert response.status_code == 302, form_errors(response)
+    api.set_inventory(by_api, {'VCPU': {'total': 16, 'max_unit': 8, 'allocation_ratio': 16.0},
+                               'DISK_GB': {'total': 100}})
+    api.set_traits(by_api, [])
+    api.set_aggregates(by_api, [new_uuid()])
+    assert generation(api, by_admin) == generation(api, by_api) == 6
+    assert api.get(f'/resource_providers/{by_admin}/traits').body['traits'] == []
+
+    # Renaming and an unchanged save bump nothing, as PUT /resource_providers/{uuid}.
+    edit_provider(admin_client, 'by-admin', lambda d: d.update(name='by-admin-2'))
+    api.put(f'/resource_providers/{by_api}', {'name': 'by-api-2'})
+    edit_provider(admin_client, 'by-admin-2', lambda d: None)
+    assert generation(api, by_admin) == generation(api, by_api) == 6
+    assert api.get(f'/resource_providers/{by_admin}').body['name'] == 'by-admin-2'
+
+
+def test_inventory_delete_bumps_the_generation_as_the_api_does(admin_client, api, cloud):
+    by_admin, by_api = twins(api)
+    for rp in (by_admin, by_api):
+        api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
+    edit_provider(admin_client, 'by-admin', lambda d: d.update(
+        {inventory_key(d, 'DISK_GB', 'DELETE'): 'on'}))
+    assert api.delete(f'/resource_providers/{by_api}/inventories/DISK_GB').status_code == 204
+    assert generation(api, by_admin) == generation(api, by_api) == 2
+    assert list(api.get(f'/resource_providers/{by_admin}/inventories').body['inventories']) == [
+        'VCPU']
+
+
+def test_create_a_provider_with_inventory_in_a_tree(admin_client, api, cloud):
+    rp_uuid = new_uuid()
+    data = {'name': 'numa1', 'uuid': rp_uuid.upper(), 'parent_provider': provider('parent').pk}
+    for prefix in (INVENTORIES, TRAITS, AGGREGATES):
+        data.update({f'{prefix}-TOTAL_FORMS': 0, f'{prefix}-INITIAL_FORMS': 0})
+    add_row(data, INVENTORIES, resource_class=rc_id('VCPU'), total=4, reserved=0, min_unit=1,
+            max_unit=4, step_size=1, allocation_ratio=1.0)
+    response = admin_client.post(admin_url(ResourceProvider, 'add'), data)
+    assert response.status_code == 302, form_errors(response)
+    body = api.get(f'/resource_providers/{rp_uuid}').body
+    assert (body['name'], body['generation']) == ('numa1', 1)
+    assert body['parent_provider_uuid'] == body['root_provider_uuid'] == cloud['parent']
+    assert api.get(f'/resource_providers/{rp_uuid}/inventories').body['inventories']['VCPU'][
+        'total'] == 4
+
+    response = admin_client.post(admin_url(ResourceProvider, 'add'), {**data, 'name': 'solo',
+                                                                      'uuid': '',
+                                                                      'parent_provider': ''})
+    assert response.status_code == 302, form_errors(response)
+    solo = provider('solo')
+    assert solo.root_provider_id == solo.pk
+    assert uuid_lib.UUID(solo.uuid)
+
+
+def test_reparenting_moves_the_subtree(admin_client, api, cloud):
+    busy = provider('busy').pk
+    response = edit_provider(admin_client, 'parent', lambda d: d.update(parent_provider=busy))
+    assert response.status_code == 302, form_errors(response)
+    for name in ('parent', 'numa0'):
+        assert api.get(f'/resource_providers/{cloud[name]}').body['root_provider_uuid'] == \
+            cloud['busy']
+    response = edit_provider(admin_client, 'parent', lambda d: d.pop('parent_provider'))
+    assert response.status_code == 302, form_errors(response)
+    assert api.get(f'/resource_providers/{cloud["numa0"]}').body['root_provider_uuid'] == \
+        cloud['parent']
+
+
+def test_delete_providers(admin_client, api, cloud):
+    response = admin_client.post(admin_url(ResourceProvider, 'delete', provider('spare').pk),
+                                 {'post': 'yes'}, follow=True)
+    assert messages_of(response)[0].startswith('The resource provider “spare” was deleted')
+    response = delete_selected(admin_client, ResourceProvider, [provider('numa0')])
+    assert messages_of(response) == ['Successfully deleted 1 resource provider.']
+    assert api.get(f'/resource_providers/{cloud["numa0"]}').status_code == 404
+    assert set(ResourceProvider.objects.values_list('name', flat=True)) == {'parent', 'busy'}
+
+
+def test_deleting_a_consumer_deletes_its_allocations_as_the_api_does(admin_client, api, cloud):
+    by_admin, by_api = twins(api)
+    for rp in (by_admin, by_api):
+        api.set_inventory(rp, {'VCPU': {'total': 8}})
+    mine, theirs = new_uuid(), new_uuid()
+    assert api.allocate(mine, {by_admin: {'VCPU': 2}}).status_code == 204
+    assert api.allocate(theirs, {by_api: {'VCPU': 2}}).status_code == 204
+    response = delete_selected(admin_client, Consumer, [Consumer.objects.get(uuid=mine)])
+    assert messages_of(response) == ['Successfully deleted 1 consumer.']
+    assert api.delete(f'/allocations/{theirs}').status_code == 204
+    assert generation(api, by_admin) == generation(api, by_api)
+    assert api.get(f'/resource_providers/{by_admin}/usages').body['usages'] == {'VCPU': 0}
+    assert not Consumer.objects.filter(uuid=mine).exists()
+
+    consumer = Consumer.objects.get(consumer_type__name='INSTANCE')  # the cloud's, on busy
+    response = admin_client.post(admin_url(Consumer, 'delete', consumer.pk), {'post': 'yes'},
+                                 follow=True)
+    assert messages_of(response)[0].startswith('The consumer “')
+    assert api.get(f'/resource_providers/{cloud["busy"]}/usages').body['usages']['VCPU'] == 0
+
+
+def test_read_only_models_cannot_be_written(admin_client, cloud, db_snapshot):
+    before = db_snapshot()
+    allocation = Allocation.objects.first()
+    assert admin_client.post(admin_url(Allocation, 'change', allocation.pk),
+                             {'used': 1}).status_code == 403
+    assert admin_client.post(admin_url(Allocation, 'delete', allocation.pk),
+                             {'post': 'yes'}).status_code == 403
+    assert admin_client.get(admin_url(Aggregate, 'add')).status_code == 403
+    assert admin_client.get(admin_url(Consumer, 'add')).status_code == 403
+    assert db_snapshot() == before
+
+
+# ---- no per-row queries --------------------------------------------------------------
+
+def build_cloud(start, count):
+    """Compute nodes with inventory, traits, aggregates, a NUMA child and a
+    consumer each."""
+    for i in range(start, start + count):
+        root = services.provider_create(name=f'cn{i}')
+        services.inventories_replace(provider=root, inventories={
+            'VCPU': {'total': 16}, 'MEMORY_MB': {'total': 4096}})
+        services.traits_replace(provider=root, trait_names=['HW_CPU_X86_AVX2', 'COMPUTE_NODE'])
+        services.aggregates_replace(provider=root, aggregate_uuids=[AGGREGATE, new_uuid()])
+        numa = services.provider_create(name=f'cn{i}-numa0', parent_provider_uuid=root.uuid)
+        services.inventories_replace(provider=numa, inventories={'VCPU': {'total': 8}})
+        allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+            consumer_uuid=new_uuid(), allocations={root.uuid: {'VCPU': 1, 'MEMORY_MB': 64}},
+            project_id=f'project-{i}', user_id=f'user-{i}', generation=None,
+            consumer_type='INSTANCE' if i % 2 else 'MIGRATION')])
+
+
+def changelist_queries(client):
+    counts = {}
+    for model in (ResourceProvider, Inventory, ResourceClass, Trait, Aggregate, Consumer,
+                  Allocation, Project, User, ConsumerType):
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(admin_url(model))
+        assert response.status_code == 200
+        counts[model.__name__] = (len(captured), response.context['cl'].result_count)
+    return counts
+
+
+def test_changelist_queries_do_not_grow_with_rows(admin_client, db):
+    build_cloud(0, 5)
+    admin_client.get(admin_url(ResourceProvider))  # session and user warm
+    few = changelist_queries(admin_client)
+    build_cloud(5, 45)
+    many = changelist_queries(admin_client)
+    assert {name: queries for name, (queries, _) in few.items()} == \
+        {name: queries for name, (queries, _) in many.items()}
+    assert few['ResourceProvider'][1] == 10 and many['ResourceProvider'][1] == 100
+    assert many['Consumer'][1] == 50
