@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field
 
 import os_traits
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 
 from providers import exceptions
 from providers.models import (Inventory, ProviderAggregate, ProviderTrait, ResourceClass,
@@ -504,12 +504,17 @@ class GroupSearch:
                 raise NoCandidates()
             self.tree_root_id = root
         self.with_resource = {}
+        # The root comes from a per-row primary-key lookup, not a join: the
+        # capacity filter defeats PostgreSQL's row estimate, and with a join
+        # it picked a nested loop over every provider for every inventory.
+        root = Subquery(ResourceProvider.objects.filter(
+            pk=OuterRef('resource_provider_id')).values('root_provider_id')[:1])
         for class_id, amount in self.resources.items():
-            fitting = Inventory.objects.filter(resource_class_id=class_id).able_to_fit(amount)
+            fitting = Inventory.objects.filter(resource_class_id=class_id).able_to_fit(
+                amount).annotate(root=root)
             if self.tree_root_id is not None:
-                fitting = fitting.filter(resource_provider__root_provider_id=self.tree_root_id)
-            found = set(fitting.values_list('resource_provider_id',
-                                            'resource_provider__root_provider_id'))
+                fitting = fitting.filter(root=self.tree_root_id)
+            found = set(fitting.values_list('resource_provider_id', 'root').order_by())
             self.record('capacity', len(found), f'{amount} {search.class_names[class_id]}')
             if not found:
                 raise NoCandidates()
