@@ -7,7 +7,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
-from allocations.models import Allocation
+from allocations.models import Allocation, Consumer
 from providers import reports
 from providers.filters import ProviderFilterSet, ordering
 from providers.models import Aggregate, ResourceProvider
@@ -45,7 +45,12 @@ def provider_detail(request, uuid):
     provider = get_object_or_404(
         ResourceProvider.objects.select_related('parent_provider', 'root_provider'), uuid=uuid)
     sharing = reports.is_sharing(provider)
-    allocations = Allocation.objects.filter(resource_provider=provider).select_related(
+    # A shared pool can serve thousands of consumers: a page at a time.
+    consumers = Paginator(Consumer.objects.filter(allocations__resource_provider=provider)
+                          .distinct().order_by('uuid').values_list('pk', flat=True),
+                          PAGE_SIZE).get_page(request.GET.get('page'))
+    allocations = Allocation.objects.filter(
+        resource_provider=provider, consumer_id__in=list(consumers)).select_related(
         'resource_class', 'consumer__project', 'consumer__user', 'consumer__consumer_type',
     ).order_by('consumer__uuid', 'resource_class_id')
     by_consumer = collections.OrderedDict()
@@ -60,6 +65,7 @@ def provider_detail(request, uuid):
         'sharing': sharing,
         'related': reports.sharing_relations(provider, sharing),
         'by_consumer': by_consumer,
+        'page': consumers,
     })
 
 
