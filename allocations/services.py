@@ -11,7 +11,7 @@ import collections
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
@@ -51,14 +51,24 @@ def allocations_replace(requests):
         try:
             with transaction.atomic():
                 return _replace(requests)
-        except (exceptions.ProviderConcurrentUpdate, IntegrityError):
+        except (exceptions.ProviderConcurrentUpdate, IntegrityError, OperationalError) as exc:
             # A concurrent writer created the same consumer, project or user,
-            # or bumped a provider we had not locked: start again from fresh
-            # reads. Consumer generation conflicts are the client's to solve.
+            # or bumped a provider we had not locked, or the database broke a
+            # deadlock: start again from fresh reads. Consumer generation
+            # conflicts are the client's to solve.
+            if isinstance(exc, OperationalError) and not _is_retryable(exc):
+                raise
             if attempt == ATTEMPTS - 1:
                 raise exceptions.ProviderConcurrentUpdate()
             for request in requests:
                 request.consumer = None
+
+
+def _is_retryable(exc):
+    """A deadlock or serialization failure (PostgreSQL), or a busy lock
+    (SQLite): the whole transaction was rolled back and may simply be rerun."""
+    code = getattr(exc.__cause__, 'pgcode', None)
+    return code in ('40P01', '40001') or 'database is locked' in str(exc)
 
 
 def allocations_delete(*, consumer_uuid):
@@ -168,40 +178,52 @@ def _replace(requests):
 
 def _ensure_consumers(requests):
     """Lock or create each consumer, checking generations (1.28+) and
-    updating project, user and consumer type when they changed."""
+    updating project, user and consumer type when they changed.
+
+    Rows are locked and created in one fixed order (consumers, then owners
+    and types, each sorted) so two writers can never deadlock on them.
+    """
     uuids = sorted({r.consumer_uuid for r in requests})
     existing = {c.uuid: c for c in Consumer.objects.select_for_update().filter(
         uuid__in=uuids).order_by('uuid')}
-    for request in requests:
-        project_id, user_id = request.project_id, request.user_id
-        if project_id is None:  # written before 1.8: no owner given
-            project_id = settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID
-            user_id = settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID
-        project = _get_or_create(Project, external_id=project_id)
-        user = _get_or_create(User, external_id=user_id)
-        consumer_type = (_get_or_create(ConsumerType, name=request.consumer_type)
-                         if request.consumer_type else None)
+    owners = [(r.project_id, r.user_id) if r.project_id is not None else
+              # written before 1.8: no owner given
+              (settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID,
+               settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID) for r in requests]
+    projects = {pid: _get_or_create(Project, external_id=pid)
+                for pid in sorted({project for project, _ in owners})}
+    users = {uid: _get_or_create(User, external_id=uid) for uid in sorted({u for _, u in owners})}
+    types = {name: _get_or_create(ConsumerType, name=name)
+             for name in sorted({r.consumer_type for r in requests if r.consumer_type})}
+    new = []
+    for request, (project_id, user_id) in zip(requests, owners):
+        project, user = projects[project_id], users[user_id]
+        consumer_type = types.get(request.consumer_type)
         consumer = existing.get(request.consumer_uuid)
-        if consumer is not None:
-            if request.generation is not NOT_CHECKED and consumer.generation != request.generation:
-                raise exceptions.ConsumerGenerationConflict(
-                    expected=consumer.generation, got=request.generation)
-            changes = {}
-            if consumer.project_id != project.pk or consumer.user_id != user.pk:
-                changes.update(project_id=project.pk, user_id=user.pk)
-            if consumer_type is not None and consumer.consumer_type_id != consumer_type.pk:
-                changes['consumer_type_id'] = consumer_type.pk
-            if changes:
-                Consumer.objects.filter(pk=consumer.pk).update(updated_at=timezone.now(), **changes)
-                for name, value in changes.items():
-                    setattr(consumer, name, value)
-        else:
+        if consumer is None:
             if request.generation not in (NOT_CHECKED, None):
                 raise exceptions.ConsumerGenerationConflict(expected='null', got=request.generation)
-            consumer = Consumer.objects.create(
+            new.append((request, project, user, consumer_type))
+            continue
+        if request.generation is not NOT_CHECKED and consumer.generation != request.generation:
+            raise exceptions.ConsumerGenerationConflict(
+                expected=consumer.generation, got=request.generation)
+        changes = {}
+        if consumer.project_id != project.pk or consumer.user_id != user.pk:
+            changes.update(project_id=project.pk, user_id=user.pk)
+        if consumer_type is not None and consumer.consumer_type_id != consumer_type.pk:
+            changes['consumer_type_id'] = consumer_type.pk
+        if changes:
+            Consumer.objects.filter(pk=consumer.pk).update(updated_at=timezone.now(), **changes)
+            for name, value in changes.items():
+                setattr(consumer, name, value)
+        request.consumer = consumer
+    for request, project, user, consumer_type in sorted(new, key=lambda n: n[0].consumer_uuid):
+        consumer = existing.get(request.consumer_uuid)
+        if consumer is None:  # the same new consumer twice in one request
+            consumer = existing[request.consumer_uuid] = Consumer.objects.create(
                 uuid=request.consumer_uuid, project=project, user=user,
                 consumer_type=consumer_type)
-            existing[consumer.uuid] = consumer
         request.consumer = consumer
 
 

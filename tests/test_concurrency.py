@@ -117,3 +117,27 @@ def test_same_consumer_written_concurrently_keeps_one_version(server, nearly_ful
     held = server.call('GET', f'/allocations/{consumer}').json()
     assert held['consumer_generation'] == 1
     assert held['allocations'][nearly_full]['resources'] == {'VCPU': 1}
+
+
+def test_writers_creating_the_same_new_projects_in_any_order_all_succeed(server):
+    """New projects and users are created in one fixed order: two writers
+    naming them in opposite orders must not deadlock (a 500 before)."""
+    rp = str(uuid.uuid4())
+    assert server.call('POST', '/resource_providers', {'name': 'cn-owners', 'uuid': rp}).ok
+    assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
+        'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 1000}}}).ok
+    owners = [(f'project-{n}', f'user-{n}') for n in range(4)]
+
+    def write(i):
+        order = owners if i % 2 else list(reversed(owners))
+        body = {str(uuid.uuid4()): {
+            'allocations': {rp: {'resources': {'VCPU': 1}}}, 'project_id': project,
+            'user_id': user, 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+            for project, user in order}
+        return server.call('POST', '/allocations', body)
+
+    answers = together(WRITERS, write)
+    assert [a.status_code for a in answers] == [204] * WRITERS, [a.text for a in answers
+                                                                 if a.status_code != 204][:1]
+    usages = server.call('GET', f'/resource_providers/{rp}/usages').json()['usages']
+    assert usages == {'VCPU': WRITERS * len(owners)}
