@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 
 from allocations.models import Allocation, Consumer
@@ -186,6 +186,7 @@ class Command(BaseCommand):
             else:
                 with transaction.atomic():
                     Loader(seed, size).load()
+                refresh_statistics()
                 self.summary(size, seed, time.monotonic() - started)
         except PlacementDomainError as error:
             raise CommandError(f'Could not load the demo: {error}')
@@ -473,3 +474,11 @@ class Loader:
                 if allocations is not None:
                     self.consumer('MIGRATION', project, user, allocations)
                     break
+
+
+def refresh_statistics():
+    """Give PostgreSQL's planner the new row counts at once (autovacuum would
+    get there later): a bulk load makes its statistics stale."""
+    if connection.vendor == 'postgresql':
+        with connection.cursor() as cursor:
+            cursor.execute('ANALYZE')
