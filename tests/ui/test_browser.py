@@ -1,0 +1,627 @@
+"""The dashboards in a real browser: headless Chromium (Debian's, never a
+downloaded one) against live_server with the demo cloud loaded. Every page's
+numbers are checked against what the Placement API answers over HTTP for the
+same providers and projects, and every page visited is saved as a full-page
+screenshot in test-artifacts/screenshots/."""
+import collections
+import io
+import math
+import os
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import requests
+from django.core.management import call_command
+from django.db.backends.signals import connection_created
+
+from providers.views import PAGE_SIZE
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync', '--no-first-run']
+SCREENSHOTS = Path(__file__).resolve().parents[2] / 'test-artifacts' / 'screenshots'
+HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
+STAFF, PASSWORD = 'operator', 'browser-test-pw-7Q'
+NFS = 'nfs-share-1'
+FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'
+IMPOSSIBLE = 'VCPU:100000'
+STATEMENT_TIMEOUT = '60s'
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+# ---- the Placement API over HTTP -------------------------------------------
+
+class Api:
+    """GETs against live_server with an admin token; per-provider books cached.
+    A connection per request: on a kept-alive one the live server's replies
+    wait out a 40 ms delayed ACK."""
+
+    def __init__(self, url):
+        self.url = url
+        self._books = {}
+
+    def get(self, path, version=None, **params):
+        headers = dict(HEADERS)
+        if version:
+            headers['OpenStack-API-Version'] = f'placement {version}'
+        response = requests.get(self.url + path, params=params, headers=headers, timeout=90)
+        assert response.status_code == 200, (path, params, response.status_code, response.text)
+        return response.json()
+
+    def providers(self, **params):
+        """{uuid: provider} of GET /resource_providers with the query."""
+        body = self.get('/resource_providers', **params)
+        return {p['uuid']: p for p in body['resource_providers']}
+
+    def provider_named(self, name):
+        (provider,) = self.providers(name=name).values()
+        return provider
+
+    def books(self, uuid):
+        """{class: inventory + used + capacity} from /inventories and /usages."""
+        if uuid not in self._books:
+            inventories = self.get(f'/resource_providers/{uuid}/inventories')['inventories']
+            usages = self.get(f'/resource_providers/{uuid}/usages')['usages']
+            assert set(usages) <= set(inventories), (uuid, usages, inventories)
+            self._books[uuid] = {
+                rc: dict(inv, used=usages.get(rc, 0),
+                         capacity=(inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+                for rc, inv in inventories.items()}
+        return self._books[uuid]
+
+    def summed_books(self, uuids):
+        """{class: {total, reserved, capacity, used, providers}} over the providers."""
+        sums = collections.defaultdict(collections.Counter)
+        for uuid in uuids:
+            for rc, inv in self.books(uuid).items():
+                sums[rc].update(total=inv['total'], reserved=inv['reserved'],
+                                capacity=inv['capacity'], used=inv['used'], providers=1)
+        return sums
+
+    def max_utilization(self, uuid):
+        """The fullest inventory's used / capacity, None without capacity."""
+        fractions = [inv['used'] / inv['capacity'] for inv in self.books(uuid).values()
+                     if inv['capacity']]
+        return max(fractions) if fractions else None
+
+    def candidates(self, resources, **params):
+        return self.get('/allocation_candidates', resources=resources, **params)
+
+
+def number(text):
+    """A number as the pages print it ('1,470', '76', '101376.0')."""
+    return float(text.replace(',', '').strip())
+
+
+def held(allocations):
+    """{provider uuid: {class: amount}} of an allocations body, comparable."""
+    return {uuid: dict(entry['resources']) for uuid, entry in allocations.items()}
+
+
+# ---- the browser ---------------------------------------------------------
+
+@pytest.fixture
+def chromium():
+    """Debian's chromium; a missing one fails the tests (no browser is ever
+    downloaded)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
+                    '(apt-get install chromium); they never download a browser.')
+    return CHROMIUM
+
+
+@pytest.fixture
+def statement_timeout():
+    """On PostgreSQL every query gives up after a minute, so that a runaway
+    query fails its page (a 500) instead of holding the locks the database
+    flush after the test then waits for, forever."""
+    def limit(sender, connection, **kwargs):
+        if connection.vendor == 'postgresql':
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+    connection_created.connect(limit)
+    yield
+    connection_created.disconnect(limit)
+
+
+@pytest.fixture
+def api(statement_timeout, live_server):
+    """The demo cloud (and the staff user) loaded; the API client for it."""
+    call_command('load_demo', size='small', staff_user=STAFF, password=PASSWORD,
+                 stdout=io.StringIO())
+    return Api(live_server.url)
+
+
+@pytest.fixture
+def page(chromium, live_server, api):
+    """A page of headless chromium on live_server, signed out.
+
+    The browser starts after the demo is loaded and stops before the database
+    is flushed: while Playwright's sync API runs, its event loop makes Django
+    take this thread for async code (and give it another connection), so the
+    tests themselves only use HTTP and the browser."""
+    from playwright.sync_api import sync_playwright
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(base_url=live_server.url,
+                                      viewport={'width': 1366, 'height': 900})
+        context.set_default_timeout(90_000)  # beyond STATEMENT_TIMEOUT
+        page = context.new_page()
+        page.server_errors = []
+        page.on('response', lambda r: r.status >= 500 and page.server_errors.append(
+            f'{r.request.method} {r.url} answered {r.status}'))
+        yield page
+        browser.close()
+
+
+def shoot(page, name):
+    """A full-page screenshot of the page as it stands (no server error so far)."""
+    page.screenshot(path=str(SCREENSHOTS / f'{name}.png'), full_page=True)
+    no_server_errors(page)
+
+
+def no_server_errors(page):
+    assert not page.server_errors, f'server errors: {page.server_errors}'
+
+
+def sign_in(page, password=PASSWORD, shot=None):
+    """Sign in through the login form; `shot`: a screenshot of the answer."""
+    page.goto('/accounts/login/?next=/ui/')
+    page.fill('#id_username', STAFF)
+    page.fill('#id_password', password)
+    with page.expect_navigation():
+        page.click('main button[type=submit]')
+    no_server_errors(page)
+    if shot:
+        shoot(page, shot)
+
+
+def submit(page, form, fields):
+    """Fill the form's fields ({name: value}) and submit it."""
+    for name, value in fields.items():
+        field = page.locator(f'{form} [name="{name}"]')
+        if field.evaluate('e => e.tagName') == 'SELECT':
+            field.select_option(value)
+        else:
+            field.fill(value)
+    with page.expect_navigation():
+        page.click(f'{form} button[type=submit]')
+    no_server_errors(page)
+
+
+def query_of(page):
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+ROWS_JS = """rows => rows.map(r => ({data: {...r.dataset},
+    cells: [...r.cells].map(c => c.innerText.trim()),
+    links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
+    tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
+    parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
+        text: d.innerText.trim()}))}))"""
+
+
+def rows(page, selector):
+    """Each matching table row: data-* attributes, cell texts, links, tags
+    per cell, and its data-class parts (with their data-* and text)."""
+    return page.locator(selector).evaluate_all(ROWS_JS)
+
+
+def amounts(tags):
+    """{class: amount} of tags such as 'VCPU 4' or 'DISK_GB 4,000'."""
+    return {name: int(number(amount)) for name, amount in (tag.split(' ') for tag in tags)}
+
+
+def filled(query):
+    return {k: v for k, v in query.items() if v}
+
+
+def pages(count):
+    return math.ceil(count / PAGE_SIZE)
+
+
+def uuid_in(href):
+    return re.search(r'/([0-9a-f-]{36})/', href).group(1)
+
+
+def check_inventory_parts(api, uuid, parts):
+    """A providers-table cell's inventories (data-used, data-capacity and the
+    'used / capacity' text) against the API's books for the provider."""
+    books = api.books(uuid)
+    assert {p['class'] for p in parts} == set(books), uuid
+    for part in parts:
+        inv = books[part['class']]
+        assert int(part['used']) == inv['used'], (uuid, part)
+        assert int(part['capacity']) == round(inv['capacity']), (uuid, part)
+        used, capacity = re.search(r'([\d,]+) / ([\d,.]+)$', part['text']).groups()
+        assert (number(used), number(capacity)) == (inv['used'], round(inv['capacity'])), part
+
+
+# ---- the tests -------------------------------------------------------------
+
+def test_sign_in_then_the_overview_adds_up_every_provider(page, api):
+    """Signed out, /ui/ sends the browser to the login form; a wrong password
+    is refused; signed in, the overview's cards and per-class totals are the
+    sums of the API's inventories and usages over every provider."""
+    page.goto('/ui/')
+    assert urlparse(page.url).path == '/accounts/login/', page.url
+    assert query_of(page) == {'next': '/ui/'}
+    shoot(page, 'login')
+    sign_in(page, password='wrong', shot='login-refused')
+    assert urlparse(page.url).path == '/accounts/login/'
+    assert 'did not match' in page.inner_text('.notice.error')
+    sign_in(page)
+    assert urlparse(page.url).path == '/ui/', page.url
+    assert STAFF in page.inner_text('header .user')
+    shoot(page, 'overview')
+
+    providers = api.providers()
+    roots = [u for u, p in providers.items() if p['root_provider_uuid'] == u]
+    consumers = set()
+    for uuid in providers:
+        consumers |= set(api.get(f'/resource_providers/{uuid}/allocations')['allocations'])
+    projects = {api.get(f'/allocations/{c}')['project_id'] for c in consumers}
+    cards = {m: number(page.inner_text(f'[data-metric="{m}"]'))
+             for m in ('providers', 'roots', 'consumers', 'projects')}
+    assert cards == {'providers': len(providers), 'roots': len(roots),
+                     'consumers': len(consumers), 'projects': len(projects)}
+
+    expected = api.summed_books(providers)
+    shown = {}
+    for row in rows(page, '#classes tbody tr[data-class]'):
+        fields = dict(zip(['name', 'providers', 'total', 'reserved', 'capacity', 'used', 'free'],
+                          row['cells']))
+        shown[row['data']['class']] = fields
+    assert set(shown) == set(expected)
+    for rc, sums in expected.items():
+        fields = shown[rc]
+        assert number(fields['providers']) == sums['providers'], rc
+        assert number(fields['total']) == sums['total'], rc
+        assert number(fields['reserved']) == sums['reserved'], rc
+        assert number(fields['capacity']) == round(sums['capacity']), rc
+        assert number(fields['used']) == sums['used'], (rc, fields, sums)
+        assert number(fields['free']) == round(max(sums['capacity'] - sums['used'], 0)), rc
+
+    fullest = rows(page, '#fullest tbody tr')
+    assert len(fullest) == 10
+    for row in fullest:
+        uuid = uuid_in(row['links'][0])
+        inv = api.books(uuid)[row['cells'][1]]
+        assert number(row['cells'][2]) == inv['used'], row
+        assert number(row['cells'][3]) == round(inv['capacity']), row
+    # Nothing fuller than the fullest ten is left out.
+    fractions = sorted((inv['used'] / inv['capacity'] for u in providers
+                        for inv in api.books(u).values() if inv['capacity']), reverse=True)
+    shown_fractions = [number(r['cells'][2]) / number(r['cells'][3]) for r in fullest]
+    assert shown_fractions == pytest.approx(fractions[:10], abs=1e-3)
+
+
+def test_providers_filter_sort_and_pages(page, api):
+    """The providers table: every row's inventories equal the API's books; a
+    trait filter matches GET /resource_providers?required=; sorting by the
+    fullest inventory orders the rows; the pages cover the filtered set once."""
+    sign_in(page)
+    page.click('nav >> text=Providers')
+    page.wait_for_url('**/ui/providers/')
+    shoot(page, 'providers')
+    providers = api.providers()
+    assert page.inner_text('.subtitle') == f'{len(providers)} providers match.'
+    first = rows(page, '#providers tbody tr[data-uuid]')
+    assert len(first) == PAGE_SIZE
+    assert f'page 1 of {pages(len(providers))}' in page.inner_text('.pagination')
+    for row in first:
+        check_inventory_parts(api, row['data']['uuid'], row['parts'])
+
+    submit(page, 'form.filters', {'trait': 'HW_NUMA_ROOT'})
+    shoot(page, 'providers-filtered')
+    numa = api.providers(required='HW_NUMA_ROOT')
+    assert page.inner_text('.subtitle') == f'{len(numa)} providers match.'
+
+    # 'fullest' sorts ascending, a second click descending.
+    page.click('#providers thead >> text=fullest')
+    page.wait_for_url(re.compile(r'sort=utilization'))
+    page.click('#providers thead >> text=fullest')
+    page.wait_for_url(re.compile(r'sort=-utilization'))
+    assert filled(query_of(page)) == {'trait': 'HW_NUMA_ROOT', 'sort': '-utilization'}
+    shoot(page, 'providers-sorted')
+
+    seen, order, number_of_page = [], [], 1
+    while True:
+        page_rows = rows(page, '#providers tbody tr[data-uuid]')
+        for row in page_rows:
+            uuid = row['data']['uuid']
+            check_inventory_parts(api, uuid, row['parts'])
+            seen.append(uuid)
+            order.append(api.max_utilization(uuid))
+        if not page.locator('.pagination >> text=next →').count():
+            break
+        page.click('.pagination >> text=next →')
+        number_of_page += 1
+        page.wait_for_url(re.compile(rf'page={number_of_page}'))
+        assert filled(query_of(page)) == {
+            'trait': 'HW_NUMA_ROOT', 'sort': '-utilization', 'page': str(number_of_page)}
+        assert f'page {number_of_page} of {pages(len(numa))}' in page.inner_text('.pagination')
+        shoot(page, f'providers-sorted-page{number_of_page}')
+    assert number_of_page == pages(len(numa)) == 3
+    assert len(seen) == len(set(seen)) and set(seen) == set(numa)
+    assert all(a >= b - 1e-9 for a, b in zip(order, order[1:])), order
+
+
+def test_provider_pages_nfs_share_its_tree_and_numa_node(page, api):
+    """The NFS share's page, then a compute node it serves and that node's
+    NUMA node, reached through the page links: inventories, usages,
+    allocations, traits, aggregates and relations equal the API's."""
+    sign_in(page)
+    page.goto('/ui/providers/')
+    submit(page, 'form.filters', {'name': 'nfs-share'})
+    page.click(f'#providers >> text="{NFS}"')
+    nfs = api.provider_named(NFS)
+    page.wait_for_url(f'**/ui/providers/{nfs["uuid"]}/')
+    (aggregate,) = check_provider_page(page, api, nfs, 'provider-nfs-share-1')
+    assert urlparse(page.url).query == 'page=2'  # its consumers take two pages
+    assert 'shares its inventory through aggregates' in page.inner_text('.subtitle')
+    members = api.providers(member_of=aggregate)
+    served = sorted(p['name'] for u, p in members.items()
+                    if u != nfs['uuid'] and p['parent_provider_uuid'] is None)
+    related = page.locator('h2:has-text("Trees this provider shares with") + p a.tag')
+    assert related.all_inner_texts() == served
+    assert len(served) == 10  # row 1, racks 6-10, two nodes each
+
+    related.first.click()
+    node = api.provider_named(served[0])
+    page.wait_for_url(f'**/ui/providers/{node["uuid"]}/')
+    check_provider_page(page, api, node, f'provider-{served[0]}')
+    sharing = page.locator('h2:has-text("Sharing providers serving this tree") + p a.tag')
+    assert sharing.all_inner_texts() == [NFS]
+
+    numa_name = f'{served[0]}-numa0'
+    page.click(f'.tree >> text="{numa_name}"')
+    numa = api.provider_named(numa_name)
+    page.wait_for_url(f'**/ui/providers/{numa["uuid"]}/')
+    check_provider_page(page, api, numa, 'provider-numa-node')
+    tree = api.providers(in_tree=numa['uuid'])
+    assert sorted(page.locator('.tree a').all_inner_texts()) == sorted(
+        p['name'] for p in tree.values())
+    assert page.inner_text('.tree li.current > a') == numa_name
+    assert page.locator('#inventories tr[data-class]').count() == 2  # VCPU and MEMORY_MB
+
+
+def check_provider_page(page, api, provider, shot):
+    """A provider page against the API, its consumers page after page (a
+    screenshot of each); answers the provider's aggregates."""
+    shoot(page, shot)
+    uuid = provider['uuid']
+    assert page.inner_text('h1') == provider['name']
+    subtitle = page.inner_text('.subtitle')
+    assert uuid in subtitle and f'generation {provider["generation"]}' in subtitle
+    books = api.books(uuid)
+    inventory_rows = rows(page, '#inventories tbody tr[data-class]')
+    assert {r['data']['class'] for r in inventory_rows} == set(books)
+    for row in inventory_rows:
+        inv = books[row['data']['class']]
+        assert int(row['data']['used']) == inv['used'], row
+        assert int(row['data']['capacity']) == round(inv['capacity']), row
+        capacity_text, min_max_step, used_text = row['cells'][1:4]
+        assert number(capacity_text.split(' = ')[0]) == inv['capacity'], row
+        assert capacity_text.replace(',', '').endswith(
+            f"= ({inv['total']} − {inv['reserved']}) × {inv['allocation_ratio']}"), row
+        assert min_max_step.replace(',', '') == \
+            f"{inv['min_unit']} / {inv['max_unit']} / {inv['step_size']}"
+        assert number(used_text) == inv['used'], row
+    if not books:
+        assert page.inner_text('#inventories tbody') == 'No inventory.'
+
+    traits = api.get(f'/resource_providers/{uuid}/traits')['traits']
+    panel = page.locator('.panel', has=page.locator('h2', has_text='Traits'))
+    assert sorted(panel.locator('span.tag').all_inner_texts()) == sorted(traits)
+    aggregates = api.get(f'/resource_providers/{uuid}/aggregates')['aggregates']
+    assert sorted(panel.locator('a.tag').all_inner_texts()) == sorted(aggregates)
+
+    allocations = api.get(f'/resource_providers/{uuid}/allocations')['allocations']
+    count = len(allocations)
+    assert page.inner_text('h2:has(+ #allocations) .pct') == \
+        f'({count} consumer{"s" if count != 1 else ""})'
+    shown, number_of_page = {}, 1
+    while True:
+        page_rows = rows(page, '#allocations tbody tr[data-consumer]')
+        assert len(page_rows) <= PAGE_SIZE
+        for row in page_rows:
+            assert row['data']['consumer'] not in shown, row
+            shown[row['data']['consumer']] = amounts(row['tags'][-1])
+        next_page = page.locator('.pagination >> text=next →')
+        if not next_page.count():
+            break
+        next_page.click()
+        number_of_page += 1
+        page.wait_for_url(re.compile(rf'\?page={number_of_page}$'))
+        assert f'page {number_of_page} of {pages(count)}' in page.inner_text('.pagination')
+        shoot(page, f'{shot}-page{number_of_page}')
+    assert number_of_page == max(pages(count), 1)
+    assert shown == {c: dict(a['resources']) for c, a in allocations.items()}
+    return aggregates
+
+
+def test_pools_add_up_their_members(page, api):
+    """The pools list and the NFS share's pool: members and combined
+    capacity / used equal the sums of the API's books over the members."""
+    sign_in(page)
+    page.click('nav >> text=Pools')
+    page.wait_for_url('**/ui/pools/')
+    shoot(page, 'pools')
+    nfs = api.provider_named(NFS)
+    (nfs_aggregate,) = api.get(f'/resource_providers/{nfs["uuid"]}/aggregates')['aggregates']
+    pool_rows = rows(page, '#aggregates tbody tr[data-aggregate]')
+    assert len(pool_rows) == 5  # row1-3, the NFS share's, the IPv4 segment's
+    for row in pool_rows:
+        members = api.providers(member_of=row['data']['aggregate'])
+        assert number(row['cells'][1]) == len(members), row
+        sums = api.summed_books(members)
+        assert {p['class'] for p in row['parts']} == set(sums), row
+        for part in row['parts']:
+            used, capacity = re.search(r'([\d,]+) / ([\d,.]+)$', part['text']).groups()
+            assert number(used) == sums[part['class']]['used'], part
+            assert number(capacity) == round(sums[part['class']]['capacity']), part
+
+    page.click(f'#aggregates >> text="{nfs_aggregate}"')
+    page.wait_for_url(f'**/ui/pools/{nfs_aggregate}/')
+    shoot(page, 'pool-nfs-share-1')
+    members = api.providers(member_of=nfs_aggregate)
+    assert page.inner_text('.subtitle') == f'{len(members)} members.'
+    sums = api.summed_books(members)
+    combined = rows(page, '#pool tbody tr[data-class]')
+    assert {r['data']['class'] for r in combined} == set(sums) == {'DISK_GB'}
+    for row in combined:
+        expected = sums[row['data']['class']]
+        assert number(row['cells'][1]) == expected['providers'], row
+        assert number(row['cells'][2]) == round(expected['capacity']), row
+        assert number(row['cells'][3]) == expected['used'], row
+    member_rows = rows(page, '#members tbody tr[data-uuid]')
+    assert {r['data']['uuid'] for r in member_rows} == set(members)
+    for row in member_rows:
+        uuid = row['data']['uuid']
+        role = 'shares its inventory' if uuid == nfs['uuid'] else 'tree root'
+        assert row['cells'][1] == role, row
+        lines = [re.sub(r'\s+', ' ', line).strip().replace(',', '')
+                 for line in row['cells'][2].split('\n')]
+        expected = [f"{rc} {inv['used'] / inv['capacity']:.0%} "
+                    f"{inv['used']} / {round(inv['capacity'])}"
+                    for rc, inv in api.books(uuid).items()]
+        assert [line for line in lines if line] == (expected or ['no inventory']), row
+
+
+def test_usage_by_project_type_and_user_equals_get_usages(page, api):
+    """The usage page, unfiltered then for one project: per project the sums
+    of GET /usages at 1.9, per consumer type the counts and sums at 1.39, per
+    user the sums at 1.9, and the top consumers what they hold."""
+    sign_in(page)
+    page.click('nav >> text=Usage')
+    page.wait_for_url('**/ui/usage/')
+    shoot(page, 'usage')
+    providers = api.providers()
+    everything = api.summed_books(providers)
+    projects = check_usage_page(page, api)
+    assert len(projects) == 5
+    # No project is missing: the rows add up to the cloud's usage.
+    totals = collections.Counter()
+    for usages in projects.values():
+        totals.update(usages)
+    assert dict(totals) == {rc: s['used'] for rc, s in everything.items() if s['used']}
+
+    submit(page, 'form.filters', {'project': 'demo-db', 'top_class': 'MEMORY_MB'})
+    assert query_of(page)['project'] == 'demo-db'
+    shoot(page, 'usage-demo-db')
+    assert list(check_usage_page(page, api, top_class='MEMORY_MB')) == ['demo-db']
+    for table in ('#by-type', '#by-user', '#top'):
+        assert {r['data']['project'] if table != '#top' else r['cells'][1]
+                for r in rows(page, f'{table} tbody tr')} == {'demo-db'}, table
+
+
+def check_usage_page(page, api, top_class='VCPU'):
+    """The usage page's tables against the API; answers {project: usages}."""
+    by_project = {}
+    for row in rows(page, '#by-project tbody tr[data-project]'):
+        project = row['data']['project']
+        shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
+        assert shown == api.get('/usages', version='1.9', project_id=project)['usages'], project
+        by_type = api.get('/usages', project_id=project)['usages']
+        assert number(row['cells'][1]) == sum(t['consumer_count'] for t in by_type.values())
+        by_project[project] = shown
+    assert by_project
+
+    for row in rows(page, '#by-type tbody tr[data-project]'):
+        by_type = api.get('/usages', project_id=row['data']['project'])['usages']
+        expected = dict(by_type[row['data']['type']])
+        shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
+        assert dict(shown, consumer_count=int(number(row['cells'][2]))) == expected, row
+
+    for row in rows(page, '#by-user tbody tr[data-project]'):
+        project, user = row['data']['project'], row['data']['user']
+        shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
+        assert shown == api.get('/usages', version='1.9', project_id=project,
+                                user_id=user)['usages'], row
+        by_type = api.get('/usages', project_id=project, user_id=user)['usages']
+        assert number(row['cells'][2]) == sum(t['consumer_count'] for t in by_type.values())
+
+    top = rows(page, '#top tbody tr[data-consumer]')
+    assert top, top_class
+    held_amounts = []
+    for row in top:
+        body = api.get(f'/allocations/{row["data"]["consumer"]}')
+        holdings = collections.Counter()
+        for entry in body['allocations'].values():
+            holdings.update(entry['resources'])
+        project, user, kind, amount = row['cells'][1:5]
+        assert (project, user, kind) == (body['project_id'], body['user_id'],
+                                         body['consumer_type']), row
+        assert number(amount) == holdings[top_class], row
+        assert amounts(row['tags'][5]) == dict(holdings), row
+        held_amounts.append(number(amount))
+    assert held_amounts == sorted(held_amounts, reverse=True)
+    return by_project
+
+
+def test_candidate_explorer_fits_and_explains(page, api):
+    """A fitting request shows the candidates GET /allocation_candidates
+    answers (limited, then all); an impossible one shows "Nothing fits." and
+    the explanation naming the constraint."""
+    sign_in(page)
+    page.click('nav >> text=Candidate explorer')
+    page.wait_for_url('**/ui/explorer/')
+    shoot(page, 'explorer')
+
+    submit(page, 'form.explorer', {'resources': FITS, 'limit': '20'})
+    shoot(page, 'explorer-fits')
+    limited = api.candidates(FITS, limit=20)
+    everything = api.candidates(FITS)
+    assert len(limited['allocation_requests']) == min(len(everything['allocation_requests']), 20)
+    check_candidates(page, limited)
+
+    submit(page, 'form.explorer', {'resources': FITS, 'limit': ''})
+    shoot(page, 'explorer-fits-unlimited')
+    assert len(everything['allocation_requests']) > 20
+    check_candidates(page, everything)
+
+    submit(page, 'form.explorer', {'resources': IMPOSSIBLE, 'limit': '20'})
+    shoot(page, 'explorer-nothing-fits')
+    assert api.candidates(IMPOSSIBLE)['allocation_requests'] == []
+    assert page.locator('#candidate-count').count() == 0
+    notice = page.locator('#no-candidates')
+    assert notice.inner_text().startswith('Nothing fits.')
+    explanation = page.locator('#no-candidates .explanation').all_inner_texts()
+    roots = [u for u, p in api.providers().items() if p['root_provider_uuid'] == u]
+    assert explanation == [f'unsuffixed group: {len(roots)} trees lack 100000 VCPU']
+    assert explanation == api.get('/explain/allocation_candidates',
+                                  resources=IMPOSSIBLE)['explanation']
+
+
+def check_candidates(page, body):
+    """The explorer's candidates and provider summaries equal the body's."""
+    count = len(body['allocation_requests'])
+    assert page.inner_text('#candidate-count') == f'{count} candidate{"s" if count != 1 else ""}'
+    shown = page.locator('#candidates tbody tr').evaluate_all("""rows => rows.map(r =>
+        [...r.cells[1].querySelectorAll(':scope > div')].map(line => [
+            line.querySelector('a').getAttribute('href'),
+            [...line.querySelectorAll('.tag')].map(t => t.innerText.trim())]))""")
+    assert [{uuid_in(href): amounts(tags) for href, tags in lines} for lines in shown] == \
+        [held(r['allocations']) for r in body['allocation_requests']]
+
+    summaries = {
+        uuid_in(href): dict(zip(classes, labels))
+        for href, classes, labels in page.locator('#summaries tbody tr').evaluate_all(
+            """rows => rows.map(r => [r.cells[0].querySelector('a').getAttribute('href'),
+                [...r.cells[1].querySelectorAll('.mono')].map(m => m.innerText.trim()),
+                [...r.cells[1].querySelectorAll('svg.bar')].map(b =>
+                    b.getAttribute('aria-label'))])""")}
+    expected = {
+        uuid: {rc: f"{r['used']:g} of {r['capacity']:g} used" for rc, r in s['resources'].items()}
+        for uuid, s in body['provider_summaries'].items()}
+    assert set(summaries) == set(expected)
+    for uuid, labels in summaries.items():
+        assert set(labels) == set(expected[uuid]), uuid
+        for rc, label in labels.items():
+            assert label.startswith(expected[uuid][rc] + ' ('), (uuid, rc, label)
