@@ -134,20 +134,21 @@ def usage_by(allocations, keys):
                     for f in fields)
         if key in rows:
             rows[key]['consumers'] = row['n']
-    return sorted(rows.values(), key=lambda r: -r['consumers'])
+    return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
 
 
 def top_consumers(allocations, resource_class, limit=20):
-    """The consumers holding the most of a class, with all they hold
-    (two queries)."""
+    """The consumers holding the most of a class (ties by uuid), with all
+    they hold (two queries)."""
     top = list(allocations.filter(resource_class__name=resource_class).values(
-        'consumer_id').annotate(amount=Sum('used')).order_by('-amount')[:limit])
+        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer__uuid')[:limit])
     consumers = {c.pk: c for c in Consumer.objects.filter(
         pk__in=[t['consumer_id'] for t in top]).select_related(
         'project', 'user', 'consumer_type')}
     holdings = collections.defaultdict(dict)
     for consumer_id, class_name, used in Allocation.objects.filter(
             consumer_id__in=list(consumers)).values_list(
-            'consumer_id', 'resource_class__name').annotate(total=Sum('used')):
+            'consumer_id', 'resource_class__name').annotate(total=Sum('used')).order_by(
+            'consumer_id', 'resource_class_id'):
         holdings[consumer_id][class_name] = used
     return [(consumers[t['consumer_id']], t['amount'], holdings[t['consumer_id']]) for t in top]

@@ -13,6 +13,8 @@ from placement_site import errors, microversion
 from providers.models import ResourceClass, ResourceProvider
 from providers.views import staff_only
 
+TOP_CONSUMERS = 20
+
 
 class UsageFilter(forms.Form):
     project = forms.CharField(required=False)
@@ -36,7 +38,8 @@ def usage(request):
         'by_type': querysets.usage_by(allocations, ['project', 'consumer_type']),
         'by_user': querysets.usage_by(allocations, ['project', 'user']),
         'top_class': top_class,
-        'top': querysets.top_consumers(allocations, top_class),
+        'top': querysets.top_consumers(allocations, top_class, TOP_CONSUMERS),
+        'top_limit': TOP_CONSUMERS,
         'consumer_types': ConsumerType.objects.order_by('name'),
     })
 

@@ -11,6 +11,7 @@ from allocations.models import Allocation, Consumer
 from providers import reports
 from providers.filters import ProviderFilterSet, ordering
 from providers.models import Aggregate, ResourceProvider
+from providers.templatetags import placement_ui
 
 staff_only = staff_member_required(login_url='login')
 PAGE_SIZE = 50
@@ -22,6 +23,7 @@ def overview(request):
         'classes': reports.class_summary(),
         'counts': reports.cloud_counts(),
         'fullest': reports.fullest_inventories(10),
+        'thresholds': {'warning': placement_ui.WARNING * 100, 'critical': placement_ui.CRITICAL * 100},
     })
 
 

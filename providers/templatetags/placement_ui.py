@@ -19,8 +19,8 @@ def level(fraction):
 
 @register.simple_tag
 def utilization_bar(used, capacity, reserved=0, width=160):
-    """An SVG bar: used (coloured by level) and reserved (hatched) against
-    capacity, with the numbers as its title."""
+    """An SVG bar of used against capacity, coloured by level, with the
+    numbers (and what is reserved) in its title."""
     capacity = float(capacity or 0)
     used = float(used or 0)
     fraction = used / capacity if capacity else 0.0
