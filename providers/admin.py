@@ -539,26 +539,34 @@ class TraitInUseFilter(YesNoFilter):
         return Exists(ProviderTrait.objects.filter(trait=OuterRef('pk')))
 
 
-@admin.register(ResourceClass)
-class ResourceClassAdmin(ServiceAdmin):
-    """Standard classes (os-resource-classes) are read-only; custom ones are
-    created, renamed and deleted through the services."""
+class StandardOrCustomAdmin(ServiceAdmin):
+    """Names from the standard libraries are read-only; CUSTOM_ ones are
+    edited through the services."""
     form = CustomNameForm
-    list_display = ('name', 'id', 'is_custom', 'inventory_count')
-    list_filter = (ResourceClassCustomFilter,)
     search_fields = ('name',)
-    readonly_fields = ('id', 'is_custom', 'provider_list', 'created_at', 'updated_at')
 
     def get_fields(self, request, obj=None):
         return ('name',) if obj is None else ('name', *self.readonly_fields)
 
+    @admin.display(description='custom', boolean=True)
+    def is_custom(self, obj):
+        return obj.is_custom
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or obj.is_custom)
+
+
+@admin.register(ResourceClass)
+class ResourceClassAdmin(StandardOrCustomAdmin):
+    """Standard classes (os-resource-classes) are read-only; custom ones are
+    created, renamed and deleted through the services."""
+    list_display = ('name', 'id', 'is_custom', 'inventory_count')
+    list_filter = (ResourceClassCustomFilter,)
+    readonly_fields = ('id', 'is_custom', 'provider_list', 'created_at', 'updated_at')
+
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
             inventory_count=count_of(Inventory, 'resource_class'))
-
-    @admin.display(description='custom', boolean=True)
-    def is_custom(self, rc):
-        return rc.is_custom
 
     @admin.display(description='inventories', ordering='inventory_count')
     def inventory_count(self, rc):
@@ -579,9 +587,6 @@ class ResourceClassAdmin(ServiceAdmin):
             return str(exceptions.ResourceClassCannotDeleteStandard(name=rc.name))
         return None
 
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and (obj is None or obj.is_custom)
-
     def save_model(self, request, obj, form, change):
         if change:
             services.resource_class_rename(resource_class=obj, name=obj.name)
@@ -593,25 +598,16 @@ class ResourceClassAdmin(ServiceAdmin):
 
 
 @admin.register(Trait)
-class TraitAdmin(ServiceAdmin):
+class TraitAdmin(StandardOrCustomAdmin):
     """Standard traits (os-traits) are read-only; custom ones are created and
     deleted through the services. No trait is ever renamed."""
-    form = CustomNameForm
     list_display = ('name', 'is_custom', 'provider_count')
     list_filter = (TraitCustomFilter, TraitInUseFilter)
-    search_fields = ('name',)
     readonly_fields = ('is_custom', 'provider_list', 'created_at')
-
-    def get_fields(self, request, obj=None):
-        return ('name',) if obj is None else ('name', *self.readonly_fields)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
             provider_count=count_of(ProviderTrait, 'trait'))
-
-    @admin.display(description='custom', boolean=True)
-    def is_custom(self, trait):
-        return trait.is_custom
 
     @admin.display(description='providers', ordering='provider_count')
     def provider_count(self, trait):
@@ -631,9 +627,6 @@ class TraitAdmin(ServiceAdmin):
         if not trait.is_custom:
             return str(exceptions.TraitCannotDeleteStandard(name=trait.name))
         return None
-
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and (obj is None or obj.is_custom)
 
     def save_model(self, request, obj, form, change):
         trait, _created = services.trait_ensure(name=obj.name)
