@@ -94,6 +94,10 @@ class PlacementClient:
         return response
 
 
+def new_uuid():
+    return str(uuid_lib.uuid4())
+
+
 def _json_or_none(response):
     if response.get('Content-Type', '').startswith('application/json') and response.content:
         return json.loads(response.content)

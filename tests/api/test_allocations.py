@@ -6,28 +6,10 @@ import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import error_of
+from tests.conftest import assert_error, error_of, new_uuid
 
 MAX_INT = 2147483647
 INCOMPLETE = '00000000-0000-0000-0000-000000000000'
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
-
-
-def refused(response, status, detail=None, code='placement.undefined_code'):
-    """The error of a Placement error body, checked for shape (1.23+)."""
-    assert response.status_code == status, response.content
-    assert response['Content-Type'] == 'application/json'
-    error = error_of(response)
-    assert set(error) == {'status', 'title', 'detail', 'request_id', 'code'}
-    assert error['status'] == status
-    assert error['code'] == code
-    assert error['request_id'] == response['x-openstack-request-id']
-    if detail is not None:
-        assert detail in error['detail'], error['detail']
-    return error
 
 
 def put_body(rp, resources, **fields):
@@ -181,7 +163,7 @@ def test_empty_allocations_are_refused_before_1_28(api, rp):
 def test_new_consumer_needs_a_null_generation(api, rp, db_snapshot):
     consumer = new_uuid()
     before = db_snapshot()
-    refused(api.allocate(consumer, {rp: {'VCPU': 1}}, generation=0), 409,
+    assert_error(api.allocate(consumer, {rp: {'VCPU': 1}}, generation=0), 409,
             'consumer generation conflict - expected null but got 0',
             code='placement.concurrent_update')
     assert db_snapshot() == before
@@ -192,10 +174,10 @@ def test_new_consumer_needs_a_null_generation(api, rp, db_snapshot):
 def test_existing_consumer_needs_its_generation(api, rp):
     consumer = new_uuid()
     api.allocate(consumer, {rp: {'VCPU': 1}})
-    refused(api.allocate(consumer, {rp: {'VCPU': 2}}, generation=None), 409,
+    assert_error(api.allocate(consumer, {rp: {'VCPU': 2}}, generation=None), 409,
             'consumer generation conflict - expected 1 but got None',
             code='placement.concurrent_update')
-    refused(api.allocate(consumer, {rp: {'VCPU': 2}}, generation=5), 409,
+    assert_error(api.allocate(consumer, {rp: {'VCPU': 2}}, generation=5), 409,
             'consumer generation conflict - expected 1 but got 5',
             code='placement.concurrent_update')
     assert api.allocate(consumer, {rp: {'VCPU': 2}}, generation=1).status_code == 204
@@ -273,7 +255,7 @@ def test_capacity_counts_reserved_and_allocation_ratio(api):
     rp = api.create_provider()['uuid']
     api.set_inventory(rp, {'VCPU': {'total': 8, 'reserved': 2, 'allocation_ratio': 2.0}})
     assert api.allocate(new_uuid(), {rp: {'VCPU': 12}}).status_code == 204
-    refused(api.allocate(new_uuid(), {rp: {'VCPU': 1}}), 409,
+    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}}), 409,
             f"Unable to allocate inventory: Unable to create allocation for 'VCPU' on "
             f"resource provider '{rp}'. The requested amount would exceed the capacity.")
 
@@ -282,7 +264,7 @@ def test_other_consumers_usage_counts_but_own_is_replaced(api, rp, db_snapshot):
     first, second = new_uuid(), new_uuid()
     assert api.allocate(first, {rp: {'VCPU': 6}}).status_code == 204
     before = db_snapshot()
-    refused(api.allocate(second, {rp: {'VCPU': 3}}), 409, 'would exceed the capacity')
+    assert_error(api.allocate(second, {rp: {'VCPU': 3}}), 409, 'would exceed the capacity')
     assert db_snapshot() == before
     assert api.allocate(first, {rp: {'VCPU': 8}}, generation=1).status_code == 204
     assert usages(api, rp)['VCPU'] == 8
@@ -292,7 +274,7 @@ def test_other_consumers_usage_counts_but_own_is_replaced(api, rp, db_snapshot):
                                                          'off-step-size'])
 def test_inventory_constraints_are_enforced(api, rp, db_snapshot, amount):
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {rp: {'MEMORY_MB': amount}}), 409,
+    assert_error(api.allocate(new_uuid(), {rp: {'MEMORY_MB': amount}}), 409,
             f"Unable to create allocation for 'MEMORY_MB' on resource provider '{rp}'. "
             "The requested amount would violate inventory constraints.")
     assert db_snapshot() == before
@@ -304,7 +286,7 @@ def test_huge_amounts_violate_max_unit(api, db_snapshot, amount):
     api.set_inventory(rp, {'VCPU': {'total': MAX_INT, 'max_unit': MAX_INT,
                                     'allocation_ratio': 16.0}})
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {rp: {'VCPU': amount}}), 409,
+    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': amount}}), 409,
             'The requested amount would violate inventory constraints.')
     assert db_snapshot() == before
 
@@ -312,14 +294,14 @@ def test_huge_amounts_violate_max_unit(api, db_snapshot, amount):
 def test_unknown_provider_is_400(api, rp, db_snapshot):
     missing = new_uuid()
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {rp: {'VCPU': 1}, missing: {'VCPU': 1}}), 400,
+    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}, missing: {'VCPU': 1}}), 400,
             f"Allocation for resource provider '{missing}' that does not exist.")
     assert db_snapshot() == before
 
 
 def test_dashes_only_provider_uuid_is_an_unknown_provider(api, db_snapshot):
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {'-' * 36: {'VCPU': 1}}), 400,
+    assert_error(api.allocate(new_uuid(), {'-' * 36: {'VCPU': 1}}), 400,
             f"Allocation for resource provider '{'-' * 36}' that does not exist.")
     assert db_snapshot() == before
 
@@ -327,7 +309,7 @@ def test_dashes_only_provider_uuid_is_an_unknown_provider(api, db_snapshot):
 def test_unknown_resource_class_is_400(api, rp, db_snapshot):
     consumer = new_uuid()
     before = db_snapshot()
-    refused(api.allocate(consumer, {rp: {'CUSTOM_NOPE': 1}}), 400,
+    assert_error(api.allocate(consumer, {rp: {'CUSTOM_NOPE': 1}}), 400,
             f'Unable to allocate inventory for consumer {consumer}: '
             'No such resource class CUSTOM_NOPE.')
     assert db_snapshot() == before
@@ -335,7 +317,7 @@ def test_unknown_resource_class_is_400(api, rp, db_snapshot):
 
 def test_class_without_inventory_is_409(api, rp, db_snapshot):
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {rp: {'DISK_GB': 1}}), 409,
+    assert_error(api.allocate(new_uuid(), {rp: {'DISK_GB': 1}}), 409,
             f"Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider "
             f"'{rp}' invalid.")
     assert db_snapshot() == before
@@ -363,13 +345,13 @@ def test_delete_removes_and_then_404s(api, rp):
     assert 'Content-Type' not in response and response.content == b''
     assert api.get(f'/allocations/{consumer}').body == {'allocations': {}}
     assert usages(api, rp)['VCPU'] == 0
-    refused(api.delete(f'/allocations/{consumer}'), 404,
+    assert_error(api.delete(f'/allocations/{consumer}'), 404,
             f"No allocations for consumer '{consumer}'")
 
 
 def test_delete_with_a_malformed_consumer_uuid_is_404(api, db_snapshot):
     before = db_snapshot()
-    refused(api.delete('/allocations/not-a-uuid'), 404,
+    assert_error(api.delete('/allocations/not-a-uuid'), 404,
             "No allocations for consumer 'not-a-uuid'")
     assert db_snapshot() == before
 
@@ -449,7 +431,7 @@ def test_post_is_all_or_nothing(api, rp, db_snapshot, bad_part, status, detail, 
     good, bad = new_uuid(), new_uuid()
     before = db_snapshot()
     response = api.post('/allocations', {good: post_part(rp, {'VCPU': 2}), bad: bad_part(rp)})
-    refused(response, status, detail, code=code or 'placement.undefined_code')
+    assert_error(response, status, detail, code=code or 'placement.undefined_code')
     assert db_snapshot() == before
     assert api.get(f'/allocations/{good}').body == {'allocations': {}}
 
@@ -459,7 +441,7 @@ def test_post_with_an_unknown_provider_writes_nothing(api, rp, db_snapshot):
     before = db_snapshot()
     response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 2}),
                                          new_uuid(): post_part(missing, {'VCPU': 1})})
-    refused(response, 400, f"Allocation for resource provider '{missing}' that does not exist.")
+    assert_error(response, 400, f"Allocation for resource provider '{missing}' that does not exist.")
     assert db_snapshot() == before
 
 
@@ -468,7 +450,7 @@ def test_post_with_a_malformed_consumer_uuid_writes_nothing(api, rp, db_snapshot
     before = db_snapshot()
     response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1}),
                                          key: post_part(rp, {'VCPU': 1})})
-    refused(response, 400, "does not match any of the regexes: '^[0-9a-fA-F-]{36}$'")
+    assert_error(response, 400, "does not match any of the regexes: '^[0-9a-fA-F-]{36}$'")
     assert db_snapshot() == before
 
 
@@ -489,13 +471,13 @@ def test_post_with_a_malformed_consumer_uuid_writes_nothing(api, rp, db_snapshot
 def test_post_refuses_bad_bodies(api, rp, db_snapshot, body, detail):
     before = db_snapshot()
     response = api.post('/allocations', body(rp) if callable(body) else body)
-    refused(response, 400, detail)
+    assert_error(response, 400, detail)
     assert db_snapshot() == before
 
 
 def test_post_refuses_malformed_json(api, db_snapshot):
     before = db_snapshot()
-    refused(api.post('/allocations', raw='{"x": '), 400, 'Malformed JSON: Expecting value')
+    assert_error(api.post('/allocations', raw='{"x": '), 400, 'Malformed JSON: Expecting value')
     assert db_snapshot() == before
 
 
@@ -580,7 +562,7 @@ BAD_PUT_BODIES = {
 def test_put_refuses_bad_bodies(api, rp, db_snapshot, build, detail):
     before = db_snapshot()
     response = api.put(f'/allocations/{new_uuid()}', build(rp))
-    assert 'JSON does not validate: ' in refused(response, 400, detail)['detail']
+    assert 'JSON does not validate: ' in assert_error(response, 400, detail)['detail']
     assert db_snapshot() == before
 
 
@@ -594,7 +576,7 @@ def test_put_refuses_bad_bodies(api, rp, db_snapshot, build, detail):
 ], ids=['truncated', 'single-quotes', 'bad-utf8', 'null', 'list', 'number'])
 def test_put_refuses_malformed_json(api, db_snapshot, raw, detail):
     before = db_snapshot()
-    refused(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, detail)
+    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, detail)
     assert db_snapshot() == before
 
 
@@ -602,7 +584,7 @@ def test_put_refuses_an_empty_json_body(api, db_snapshot):
     before = db_snapshot()
     response = api.put(f'/allocations/{new_uuid()}',
                        headers={'Content-Type': 'application/json'})
-    refused(response, 400, 'Malformed JSON: Expecting value: line 1 column 1 (char 0)')
+    assert_error(response, 400, 'Malformed JSON: Expecting value: line 1 column 1 (char 0)')
     assert db_snapshot() == before
 
 
@@ -610,14 +592,14 @@ def test_put_refuses_an_empty_json_body(api, db_snapshot):
 def test_put_refuses_non_finite_amounts(api, rp, db_snapshot, literal):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).replace('"VCPU": 1', f'"VCPU": {literal}')
     before = db_snapshot()
-    refused(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, "is not of type 'integer'")
+    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, "is not of type 'integer'")
     assert db_snapshot() == before
 
 
 def test_put_refuses_a_body_that_is_not_utf8(api, rp, db_snapshot):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).encode('utf-16')
     before = db_snapshot()
-    refused(api.put(f'/allocations/{new_uuid()}', raw=raw), 400,
+    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400,
             "Malformed JSON: 'utf-8' codec can't decode byte 0xff in position 0")
     assert db_snapshot() == before
 
@@ -634,7 +616,7 @@ def test_put_refuses_a_lone_surrogate_without_a_500(api, rp, db_snapshot):
 @pytest.mark.parametrize('value', [-1, 2**31, 10**20])
 def test_out_of_range_consumer_generation_conflicts(api, rp, db_snapshot, value):
     before = db_snapshot()
-    refused(api.allocate(new_uuid(), {rp: {'VCPU': 1}}, generation=value), 409,
+    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}}, generation=value), 409,
             f'consumer generation conflict - expected null but got {value}',
             code='placement.concurrent_update')
     assert db_snapshot() == before
@@ -644,7 +626,7 @@ def test_out_of_range_consumer_generation_conflicts(api, rp, db_snapshot, value)
                                        'g' * 32])
 def test_put_refuses_a_malformed_consumer_uuid(api, rp, db_snapshot, path_uuid):
     before = db_snapshot()
-    refused(api.put(f'/allocations/{path_uuid}', put_body(rp, {'VCPU': 1})), 400,
+    assert_error(api.put(f'/allocations/{path_uuid}', put_body(rp, {'VCPU': 1})), 400,
             f'Malformed consumer_uuid: {path_uuid}')
     assert db_snapshot() == before
 
@@ -697,12 +679,12 @@ def test_provider_without_allocations(api):
 
 @pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=7)), 'not-a-uuid'])
 def test_provider_allocations_of_an_unknown_provider_is_404(api, rp):
-    refused(api.get(f'/resource_providers/{rp}/allocations'), 404,
+    assert_error(api.get(f'/resource_providers/{rp}/allocations'), 404,
             f"Resource provider '{rp}' not found: No resource provider with uuid {rp} found")
 
 
 def test_provider_allocations_of_a_unicode_provider_is_404(api):
-    error = refused(api.get('/resource_providers/%C3%BC/allocations'), 404)
+    error = assert_error(api.get('/resource_providers/%C3%BC/allocations'), 404)
     assert 'No resource provider with uuid' in error['detail']
 
 

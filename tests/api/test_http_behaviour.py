@@ -3,18 +3,13 @@ content negotiation, body content types, error formats, request ids,
 Location headers and bodiless answers."""
 import json
 import re
-import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import error_of
+from tests.conftest import error_of, new_uuid
 
 REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
 NOT_FOUND_DETAIL = 'The resource could not be found.\n\n   '
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
 
 
 @pytest.fixture

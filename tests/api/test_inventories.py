@@ -2,21 +2,16 @@
 replacing, adding, changing and deleting inventory, the generation guard,
 inventory in use, and refusal of bad input."""
 import json
-import uuid as uuid_lib
 from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import assert_error, assert_not_acceptable
+from tests.conftest import assert_error, assert_not_acceptable, new_uuid
 
 CONCURRENT = 'placement.concurrent_update'
 INUSE = 'placement.inventory.inuse'
 DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
             'allocation_ratio': 1.0}
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
 
 
 def generation(api, rp_uuid):

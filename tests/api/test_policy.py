@@ -1,20 +1,15 @@
 """Authentication (noauth2) and authorization with Placement's policy rules:
 defaults, the deprecated legacy defaults, scope, and a policy file."""
 import json
-import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import error_of
+from tests.conftest import error_of, new_uuid
 
 UNAUTHORIZED_MESSAGE = (
     'This server could not verify that you are authorized to access the document you '
     'requested. Either you supplied the wrong credentials (e.g., bad password), or your '
     'browser does not understand how to supply the credentials required.<br /><br />\n\n\n')
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
 
 
 def forbidden(response, rule):

@@ -1,30 +1,11 @@
 """POST /reshaper (1.30+): inventory and the allocations against it move
 between providers in one transaction, or nothing changes at all."""
-import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import error_of
+from tests.conftest import assert_error, error_of, new_uuid
 
 SERVICE = {'X-Roles': 'service'}
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
-
-
-def refused(response, status, detail=None, code='placement.undefined_code'):
-    """The error of a Placement error body, checked for shape (1.23+)."""
-    assert response.status_code == status, response.content
-    assert response['Content-Type'] == 'application/json'
-    error = error_of(response)
-    assert set(error) == {'status', 'title', 'detail', 'request_id', 'code'}
-    assert error['status'] == status
-    assert error['code'] == code
-    assert error['request_id'] == response['x-openstack-request-id']
-    if detail is not None:
-        assert detail in error['detail'], error['detail']
-    return error
 
 
 def reshape(api, body, **kwargs):
@@ -101,7 +82,7 @@ def test_reshape_at_1_30_has_no_consumer_type(api, tree):
     body = tree.body()
     del body['allocations'][tree.consumer]['consumer_type']
     assert reshape(api, body, version='1.30').status_code == 204
-    refused(reshape(api, tree.body(parent_generation=5, child_generation=3,
+    assert_error(reshape(api, tree.body(parent_generation=5, child_generation=3,
                                    consumer_generation=2), version='1.30'),
             400, "Additional properties are not allowed ('consumer_type' was unexpected)")
 
@@ -117,7 +98,7 @@ def test_reshape_with_only_inventories(api):
 
 def test_stale_provider_generation_is_409(api, tree, db_snapshot):
     before = db_snapshot()
-    refused(reshape(api, tree.body(parent_generation=1)), 409,
+    assert_error(reshape(api, tree.body(parent_generation=1)), 409,
             f'resource provider generation conflict for provider {tree.parent}: '
             'actual: 2, given: 1', code='placement.concurrent_update')
     assert db_snapshot() == before
@@ -126,14 +107,14 @@ def test_stale_provider_generation_is_409(api, tree, db_snapshot):
 @pytest.mark.parametrize('given', [-1, 2**31, 10**20])
 def test_out_of_range_provider_generation_is_409(api, tree, db_snapshot, given):
     before = db_snapshot()
-    refused(reshape(api, tree.body(child_generation=given)), 409,
+    assert_error(reshape(api, tree.body(child_generation=given)), 409,
             f'actual: 0, given: {given}', code='placement.concurrent_update')
     assert db_snapshot() == before
 
 
 def test_stale_consumer_generation_is_409(api, tree, db_snapshot):
     before = db_snapshot()
-    refused(reshape(api, tree.body(consumer_generation=0)), 409,
+    assert_error(reshape(api, tree.body(consumer_generation=0)), 409,
             'consumer generation conflict - expected 1 but got 0',
             code='placement.concurrent_update')
     assert db_snapshot() == before
@@ -141,7 +122,7 @@ def test_stale_consumer_generation_is_409(api, tree, db_snapshot):
 
 def test_allocations_that_do_not_fit_leave_everything_unchanged(api, tree, db_snapshot):
     before = db_snapshot()
-    refused(reshape(api, tree.body(child_inventories={'VCPU': {'total': 1}})), 409,
+    assert_error(reshape(api, tree.body(child_inventories={'VCPU': {'total': 1}})), 409,
             f"Unable to allocate inventory: Unable to create allocation for 'VCPU' on "
             f"resource provider '{tree.child}'. The requested amount would exceed the capacity.")
     assert db_snapshot() == before
@@ -149,7 +130,7 @@ def test_allocations_that_do_not_fit_leave_everything_unchanged(api, tree, db_sn
 
 def test_constraint_violations_leave_everything_unchanged(api, tree, db_snapshot):
     before = db_snapshot()
-    refused(reshape(api, tree.body(child_inventories={'VCPU': {'total': 8, 'step_size': 4}})),
+    assert_error(reshape(api, tree.body(child_inventories={'VCPU': {'total': 8, 'step_size': 4}})),
             409, 'The requested amount would violate inventory constraints.')
     assert db_snapshot() == before
 
@@ -158,7 +139,7 @@ def test_removing_inventory_still_allocated_is_409(api, tree, db_snapshot):
     before = db_snapshot()
     body = tree.body(allocations={tree.parent: {'resources': {'DISK_GB': 10, 'VCPU': 2}}},
                      parent_inventories={'VCPU': {'total': 8}}, child_inventories={})
-    refused(reshape(api, body), 409,
+    assert_error(reshape(api, body), 409,
             f"update conflict: Inventory for 'DISK_GB' on resource provider '{tree.parent}' "
             'in use.', code='placement.inventory.inuse')
     assert db_snapshot() == before
@@ -169,7 +150,7 @@ def test_unknown_provider_in_inventories_is_400(api, tree, db_snapshot):
     body = tree.body()
     body['inventories'][missing] = {'resource_provider_generation': 0, 'inventories': {}}
     before = db_snapshot()
-    refused(reshape(api, body), 400,
+    assert_error(reshape(api, body), 400,
             f'Resource provider {missing} in inventories not found: '
             f'No resource provider with uuid {missing} found',
             code='placement.resource_provider.not_found')
@@ -179,7 +160,7 @@ def test_unknown_provider_in_inventories_is_400(api, tree, db_snapshot):
 def test_unknown_provider_in_allocations_is_400(api, tree, db_snapshot):
     missing = new_uuid()
     before = db_snapshot()
-    refused(reshape(api, tree.body(allocations={missing: {'resources': {'VCPU': 2}}})), 400,
+    assert_error(reshape(api, tree.body(allocations={missing: {'resources': {'VCPU': 2}}})), 400,
             f"Allocation for resource provider '{missing}' that does not exist.")
     assert db_snapshot() == before
 
@@ -187,14 +168,14 @@ def test_unknown_provider_in_allocations_is_400(api, tree, db_snapshot):
 @pytest.mark.parametrize('name', ['CUSTOM_NOPE', 'vcpu'])
 def test_unknown_resource_class_in_inventories_is_400(api, tree, db_snapshot, name):
     before = db_snapshot()
-    refused(reshape(api, tree.body(child_inventories={name: {'total': 8}})), 400,
+    assert_error(reshape(api, tree.body(child_inventories={name: {'total': 8}})), 400,
             f'malformed reshaper data: No such resource class {name}.')
     assert db_snapshot() == before
 
 
-def test_negative_allocation_ratio_is_refused(api, tree, db_snapshot):
+def test_negative_allocation_ratio_is_assert_error(api, tree, db_snapshot):
     before = db_snapshot()
-    refused(reshape(api, tree.body(
+    assert_error(reshape(api, tree.body(
         child_inventories={'VCPU': {'total': 8, 'allocation_ratio': -1}})), 409,
         f"Invalid inventory for 'VCPU' on resource provider '{tree.child}'.")
     assert db_snapshot() == before
@@ -288,7 +269,7 @@ BAD_BODIES = {
 @pytest.mark.parametrize('build, detail', BAD_BODIES.values(), ids=BAD_BODIES.keys())
 def test_bad_bodies_are_400_and_change_nothing(api, tree, db_snapshot, build, detail):
     before = db_snapshot()
-    error = refused(reshape(api, build(tree)), 400, detail)
+    error = assert_error(reshape(api, build(tree)), 400, detail)
     assert 'JSON does not validate: ' in error['detail']
     assert db_snapshot() == before
 
@@ -300,14 +281,14 @@ def test_bad_bodies_are_400_and_change_nothing(api, tree, db_snapshot, build, de
 ])
 def test_malformed_json_is_400(api, db_snapshot, raw, detail):
     before = db_snapshot()
-    refused(api.post('/reshaper', raw=raw, headers=SERVICE), 400, detail)
+    assert_error(api.post('/reshaper', raw=raw, headers=SERVICE), 400, detail)
     assert db_snapshot() == before
 
 
 def test_body_must_be_json(api, tree, db_snapshot):
     before = db_snapshot()
     response = api.post('/reshaper', raw='{}', content_type='text/plain', headers=SERVICE)
-    refused(response, 415, 'The media type text/plain is not supported, use application/json')
+    assert_error(response, 415, 'The media type text/plain is not supported, use application/json')
     assert db_snapshot() == before
 
 

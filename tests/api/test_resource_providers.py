@@ -7,11 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
+from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable, new_uuid
 
 
 def names(response):

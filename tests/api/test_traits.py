@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import assert_error, assert_not_acceptable
+from tests.conftest import assert_error, assert_not_acceptable, new_uuid
 
 CONCURRENT = 'placement.concurrent_update'
 INVALID_TRAIT = ('The trait is invalid. A valid trait must be no longer than 255 characters, '
@@ -15,10 +15,6 @@ INVALID_TRAIT = ('The trait is invalid. A valid trait must be no longer than 255
                  '"0"-"9" and "_"')
 GENERATION_CHANGED = ("Resource provider's generation already changed. Please update the "
                       'generation and try again.')
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
 
 
 def trait_names(response):

@@ -5,25 +5,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import error_of
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
-
-
-def refused(response, status, detail=None, code='placement.undefined_code'):
-    """The error of a Placement error body, checked for shape (1.23+)."""
-    assert response.status_code == status, response.content
-    assert response['Content-Type'] == 'application/json'
-    error = error_of(response)
-    assert set(error) == {'status', 'title', 'detail', 'request_id', 'code'}
-    assert error['status'] == status
-    assert error['code'] == code
-    assert error['request_id'] == response['x-openstack-request-id']
-    if detail is not None:
-        assert detail in error['detail'], error['detail']
-    return error
+from tests.conftest import assert_error, error_of, new_uuid
 
 
 @pytest.fixture
@@ -91,7 +73,7 @@ def test_provider_usages_ignore_unknown_query_parameters(api, rp):
 @pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=1)), 'not-a-uuid', '12345'])
 def test_provider_usages_of_an_unknown_provider_is_404(api, db_snapshot, rp):
     before = db_snapshot()
-    refused(api.get(f'/resource_providers/{rp}/usages'), 404,
+    assert_error(api.get(f'/resource_providers/{rp}/usages'), 404,
             f'No resource provider with uuid {rp} found: No resource provider with uuid {rp} found')
     assert db_snapshot() == before
 
@@ -219,7 +201,7 @@ BAD_QUERIES = {
 @pytest.mark.parametrize('query, detail', BAD_QUERIES.values(), ids=BAD_QUERIES.keys())
 def test_usages_refuse_bad_queries(api, project, db_snapshot, query, detail):
     before = db_snapshot()
-    error = refused(api.get(f'/usages?{query}', version='1.38'), 400, detail)
+    error = assert_error(api.get(f'/usages?{query}', version='1.38'), 400, detail)
     assert 'Invalid query string parameters: ' in error['detail']
     assert db_snapshot() == before
 
@@ -232,7 +214,7 @@ def test_usages_refuse_an_undecodable_project_id(api, project, encoded):
 
 
 def test_consumer_type_filter_is_unknown_before_1_38(api, project):
-    error = refused(api.get(f'/usages?project_id={project}&consumer_type=all', version='1.37'),
+    error = assert_error(api.get(f'/usages?project_id={project}&consumer_type=all', version='1.37'),
                     400, "Additional properties are not allowed ('consumer_type' was unexpected)")
     assert 'Invalid query string parameters' in error['detail']
 

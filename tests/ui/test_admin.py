@@ -15,14 +15,12 @@ from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
 from providers.models import (Aggregate, Inventory, ResourceClass, ResourceProvider, Trait)
 
+from tests.conftest import new_uuid
+
 AGGREGATE = str(uuid_lib.uuid4())
 INVENTORIES = 'inventories'
 TRAITS = 'providertrait_set'
 AGGREGATES = 'provideraggregate_set'
-
-
-def new_uuid():
-    return str(uuid_lib.uuid4())
 
 
 def admin_url(model, view='changelist', *args):
