@@ -63,25 +63,19 @@ class PlacementClient:
         return response.body
 
     def set_inventory(self, rp_uuid, inventories):
-        generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
-        response = self.put(f'/resource_providers/{rp_uuid}/inventories',
-                            {'resource_provider_generation': generation,
-                             'inventories': inventories})
-        assert response.status_code == 200, response.content
-        return response.body
+        return self._put_at_generation(rp_uuid, 'inventories', inventories=inventories)
 
     def set_traits(self, rp_uuid, traits):
-        generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
-        response = self.put(f'/resource_providers/{rp_uuid}/traits',
-                            {'resource_provider_generation': generation, 'traits': traits})
-        assert response.status_code == 200, response.content
-        return response.body
+        return self._put_at_generation(rp_uuid, 'traits', traits=traits)
 
     def set_aggregates(self, rp_uuid, aggregates):
+        return self._put_at_generation(rp_uuid, 'aggregates', aggregates=aggregates)
+
+    def _put_at_generation(self, rp_uuid, what, **body):
+        """Replace one of a provider's collections at its current generation."""
         generation = self.get(f'/resource_providers/{rp_uuid}').body['generation']
-        response = self.put(f'/resource_providers/{rp_uuid}/aggregates',
-                            {'resource_provider_generation': generation,
-                             'aggregates': aggregates})
+        response = self.put(f'/resource_providers/{rp_uuid}/{what}',
+                            {'resource_provider_generation': generation, **body})
         assert response.status_code == 200, response.content
         return response.body
 
