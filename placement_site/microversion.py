@@ -77,3 +77,12 @@ def negotiate(headers):
     outside 1.0-1.39; the middleware turns these into 400 and 406.
     """
     return microversion_parse.extract_version(headers, SERVICE_TYPE, VERSIONS)
+
+
+def for_version(version, choices, oldest):
+    """What a request at `version` gets from `choices`, (minimum version,
+    value) pairs newest first; `oldest` below every minimum."""
+    for minimum, value in choices:
+        if version.matches(minimum):
+            return value
+    return oldest

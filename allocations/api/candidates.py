@@ -61,10 +61,7 @@ _KEY_1_33 = re.compile(rf'^(resources|required|member_of|in_tree)({GROUP_SUFFIX_
 
 
 def query_schema(version):
-    for minimum, schema in _SCHEMAS:
-        if version.matches(minimum):
-            return schema
-    return QUERY_1_10
+    return microversion.for_version(version, _SCHEMAS, QUERY_1_10)
 
 
 # ---- parsing --------------------------------------------------------------------

@@ -5,7 +5,7 @@ import collections
 from django.utils import timezone
 
 from allocations import querysets, schemas, services
-from placement_site import errors
+from placement_site import errors, microversion
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, versions)
 from placement_site.validation import is_uuid_like, normalize_uuid
@@ -97,17 +97,10 @@ class AllocationViewSet(PlacementViewSet):
                             last_modified=latest(allocations))
 
     def _put_schema(self):
-        if self.want((1, 38)):
-            return schemas.ALLOCATIONS_PUT_1_38
-        if self.want((1, 34)):
-            return schemas.ALLOCATIONS_PUT_1_34
-        if self.want((1, 28)):
-            return schemas.ALLOCATIONS_PUT_1_28
-        if self.want((1, 12)):
-            return schemas.ALLOCATIONS_PUT_1_12
-        if self.want((1, 8)):
-            return schemas.ALLOCATIONS_PUT_1_8
-        return schemas.ALLOCATIONS_PUT
+        return microversion.for_version(self.version, [
+            ((1, 38), schemas.ALLOCATIONS_PUT_1_38), ((1, 34), schemas.ALLOCATIONS_PUT_1_34),
+            ((1, 28), schemas.ALLOCATIONS_PUT_1_28), ((1, 12), schemas.ALLOCATIONS_PUT_1_12),
+            ((1, 8), schemas.ALLOCATIONS_PUT_1_8)], schemas.ALLOCATIONS_PUT)
 
     @require_json
     def update(self, request, consumer_uuid):
@@ -125,14 +118,9 @@ class AllocationViewSet(PlacementViewSet):
     def create(self, request):
         """POST /allocations: many consumers in one transaction."""
         self.authorize(POLICY % 'manage')
-        if self.want((1, 38)):
-            schema = schemas.ALLOCATIONS_POST_1_38
-        elif self.want((1, 34)):
-            schema = schemas.ALLOCATIONS_POST_1_34
-        elif self.want((1, 28)):
-            schema = schemas.ALLOCATIONS_POST_1_28
-        else:
-            schema = schemas.ALLOCATIONS_POST_1_13
+        schema = microversion.for_version(self.version, [
+            ((1, 38), schemas.ALLOCATIONS_POST_1_38), ((1, 34), schemas.ALLOCATIONS_POST_1_34),
+            ((1, 28), schemas.ALLOCATIONS_POST_1_28)], schemas.ALLOCATIONS_POST_1_13)
         data = json_body(request, schema)
         write([request_for_consumer(uuid, part, self.version) for uuid, part in data.items()],
               'Unable to allocate inventory {error}')
@@ -184,12 +172,9 @@ class ReshaperViewSet(PlacementViewSet):
     @require_json
     def create(self, request):
         self.authorize('placement:reshaper:reshape')
-        if self.want((1, 38)):
-            schema = schemas.RESHAPER_POST_1_38
-        elif self.want((1, 34)):
-            schema = schemas.RESHAPER_POST_1_34
-        else:
-            schema = schemas.RESHAPER_POST
+        schema = microversion.for_version(self.version, [
+            ((1, 38), schemas.RESHAPER_POST_1_38), ((1, 34), schemas.RESHAPER_POST_1_34)],
+            schemas.RESHAPER_POST)
         data = json_body(request, schema)
         providers = {p.uuid: p for p in ResourceProvider.objects.filter(
             uuid__in=list(data['inventories']))}

@@ -6,7 +6,7 @@ import uuid as uuid_lib
 from django.utils import timezone
 
 from allocations.querysets import provider_usages
-from placement_site import errors, querystring
+from placement_site import errors, microversion, querystring
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, validate, versions)
 from placement_site.validation import normalize_uuid
@@ -43,16 +43,11 @@ class ResourceProviderViewSet(PlacementViewSet):
     @accept_json
     def list(self, request):
         self.authorize(RP_POLICY % 'list')
-        if self.want((1, 18)):
-            schema = schemas.PROVIDER_LIST_QUERY_1_18
-        elif self.want((1, 14)):
-            schema = schemas.PROVIDER_LIST_QUERY_1_14
-        elif self.want((1, 4)):
-            schema = schemas.PROVIDER_LIST_QUERY_1_4
-        elif self.want((1, 3)):
-            schema = schemas.PROVIDER_LIST_QUERY_1_3
-        else:
-            schema = schemas.PROVIDER_LIST_QUERY
+        schema = microversion.for_version(self.version, [
+            ((1, 18), schemas.PROVIDER_LIST_QUERY_1_18),
+            ((1, 14), schemas.PROVIDER_LIST_QUERY_1_14),
+            ((1, 4), schemas.PROVIDER_LIST_QUERY_1_4),
+            ((1, 3), schemas.PROVIDER_LIST_QUERY_1_3)], schemas.PROVIDER_LIST_QUERY)
         params = query_params(request, schema)
         member_of, forbidden_aggs = [], set()
         if 'member_of' in params:
