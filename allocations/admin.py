@@ -11,7 +11,7 @@ from allocations import services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from providers import exceptions
 from providers.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
-                             changelist_link, count_of)
+                             changelist_link, count_column, count_of)
 
 
 class ConsumerTypeFilter(admin.SimpleListFilter):
@@ -72,9 +72,7 @@ class ConsumerAdmin(ServiceAdmin):
     def type(self, consumer):
         return consumer.consumer_type_name
 
-    @admin.display(description='allocations', ordering='allocation_count')
-    def allocation_count(self, consumer):
-        return consumer.allocation_count
+    allocation_count = count_column('allocation_count', 'allocations')
 
     def delete_model(self, request, obj):
         if not services.allocations_delete(consumer_uuid=obj.uuid):
@@ -103,9 +101,7 @@ class OwnerAdmin(ReadOnlyAdmin):
         return super().get_queryset(request).annotate(consumer_count=count_of(
             Consumer, self.consumer_filter))
 
-    @admin.display(description='consumers', ordering='consumer_count')
-    def consumer_count(self, owner):
-        return owner.consumer_count
+    consumer_count = count_column('consumer_count', 'consumers')
 
     @admin.display(description='consumers')
     def consumer_list(self, owner):
@@ -134,9 +130,7 @@ class ConsumerTypeAdmin(ReadOnlyAdmin):
         return super().get_queryset(request).annotate(
             consumer_count=count_of(Consumer, 'consumer_type'))
 
-    @admin.display(description='consumers', ordering='consumer_count')
-    def consumer_count(self, consumer_type):
-        return consumer_type.consumer_count
+    consumer_count = count_column('consumer_count', 'consumers')
 
     @admin.display(description='consumers')
     def consumer_list(self, consumer_type):

@@ -44,6 +44,15 @@ def count_of(model, field):
     return Coalesce(Subquery(rows), 0)
 
 
+def count_column(annotation, description):
+    """A sortable list column showing the count annotated as `annotation`
+    (see count_of)."""
+    @admin.display(description=description, ordering=annotation)
+    def column(self, obj):
+        return getattr(obj, annotation)
+    return column
+
+
 def changelist_link(model, text, **filters):
     """A link to `model`'s changelist, filtered."""
     opts = model._meta
@@ -433,17 +442,9 @@ class ResourceProviderAdmin(ServiceAdmin):
             trait_count=count_of(ProviderTrait, 'resource_provider'),
             aggregate_count=count_of(ProviderAggregate, 'resource_provider'))
 
-    @admin.display(description='inventories', ordering='inventory_count')
-    def inventory_count(self, provider):
-        return provider.inventory_count
-
-    @admin.display(description='traits', ordering='trait_count')
-    def trait_count(self, provider):
-        return provider.trait_count
-
-    @admin.display(description='aggregates', ordering='aggregate_count')
-    def aggregate_count(self, provider):
-        return provider.aggregate_count
+    inventory_count = count_column('inventory_count', 'inventories')
+    trait_count = count_column('trait_count', 'traits')
+    aggregate_count = count_column('aggregate_count', 'aggregates')
 
     @admin.display(description='child providers')
     def child_providers(self, provider):
@@ -568,9 +569,7 @@ class ResourceClassAdmin(StandardOrCustomAdmin):
         return super().get_queryset(request).annotate(
             inventory_count=count_of(Inventory, 'resource_class'))
 
-    @admin.display(description='inventories', ordering='inventory_count')
-    def inventory_count(self, rc):
-        return rc.inventory_count
+    inventory_count = count_column('inventory_count', 'inventories')
 
     @admin.display(description='providers')
     def provider_list(self, rc):
@@ -609,9 +608,7 @@ class TraitAdmin(StandardOrCustomAdmin):
         return super().get_queryset(request).annotate(
             provider_count=count_of(ProviderTrait, 'trait'))
 
-    @admin.display(description='providers', ordering='provider_count')
-    def provider_count(self, trait):
-        return trait.provider_count
+    provider_count = count_column('provider_count', 'providers')
 
     @admin.display(description='providers')
     def provider_list(self, trait):
@@ -666,6 +663,4 @@ class AggregateAdmin(ReadOnlyAdmin):
         return super().get_queryset(request).annotate(
             member_count=count_of(ProviderAggregate, 'aggregate'))
 
-    @admin.display(description='members', ordering='member_count')
-    def member_count(self, aggregate):
-        return aggregate.member_count
+    member_count = count_column('member_count', 'members')
