@@ -9,9 +9,10 @@ from django.contrib import admin
 
 from allocations import services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers import exceptions
-from providers.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
-                             changelist_link, count_column, count_of)
+from placement_site import exceptions
+from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
+                                  changelist_link, count_column)
+from placement_site.queries import count_of
 
 
 class ConsumerTypeFilter(admin.SimpleListFilter):

@@ -1,14 +1,11 @@
 """Reads of allocations and usages: a fixed number of queries each,
 whatever the number of providers or consumers."""
-import collections
-
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
-from allocations.models import Allocation, Consumer, ConsumerType
+from allocations.models import Allocation, ConsumerType
+from placement_site.queries import storable
 from providers.models import Inventory
-from providers.querysets import usage_subquery
-from providers.services import storable
 
 
 def allocations_of_consumer(consumer_uuid):
@@ -35,8 +32,8 @@ def allocations_on_provider(provider):
 
 def provider_usages(provider):
     """{resource class: used} for every class the provider has inventory of."""
-    rows = Inventory.objects.filter(resource_provider_id=provider.pk).annotate(
-        used=usage_subquery()).values_list('resource_class__name', 'used')
+    rows = Inventory.objects.filter(resource_provider_id=provider.pk).with_usage().values_list(
+        'resource_class__name', 'used')
     return {name: used for name, used in rows}
 
 
@@ -93,62 +90,3 @@ def _owned(project_id, user_id):
         allocations = allocations.filter(consumer__user__external_id=user_id)
     return allocations
 
-
-# ---- dashboards ---------------------------------------------------------------
-
-OWNER_FIELDS = {
-    'project': 'consumer__project__external_id',
-    'user': 'consumer__user__external_id',
-    'consumer_type': 'consumer__consumer_type__name',
-}
-
-
-def owned_allocations(project=None, user=None, consumer_type=None):
-    """Allocations of the consumers matching the owner filters."""
-    allocations = Allocation.objects.all()
-    if project:
-        allocations = allocations.filter(consumer__project__external_id=project)
-    if user:
-        allocations = allocations.filter(consumer__user__external_id=user)
-    if consumer_type == ConsumerType.UNKNOWN:
-        allocations = allocations.filter(consumer__consumer_type__isnull=True)
-    elif consumer_type:
-        allocations = allocations.filter(consumer__consumer_type__name=consumer_type)
-    return allocations
-
-
-def usage_by(allocations, keys):
-    """Rows of usage grouped by owner keys ('project', 'user',
-    'consumer_type'): {'key': (...), 'usages': {class: used},
-    'consumers': n}, largest first. Two queries."""
-    fields = [OWNER_FIELDS[k] for k in keys]
-    rows = collections.OrderedDict()
-    for row in allocations.values(*fields, 'resource_class__name').annotate(
-            used=Sum('used')).order_by(*fields, 'resource_class_id'):
-        key = tuple(row[f] or ConsumerType.UNKNOWN if f.endswith('type__name') else row[f]
-                    for f in fields)
-        rows.setdefault(key, {'key': key, 'usages': {}, 'consumers': 0})['usages'][
-            row['resource_class__name']] = row['used']
-    for row in allocations.values(*fields).annotate(n=Count('consumer', distinct=True)):
-        key = tuple(row[f] or ConsumerType.UNKNOWN if f.endswith('type__name') else row[f]
-                    for f in fields)
-        if key in rows:
-            rows[key]['consumers'] = row['n']
-    return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
-
-
-def top_consumers(allocations, resource_class, limit=20):
-    """The consumers holding the most of a class (ties by uuid), with all
-    they hold (two queries)."""
-    top = list(allocations.filter(resource_class__name=resource_class).values(
-        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer__uuid')[:limit])
-    consumers = {c.pk: c for c in Consumer.objects.filter(
-        pk__in=[t['consumer_id'] for t in top]).select_related(
-        'project', 'user', 'consumer_type')}
-    holdings = collections.defaultdict(dict)
-    for consumer_id, class_name, used in Allocation.objects.filter(
-            consumer_id__in=list(consumers)).values_list(
-            'consumer_id', 'resource_class__name').annotate(total=Sum('used')).order_by(
-            'consumer_id', 'resource_class_id'):
-        holdings[consumer_id][class_name] = used
-    return [(consumers[t['consumer_id']], t['amount'], holdings[t['consumer_id']]) for t in top]

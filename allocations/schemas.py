@@ -3,6 +3,7 @@ import copy
 
 from placement_site.validation import (CONSUMER_TYPE_PATTERN, CONSUMER_TYPE_QUERY_PATTERN,
                                        GROUP_SUFFIX_1_33, NAME_PATTERN, UUID_PATTERN)
+from providers.schemas import INVENTORIES_PUT
 
 _RESOURCES = {
     'type': 'object',
@@ -130,7 +131,6 @@ USAGES_QUERY_1_38['properties']['consumer_type'] = {
 # ---- POST /reshaper (1.30) ---------------------------------------------------
 
 def _reshaper(allocations_schema):
-    from providers.schemas import INVENTORIES_PUT
     allocations = copy.deepcopy(allocations_schema)
     allocations['minProperties'] = 0
     return {

@@ -16,16 +16,13 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers import exceptions
+from placement_site import exceptions
+from placement_site.queries import storable
 from providers import services as provider_services
 from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
 ATTEMPTS = 10
-
-
-class ProviderForAllocationNotFound(exceptions.NotFound):
-    message = "Allocation for resource provider '%(uuid)s' that does not exist."
 
 
 @dataclass
@@ -77,7 +74,7 @@ def allocations_delete(*, consumer_uuid):
     Returns False when the consumer holds no allocations. As in OpenStack
     Placement, freeing capacity does not bump the providers' generations.
     """
-    if not provider_services.storable(consumer_uuid):
+    if not storable(consumer_uuid):
         return False
     with transaction.atomic():
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
@@ -133,7 +130,7 @@ def _replace(requests):
     for request in requests:
         for provider_uuid in request.allocations:
             if provider_uuid not in found:
-                raise ProviderForAllocationNotFound(uuid=provider_uuid)
+                raise exceptions.ProviderForAllocationNotFound(uuid=provider_uuid)
     class_names = {rc for r in requests for resources in r.allocations.values() for rc in resources}
     class_ids = dict(ResourceClass.objects.filter(name__in=class_names).values_list('name', 'id'))
     for name in class_names:

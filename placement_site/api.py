@@ -169,14 +169,24 @@ def validate(data, schema, message, format_checker=FORMAT_CHECKER):
 
 def query_params(request, schema):
     """The query string as a dict (last value wins), validated by `schema`."""
-    # Django would silently turn undecodable bytes into U+FFFD.
+    check_query_encoding(request)
+    return validated_query(request.GET, schema)
+
+
+def check_query_encoding(request):
+    """400 for a query string that is not UTF-8 (Django would silently turn
+    undecodable bytes into U+FFFD)."""
     for pair in request.META.get('QUERY_STRING', '').split('&'):
         for part in pair.split('=', 1):
             try:
                 unquote_to_bytes(part.replace('+', ' ')).decode('utf-8')
             except UnicodeDecodeError as exc:
                 raise errors.bad_request(f'Invalid query string parameters: {exc}')
-    params = {key: request.GET[key] for key in request.GET}
+
+
+def validated_query(query, schema):
+    """A QueryDict as a dict (last value wins), validated by `schema`."""
+    params = {key: query[key] for key in query}
     validate(params, schema, 'Invalid query string parameters: {}',
              format_checker=QUERY_FORMAT_CHECKER)
     return params

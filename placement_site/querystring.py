@@ -68,12 +68,13 @@ def parse_traits(value, *, allow_forbidden, allow_any_of):
     return [{name} for name in names if not name.startswith('!')], forbidden
 
 
-def required_traits(request, version, suffix=''):
-    """All 'required<suffix>' parameters -> (list of any-of sets, forbidden set).
+def required_traits(query, version, suffix=''):
+    """All 'required<suffix>' parameters of the query (a QueryDict) ->
+    (list of any-of sets, forbidden set).
 
     Before 1.39 only the last of repeated parameters counts.
     """
-    values = request.GET.getlist('required' + suffix)
+    values = query.getlist('required' + suffix)
     if not version.matches((1, 39)):
         values = values[-1:]
     required, forbidden = [], set()
@@ -109,12 +110,13 @@ def parse_member_of(value):
     return required, forbidden
 
 
-def member_of(request, version, suffix=''):
-    """All 'member_of<suffix>' parameters -> (list of any-of sets, forbidden).
+def member_of(query, version, suffix=''):
+    """All 'member_of<suffix>' parameters of the query (a QueryDict) ->
+    (list of any-of sets, forbidden).
 
     Repeating member_of needs 1.24; forbidding ('!') needs 1.32.
     """
-    values = request.GET.getlist('member_of' + suffix)
+    values = query.getlist('member_of' + suffix)
     if not version.matches((1, 24)) and len(values) > 1:
         raise errors.bad_request(f'Multiple member_of{suffix} parameters are not supported')
     required, forbidden = [], set()

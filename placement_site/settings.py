@@ -71,6 +71,8 @@ TEMPLATES = [
                 'django.contrib.auth.context_processors.auth',
                 'django.contrib.messages.context_processors.messages',
             ],
+            # The dashboards' tags live with the dashboards (allocations/ui).
+            'libraries': {'placement_ui': 'allocations.ui.templatetags'},
         },
     },
 ]

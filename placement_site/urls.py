@@ -6,15 +6,13 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
+import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
-from allocations import views as allocation_pages
 from allocations.api import views as allocation_views
 from placement_site import views as site_views
 from placement_site.static import serve_static
-from providers import views as provider_pages
 from providers.api import views as provider_views
-import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
-import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 
 
 def route(pattern, viewset, actions, name):
@@ -35,7 +33,7 @@ urlpatterns = [
           'inventories'),
     route('resource_providers/<str:uuid>/inventories/<str:resource_class>', P.InventoryViewSet,
           {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'inventory'),
-    route('resource_providers/<str:uuid>/usages', P.ProviderUsagesViewSet,
+    route('resource_providers/<str:uuid>/usages', A.ProviderUsagesViewSet,
           {'get': 'retrieve'}, 'provider-usages'),
     route('resource_providers/<str:uuid>/aggregates', P.ProviderAggregatesViewSet,
           {'get': 'retrieve', 'put': 'update'}, 'provider-aggregates'),
@@ -61,15 +59,7 @@ urlpatterns = [
     route('explain/allocation_candidates', candidate_views.ExplainViewSet,
           {'get': 'list'}, 'explain-allocation-candidates'),
 
-    path('ui/', include(([
-        path('', provider_pages.overview, name='overview'),
-        path('providers/', provider_pages.provider_list, name='providers'),
-        path('providers/<str:uuid>/', provider_pages.provider_detail, name='provider'),
-        path('pools/', provider_pages.aggregate_list, name='aggregates'),
-        path('pools/<str:uuid>/', provider_pages.aggregate_detail, name='aggregate'),
-        path('usage/', allocation_pages.usage, name='usage'),
-        path('explorer/', allocation_pages.explorer, name='explorer'),
-    ], 'ui'))),
+    path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', auth_views.LoginView.as_view(), name='login'),
     path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
     path('accounts/', RedirectView.as_view(url='/ui/')),

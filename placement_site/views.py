@@ -1,4 +1,5 @@
 """The version document at the root, and Placement's 404 for unknown paths."""
+from django.http import Http404
 from django.views.decorators.csrf import csrf_exempt
 
 from placement_site import errors, microversion
@@ -26,5 +27,4 @@ def not_found(request, *args, **kwargs):
     """Any path no route knows: Placement's 404 on API paths."""
     if is_api_path(request.path_info):
         return render_error(request, errors.not_found(vary=False))
-    from django.http import Http404
     raise Http404(request.path_info)

@@ -4,7 +4,10 @@ document at '/', nor on the admin, dashboards and docs)."""
 import gc
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+
+from placement_site.middleware import is_api_path
 
 os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
 
@@ -15,10 +18,8 @@ gc.freeze()
 
 
 def _with_keystone(app):
-    from django.conf import settings
+    # Imported only when asked for: keystonemiddleware is heavy.
     from keystonemiddleware import auth_token
-
-    from placement_site.middleware import is_api_path
 
     protected = auth_token.AuthProtocol(app, dict(settings.KEYSTONE_AUTHTOKEN))
 

@@ -11,199 +11,21 @@ admin's transaction is rolled back so nothing changes.
 import uuid as uuid_lib
 
 from django import forms
-from django.contrib import admin, messages
-from django.contrib.admin import actions as admin_actions
-from django.contrib.admin.utils import quote, unquote
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Q
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpResponseRedirect
-from django.urls import reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.http import urlencode
-from django.utils.translation import gettext_lazy
+from django.utils.html import format_html_join
 
+from placement_site import exceptions
+from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
+                                  YesNoFilter, adopt, change_url, changelist_link, count_column)
+from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
-from providers import exceptions, schemas, services
+from providers import schemas, services
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
-
-RelatedOnly = admin.RelatedOnlyFieldListFilter
-
-
-# ---- shared building blocks (the allocations admin uses them too) -------------
-
-def count_of(model, field):
-    """How many `model` rows point at the outer row through `field`, as a
-    subquery: several counts on one row never multiply each other."""
-    rows = (model.objects.filter(**{field: OuterRef('pk')}).order_by()
-            .values(field).annotate(n=Count('*')).values('n'))
-    return Coalesce(Subquery(rows), 0)
-
-
-def count_column(annotation, description):
-    """A sortable list column showing the count annotated as `annotation`
-    (see count_of)."""
-    @admin.display(description=description, ordering=annotation)
-    def column(self, obj):
-        return getattr(obj, annotation)
-    return column
-
-
-def changelist_link(model, text, **filters):
-    """A link to `model`'s changelist, filtered."""
-    opts = model._meta
-    url = reverse(f'admin:{opts.app_label}_{opts.model_name}_changelist')
-    return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), text)
-
-
-def change_url(obj):
-    opts = obj._meta
-    return reverse(f'admin:{opts.app_label}_{opts.model_name}_change', args=[quote(obj.pk)])
-
-
-def adopt(obj, saved):
-    """Make the admin's unsaved `obj` the row a service has just written."""
-    for field in obj._meta.concrete_fields:
-        setattr(obj, field.attname, getattr(saved, field.attname))
-    obj._state.adding = False
-    obj._state.db = saved._state.db
-
-
-class ServiceAdmin(admin.ModelAdmin):
-    """An admin whose writes are service calls (save_model, delete_model and
-    the inline formsets' save). A domain refusal is shown as an error
-    message, never as a 500, and changes nothing."""
-
-    def change_refusal(self, obj):
-        """Why `obj` may not be edited at all, or None."""
-        return None
-
-    def delete_refusal(self, obj):
-        """Why `obj` may not be deleted now, or None. Asked before the
-        confirmation page; the service decides again when deleting."""
-        return None
-
-    def has_change_permission(self, request, obj=None):
-        return (super().has_change_permission(request, obj)
-                and not (obj is not None and self.change_refusal(obj)))
-
-    def visible(self, request, obj):
-        """May the user see why `obj` is refused? (Otherwise Django's own
-        permission checks answer.)"""
-        return obj is not None and self.has_view_permission(request, obj)
-
-    def refuse(self, request, message, url):
-        self.message_user(request, message, messages.ERROR)
-        return HttpResponseRedirect(url)
-
-    def cannot_delete(self, obj, reason):
-        return f'Cannot delete {self.opts.verbose_name} “{obj}”: {reason}'
-
-    def changeform_view(self, request, object_id=None, form_url='', extra_context=None):
-        if request.method == 'POST' and object_id is not None:
-            obj = self.get_object(request, unquote(object_id))
-            refusal = self.visible(request, obj) and self.change_refusal(obj)
-            if refusal:
-                return self.refuse(request, refusal, request.get_full_path())
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except exceptions.PlacementDomainError as exc:
-            # A concurrent change got past the form's checks; the admin's
-            # transaction has been rolled back.
-            return self.refuse(request, str(exc), request.get_full_path())
-
-    def delete_view(self, request, object_id, extra_context=None):
-        obj = self.get_object(request, unquote(object_id))
-        refusal = self.visible(request, obj) and self.delete_refusal(obj)
-        if not refusal:
-            try:
-                return super().delete_view(request, object_id, extra_context)
-            except exceptions.PlacementDomainError as exc:
-                refusal = str(exc)
-        return self.refuse(request, self.cannot_delete(obj, refusal), change_url(obj))
-
-    def get_deleted_objects(self, objs, request):
-        """What else goes with an object is the service's business: list the
-        objects themselves; refusals come from delete_refusal and the service."""
-        objs = list(objs)
-        listed = [format_html('{}: <a href="{}">{}</a>', self.opts.verbose_name.capitalize(),
-                              change_url(obj), obj) for obj in objs]
-        return listed, {self.opts.verbose_name_plural: len(objs)}, set(), []
-
-    def delete_queryset(self, request, queryset):
-        for obj in queryset:
-            try:
-                self.delete_model(request, obj)
-            except exceptions.PlacementDomainError as exc:
-                raise exceptions.PlacementDomainError(self.cannot_delete(obj, exc))
-
-    @admin.action(permissions=['delete'],
-                  description=gettext_lazy('Delete selected %(verbose_name_plural)s'))
-    def delete_selected(self, request, queryset):
-        """Django's action, all or nothing: refused as a whole when any
-        selected object may not be deleted."""
-        refusals = [self.cannot_delete(obj, reason)
-                    for obj in queryset if (reason := self.delete_refusal(obj))]
-        if not refusals:
-            try:
-                with transaction.atomic():
-                    return admin_actions.delete_selected(self, request, queryset)
-            except exceptions.PlacementDomainError as exc:
-                refusals = [str(exc)]
-        self.message_user(request, ' '.join(['Nothing was deleted.', *refusals]), messages.ERROR)
-        return None
-
-    actions = ['delete_selected']
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Shown, never written here: the services write these rows as part of
-    other changes."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class YesNoFilter(admin.SimpleListFilter):
-    """Yes: rows meeting `condition()`; no: the others."""
-
-    def lookups(self, request, model_admin):
-        return (('yes', 'Yes'), ('no', 'No'))
-
-    def condition(self):
-        raise NotImplementedError
-
-    def queryset(self, request, queryset):
-        if self.value() == 'yes':
-            return queryset.filter(self.condition())
-        if self.value() == 'no':
-            return queryset.exclude(self.condition())
-        return queryset
-
 
 # ---- inline formsets written by one service call each ---------------------------
 
@@ -409,8 +231,7 @@ class HasAllocationsFilter(YesNoFilter):
     parameter_name = 'allocated'
 
     def condition(self):
-        from allocations.models import Allocation
-        return Exists(Allocation.objects.filter(resource_provider=OuterRef('pk')))
+        return Q(pk__in=ResourceProvider.objects.in_use())
 
 
 @admin.register(ResourceProvider)
@@ -454,9 +275,8 @@ class ResourceProviderAdmin(ServiceAdmin):
 
     @admin.display(description='allocations')
     def allocation_list(self, provider):
-        from allocations.models import Allocation
-        count = Allocation.objects.filter(resource_provider=provider).count()
-        return changelist_link(Allocation, f'{count} allocation(s)',
+        allocations = provider.allocations
+        return changelist_link(allocations.model, f'{allocations.count()} allocation(s)',
                                resource_provider__id__exact=provider.pk)
 
     def save_model(self, request, obj, form, change):

@@ -1,27 +1,42 @@
-"""Read-side building blocks for providers. They build queries; they change
-nothing. The API, the admin and the dashboards share them."""
+"""The query vocabulary of the catalogue: chainable reads of providers and
+inventories that build queries and change nothing.
+
+The candidate search (allocations.candidates), the explain endpoint, the
+dashboards and their reports, the admin and GET /resource_providers all say
+"able to fit", "sharing", "member of", "with traits" with these methods, so
+each rule is written once.
+
+Usage is what consumers hold; the catalogue reads it through the reverse
+relation `ResourceProvider.allocations` and never imports the app that
+writes it.
+"""
+import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import Exists, F, OuterRef, Subquery, Sum, Value
-from django.db.models.functions import Coalesce, Mod
+from django.db.models import Exists, F, FloatField, OuterRef, Subquery, Sum, Value
+from django.db.models.functions import Cast, Coalesce, Mod, NullIf
+
+from placement_site.queries import storable
+
+# The trait that makes a provider's inventory available to every tree
+# sharing an aggregate with it.
+SHARING_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
 
 
 def _model(name):
-    return apps.get_model(*name.split('.'))
+    """A model of this app, looked up when a query is built (the models
+    module imports this one)."""
+    return apps.get_model('providers', name)
 
 
-def usage_subquery(resource_class_id=None, provider_ref='resource_provider'):
-    """SUM(used) of one provider's allocations (of one class, if given),
-    correlated to the outer row's `provider_ref`."""
-    allocations = _model('allocations.Allocation').objects.filter(
-        resource_provider=OuterRef(provider_ref))
-    if resource_class_id is None:
-        allocations = allocations.filter(resource_class=OuterRef('resource_class'))
-    else:
-        allocations = allocations.filter(resource_class_id=resource_class_id)
-    return Coalesce(
-        Subquery(allocations.values('resource_provider').annotate(total=Sum('used')).values('total')),
-        Value(0))
+def _allocations():
+    """The model behind the reverse relation ResourceProvider.allocations."""
+    return _model('ResourceProvider')._meta.get_field('allocations').related_model
+
+
+def _ids(values):
+    """An id list for __in, or a subquery left as it is."""
+    return values if isinstance(values, models.QuerySet) else list(values)
 
 
 def capacity_expression(prefix=''):
@@ -34,17 +49,39 @@ def capacity_expression(prefix=''):
 class InventoryQuerySet(models.QuerySet):
 
     def with_usage(self):
-        """Annotate `used`: what the provider's consumers hold of the class."""
-        return self.annotate(used=usage_subquery())
+        """Annotate `used`: what consumers hold of the inventory's class on
+        its provider (a correlated SUM, so other annotations never multiply
+        it)."""
+        held = _allocations().objects.filter(
+            resource_provider=OuterRef('resource_provider'),
+            resource_class=OuterRef('resource_class'))
+        return self.annotate(used=Coalesce(
+            Subquery(held.values('resource_provider').annotate(total=Sum('used')).values('total')),
+            Value(0)))
+
+    def with_utilization(self):
+        """Annotate `used` and `utilization` (used / capacity; unknown when
+        there is no capacity: reserved == total, or a zero ratio)."""
+        return self.with_usage().annotate(
+            utilization=Cast(F('used'), FloatField()) / NullIf(capacity_expression(), 0.0))
 
     def able_to_fit(self, amount):
         """Inventories where `amount` more units fit: within min_unit,
         max_unit and step_size, and used + amount <= capacity."""
-        return self.filter(min_unit__lte=amount, max_unit__gte=amount).annotate(
-            used=usage_subquery(),
+        return self.filter(min_unit__lte=amount, max_unit__gte=amount).with_usage().annotate(
             usable=capacity_expression(),
             step_remainder=Mod(Value(amount), F('step_size')),
         ).filter(step_remainder=0, usable__gte=F('used') + amount)
+
+    def with_root(self):
+        """Annotate `root`: the root provider id of each inventory's provider.
+
+        A per-row primary-key lookup, not a join: behind the capacity filter
+        PostgreSQL misjudges the row count, and with a join it picked a
+        nested loop over every provider for every inventory."""
+        root = Subquery(_model('ResourceProvider').objects.filter(
+            pk=OuterRef('resource_provider_id')).values('root_provider_id')[:1])
+        return self.annotate(root=root)
 
 
 class ResourceProviderQuerySet(models.QuerySet):
@@ -54,39 +91,110 @@ class ResourceProviderQuerySet(models.QuerySet):
         return self.annotate(parent_provider_uuid=F('parent_provider__uuid'),
                              root_provider_uuid=F('root_provider__uuid'))
 
+    def roots(self):
+        return self.filter(parent_provider__isnull=True)
+
     def in_tree(self, provider_uuid):
         """Providers in the same tree as `provider_uuid` (none if unknown)."""
         root = self.model.objects.filter(uuid=provider_uuid).values('root_provider_id')[:1]
         return self.filter(root_provider_id=Subquery(root))
 
+    # -- aggregates
+
     def member_of_any(self, aggregate_uuids):
         """Providers in at least one of the aggregates."""
-        members = _model('providers.ProviderAggregate').objects.filter(
-            aggregate__uuid__in=list(aggregate_uuids)).values('resource_provider_id')
+        members = _model('ProviderAggregate').objects.filter(
+            aggregate__uuid__in=_ids(aggregate_uuids)).values('resource_provider_id')
         return self.filter(id__in=members)
 
-    def member_of_none(self, aggregate_uuids):
-        members = _model('providers.ProviderAggregate').objects.filter(
-            aggregate__uuid__in=list(aggregate_uuids)).values('resource_provider_id')
+    def member_of(self, any_of_sets):
+        """member_of: for every set of aggregate uuids, in at least one."""
+        qs = self
+        for any_of in any_of_sets:
+            qs = qs.member_of_any(any_of)
+        return qs
+
+    def not_member_of(self, aggregate_uuids):
+        """Providers in none of the aggregates (forbidden aggregates)."""
+        members = _model('ProviderAggregate').objects.filter(
+            aggregate__uuid__in=_ids(aggregate_uuids)).values('resource_provider_id')
         return self.exclude(id__in=members)
 
+    # -- traits
+
     def with_any_trait(self, trait_ids):
-        """Providers having at least one of the traits."""
-        having = _model('providers.ProviderTrait').objects.filter(
-            trait_id__in=list(trait_ids)).values('resource_provider_id')
+        """Providers having at least one of the traits (ids, or a subquery
+        of ids)."""
+        having = _model('ProviderTrait').objects.filter(
+            trait_id__in=_ids(trait_ids)).values('resource_provider_id')
         return self.filter(id__in=having)
 
+    def with_traits(self, any_of_sets):
+        """required: for every set of trait ids, at least one of them."""
+        qs = self
+        for any_of in any_of_sets:
+            qs = qs.with_any_trait(any_of)
+        return qs
+
     def without_traits(self, trait_ids):
-        having = _model('providers.ProviderTrait').objects.filter(
-            trait_id__in=list(trait_ids)).values('resource_provider_id')
+        """Providers having none of the traits (forbidden traits)."""
+        having = _model('ProviderTrait').objects.filter(
+            trait_id__in=_ids(trait_ids)).values('resource_provider_id')
         return self.exclude(id__in=having)
+
+    def with_trait_named(self, name):
+        return self.with_any_trait(_model('Trait').objects.filter(name=name).values('id'))
+
+    # -- sharing providers and the trees they serve
+
+    def sharing(self):
+        """Providers whose inventory every tree in their aggregates may use."""
+        return self.with_trait_named(SHARING_TRAIT)
+
+    def trees_served(self):
+        """(provider id, root id) for every tree with a provider sharing an
+        aggregate with a provider of this queryset: the trees a sharing
+        provider serves (its own included)."""
+        links = _model('ProviderAggregate').objects
+        return links.filter(
+            aggregate__provideraggregate__resource_provider_id__in=self.values('id'),
+        ).values_list('aggregate__provideraggregate__resource_provider_id',
+                      'resource_provider__root_provider_id').distinct()
+
+    def roots_served(self):
+        """The root providers of the trees served by this queryset's providers."""
+        return self.model.objects.filter(
+            id__in=self.trees_served().values('resource_provider__root_provider_id'))
+
+    def serving_tree(self, root_id):
+        """Providers outside the tree that share an aggregate with one of its
+        providers (chain after sharing(): the pools a tree can draw on)."""
+        links = _model('ProviderAggregate').objects
+        tree_aggregates = links.filter(
+            resource_provider__root_provider_id=root_id).values('aggregate_id')
+        return self.filter(id__in=links.filter(aggregate_id__in=tree_aggregates).values(
+            'resource_provider_id')).exclude(root_provider_id=root_id)
+
+    # -- capacity and use
 
     def having_capacity(self, resource_class_id, amount):
         """Providers whose own inventory of the class can take `amount` more."""
-        fitting = _model('providers.Inventory').objects.filter(
+        fitting = _model('Inventory').objects.filter(
             resource_provider=OuterRef('pk'), resource_class_id=resource_class_id,
         ).able_to_fit(amount)
         return self.filter(Exists(fitting))
+
+    def in_use(self):
+        """Providers some consumer holds allocations against."""
+        return self.filter(Exists(_allocations().objects.filter(resource_provider=OuterRef('pk'))))
+
+    def with_max_utilization(self):
+        """Annotate `max_utilization`: the fullest inventory's utilization."""
+        fullest = _model('Inventory').objects.filter(
+            resource_provider=OuterRef('pk'), total__gt=F('reserved'),
+        ).with_utilization().order_by(F('utilization').desc(nulls_last=True))
+        return self.annotate(max_utilization=Subquery(
+            fullest.values('utilization')[:1], output_field=FloatField()))
 
     def filtered(self, *, name=None, uuid=None, in_tree=None, member_of=(),
                  forbidden_aggregates=(), required_traits=(), forbidden_traits=(),
@@ -99,20 +207,18 @@ class ResourceProviderQuerySet(models.QuerySet):
         """
         qs = self
         if name is not None:
-            # No stored name contains NUL (PostgreSQL could not even compare it).
-            qs = qs.filter(name=name) if '\x00' not in name else qs.none()
+            qs = qs.filter(name=name) if storable(name) else qs.none()
         if uuid is not None:
             qs = qs.filter(uuid=uuid)
         if in_tree is not None:
             qs = qs.in_tree(in_tree)
-        for any_of in member_of:
-            qs = qs.member_of_any(any_of)
+        qs = qs.member_of(member_of)
         if forbidden_aggregates:
-            qs = qs.member_of_none(forbidden_aggregates)
-        for any_of in required_traits:
-            qs = qs.with_any_trait(any_of)
+            qs = qs.not_member_of(forbidden_aggregates)
+        qs = qs.with_traits(required_traits)
         if forbidden_traits:
             qs = qs.without_traits(forbidden_traits)
         for class_id, amount in (resources or {}).items():
             qs = qs.having_capacity(class_id, amount)
         return qs
+

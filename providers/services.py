@@ -12,8 +12,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Sum
 from django.utils import timezone
 
+from placement_site import exceptions
+from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers import exceptions
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait, capacity)
 
@@ -177,19 +178,13 @@ def provider_delete(*, provider):
 def check_provider_delete(provider):
     """Raise what provider_delete would refuse (children, allocations);
     reads only."""
-    from allocations.models import Allocation
     if ResourceProvider.objects.filter(parent_provider_id=provider.pk).exists():
         raise exceptions.CannotDeleteParentProvider()
-    if Allocation.objects.filter(resource_provider_id=provider.pk).exists():
+    if provider.allocations.exists():
         raise exceptions.ProviderInUse()
 
 
 # ---- inventories ---------------------------------------------------------
-
-def storable(value):
-    """Can this string be stored and looked up? (PostgreSQL refuses NUL.)"""
-    return '\x00' not in value
-
 
 def resource_class_ids(names):
     """{name: id} for the names; ResourceClassNotFound for the first unknown."""
@@ -211,10 +206,12 @@ def check_inventory_capacity(provider, resource_class, record, *, reserved_can_b
 
 
 def _usage_by_class(provider, class_ids):
-    from allocations.models import Allocation
-    return dict(Allocation.objects.filter(
-        resource_provider_id=provider.pk, resource_class_id__in=list(class_ids),
-    ).values('resource_class_id').annotate(used=Sum('used')).values_list('resource_class_id', 'used'))
+    """{class id: used} of what the provider's consumers hold (through the
+    reverse relation: the catalogue does not know who allocates)."""
+    if provider.pk is None:  # not created yet (the admin checks before saving)
+        return {}
+    return dict(provider.allocations.filter(resource_class_id__in=list(class_ids)).values(
+        'resource_class_id').annotate(used=Sum('used')).values_list('resource_class_id', 'used'))
 
 
 def _refuse_below_usage(provider, records_by_id, names_by_id):

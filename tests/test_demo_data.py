@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Sum
 
 from allocations.models import Allocation, Consumer
-from providers.management.commands.load_demo import (
+from allocations.management.commands.load_demo import (
     NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, aggregate_uuid, demo_providers, node_name,
     provider_uuid)
 from providers.models import Inventory, ResourceProvider, Trait

@@ -16,7 +16,6 @@ from drf_spectacular.validation import validate_schema
 from allocations import schemas as allocation_schemas
 from placement_site.openapi import openapi_schema
 from providers import schemas as provider_schemas
-from tests.conftest import LATEST
 
 P = provider_schemas
 A = allocation_schemas

@@ -1,5 +1,5 @@
 """OpenAPI descriptions of the allocation operations: allocations of
-consumers and on providers, usages, allocation candidates and the reshaper.
+consumers and on providers, usages of providers and projects, allocation candidates and the reshaper.
 
 Request bodies are the JSON Schemas the views validate at the latest
 microversion (allocations.schemas); answers are described here.
@@ -11,7 +11,7 @@ from allocations.api import candidates, views
 from placement_site.openapi import (GENERATION, PROVIDER_UUID, UUID, Component, operation,
                                     path, query, resources_map)
 from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX_1_33
-from providers.api.docs import MEMBER_OF, REQUIRED, RESOURCES
+from providers.api.docs import MEMBER_OF, NO_PROVIDER, REQUIRED, RESOURCES
 
 # ---- answers ----------------------------------------------------------------------
 
@@ -63,6 +63,16 @@ PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', {
         'resource_provider_generation': GENERATION,
     },
     'required': ['allocations', 'resource_provider_generation'],
+})
+
+PROVIDER_USAGES = Component('ResourceProviderUsages', {
+    'type': 'object',
+    'properties': {
+        'resource_provider_generation': GENERATION,
+        'usages': resources_map('The amount allocated of every class the provider has '
+                                'inventory of.'),
+    },
+    'required': ['resource_provider_generation', 'usages'],
 })
 
 USAGES = Component('Usages', {
@@ -319,10 +329,21 @@ extend_schema_view(
         description='The allocations held against the provider, by consumer.',
         parameters=[PROVIDER_UUID],
         responses={200: (PROVIDER_ALLOCATIONS, 'The allocations.')},
-        errors={404: 'No provider has this uuid.'},
+        errors={404: NO_PROVIDER},
         changes={'1.28': 'consumer_generation.'},
     ),
 )(views.ProviderAllocationsViewSet)
+
+extend_schema_view(
+    retrieve=operation(
+        'listProviderUsages', tag='Usages', summary="Show a provider's usages",
+        description='How much of each class of the provider\'s inventory is allocated.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER_USAGES, 'The usages.')},
+        errors={404: NO_PROVIDER},
+    ),
+)(views.ProviderUsagesViewSet)
+
 
 extend_schema_view(
     list=operation(

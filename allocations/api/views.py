@@ -1,15 +1,14 @@
 """Placement API: allocations of consumers, allocations on providers, and
-usages of projects."""
+usages of providers and projects."""
 import collections
 
 from django.utils import timezone
 
 from allocations import querysets, schemas, services
-from placement_site import errors, microversion
+from placement_site import errors, exceptions, microversion
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, versions)
 from placement_site.validation import is_uuid_like, normalize_uuid
-from providers import exceptions
 from providers.api import serializers as provider_serializers
 from providers.api.views import find_provider
 from providers.models import ResourceProvider
@@ -74,7 +73,7 @@ def write(requests, not_found_message):
         services.allocations_replace(requests)
     except exceptions.ConsumerGenerationConflict as exc:
         raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
-    except services.ProviderForAllocationNotFound as exc:
+    except exceptions.ProviderForAllocationNotFound as exc:
         raise errors.bad_request(str(exc))
     except exceptions.NotFound as exc:
         raise errors.bad_request(not_found_message.format(error=exc))
@@ -145,6 +144,20 @@ class ProviderAllocationsViewSet(PlacementViewSet):
                             last_modified=latest(allocations))
 
 
+class ProviderUsagesViewSet(PlacementViewSet):
+    """/resource_providers/{uuid}/usages"""
+
+    @accept_json
+    def retrieve(self, request, uuid):
+        self.authorize('placement:resource_providers:usages')
+        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found: {error}',
+                                 vary=True)
+        body = {'resource_provider_generation': provider.generation,
+                'usages': querysets.provider_usages(provider)}
+        # Usage is "now": Placement does not date it.
+        return self.respond(body, last_modified=timezone.now())
+
+
 class UsageViewSet(PlacementViewSet):
     """/usages"""
 
@@ -198,7 +211,7 @@ class ReshaperViewSet(PlacementViewSet):
             services.reshape(inventories=inventories, requests=requests)
         except exceptions.ConsumerGenerationConflict as exc:
             raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
-        except services.ProviderForAllocationNotFound as exc:
+        except exceptions.ProviderForAllocationNotFound as exc:
             raise errors.bad_request(str(exc))
         except exceptions.ConcurrentUpdate as exc:
             raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)

@@ -1,5 +1,5 @@
 """OpenAPI descriptions of the provider operations: resource providers,
-inventories, aggregates, traits, resource classes and provider usages.
+inventories, aggregates, traits and resource classes.
 
 Request bodies are the JSON Schemas the views validate at the latest
 microversion (providers.schemas); answers are described here.
@@ -72,16 +72,6 @@ INVENTORIES = Component('Inventories', {
         'inventories': resources_map('The inventory of each resource class.', INVENTORY_RECORD),
     },
     'required': ['resource_provider_generation', 'inventories'],
-})
-
-PROVIDER_USAGES = Component('ResourceProviderUsages', {
-    'type': 'object',
-    'properties': {
-        'resource_provider_generation': GENERATION,
-        'usages': resources_map('The amount allocated of every class the provider has '
-                                'inventory of.'),
-    },
-    'required': ['resource_provider_generation', 'usages'],
 })
 
 AGGREGATES = Component('ResourceProviderAggregates', {
@@ -325,16 +315,6 @@ operation(
             409: 'The provider has allocations (placement.inventory.inuse), or it '
                  'changed meanwhile (placement.concurrent_update).'},
 )(views.InventoryViewSet.destroy_all)
-
-extend_schema_view(
-    retrieve=operation(
-        'listProviderUsages', tag='Usages', summary="Show a provider's usages",
-        description='How much of each class of the provider\'s inventory is allocated.',
-        parameters=[PROVIDER_UUID],
-        responses={200: (PROVIDER_USAGES, 'The usages.')},
-        errors={404: NO_PROVIDER},
-    ),
-)(views.ProviderUsagesViewSet)
 
 extend_schema_view(
     retrieve=operation(

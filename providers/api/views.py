@@ -1,16 +1,16 @@
-"""Placement API: resource providers, inventories, aggregates, traits,
-resource classes and provider usages."""
+"""Placement API: resource providers, inventories, aggregates, traits and
+resource classes."""
 import json
 import uuid as uuid_lib
 
 from django.utils import timezone
 
-from allocations.querysets import provider_usages
-from placement_site import errors, microversion, querystring
+from placement_site import errors, exceptions, microversion, querystring
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, validate, versions)
+from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers import exceptions, schemas, services
+from providers import schemas, services
 from providers.api import serializers
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
 
@@ -25,7 +25,7 @@ def find_provider(uuid, detail='{error}', vary=False):
     mirrors Placement's generic not-found answer.
     """
     provider = None
-    if services.storable(uuid):
+    if storable(uuid):
         provider = ResourceProvider.objects.with_tree_uuids().filter(uuid=uuid).first()
     if provider is None:
         error = f'No resource provider with uuid {uuid} found'
@@ -51,10 +51,10 @@ class ResourceProviderViewSet(PlacementViewSet):
         params = query_params(request, schema)
         member_of, forbidden_aggs = [], set()
         if 'member_of' in params:
-            member_of, forbidden_aggs = querystring.member_of(request, self.version)
+            member_of, forbidden_aggs = querystring.member_of(request.GET, self.version)
         required, forbidden_traits = [], set()
         if 'required' in params:
-            required, forbidden_traits = querystring.required_traits(request, self.version)
+            required, forbidden_traits = querystring.required_traits(request.GET, self.version)
         resources = None
         if 'resources' in params:
             resources = querystring.parse_resources(params['resources'])
@@ -372,26 +372,12 @@ class ProviderTraitsViewSet(PlacementViewSet):
         return self.no_content()
 
 
-class ProviderUsagesViewSet(PlacementViewSet):
-    """/resource_providers/{uuid}/usages"""
-
-    @accept_json
-    def retrieve(self, request, uuid):
-        self.authorize('placement:resource_providers:usages')
-        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found: {error}',
-                                 vary=True)
-        body = {'resource_provider_generation': provider.generation,
-                'usages': provider_usages(provider)}
-        # Usage is "now": Placement does not date it.
-        return self.respond(body, last_modified=timezone.now())
-
-
 class ResourceClassViewSet(PlacementViewSet):
     """/resource_classes[/{name}]"""
     POLICY = 'placement:resource_classes:%s'
 
     def _find(self, name):
-        found = ResourceClass.objects.filter(name=name).first() if services.storable(name) else None
+        found = ResourceClass.objects.filter(name=name).first() if storable(name) else None
         if found is None:
             raise domain_not_found(exceptions.ResourceClassNotFound(name=name))
         return found
@@ -492,9 +478,9 @@ class TraitViewSet(PlacementViewSet):
                     'Badly formatted name parameter. Expected name query string parameter in '
                     'form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "%s"' % params['name'])
             if op == 'in':
-                traits = traits.filter(name__in=[n for n in value.split(',') if services.storable(n)])
+                traits = traits.filter(name__in=[n for n in value.split(',') if storable(n)])
             elif op == 'startswith':
-                traits = (traits.filter(name__startswith=value) if services.storable(value)
+                traits = (traits.filter(name__startswith=value) if storable(value)
                           else traits.none())
         if 'associated' in params:
             associated = params['associated'].lower()
@@ -510,7 +496,7 @@ class TraitViewSet(PlacementViewSet):
                             last_modified=serializers.latest(traits))
 
     def _find(self, name):
-        trait = Trait.objects.filter(name=name).first() if services.storable(name) else None
+        trait = Trait.objects.filter(name=name).first() if storable(name) else None
         if trait is None:
             raise errors.not_found(str(exceptions.TraitNotFound(names=name)))
         return trait

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import LATEST, UNDEFINED, assert_error, error_of
+from tests.conftest import LATEST, UNDEFINED, assert_error
 
 AGG_A = str(uuid_lib.uuid4())
 AGG_B = str(uuid_lib.uuid4())

@@ -16,7 +16,7 @@ import requests
 from django.core.management import call_command
 from django.db.backends.signals import connection_created
 
-from providers.views import PAGE_SIZE
+from allocations.ui.views import PAGE_SIZE
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',

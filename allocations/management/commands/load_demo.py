@@ -36,7 +36,7 @@ from django.db.models import Sum
 from allocations.models import Allocation, Consumer
 from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
 from providers import services
-from providers.exceptions import PlacementDomainError
+from placement_site.exceptions import PlacementDomainError
 from providers.models import Inventory, ResourceProvider, Trait, capacity
 
 NAMESPACE = uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, 'https://placement.invalid/load_demo')

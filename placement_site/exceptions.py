@@ -22,6 +22,10 @@ class ResourceProviderNotFound(NotFound):
     message = 'No resource provider with uuid %(uuid)s found'
 
 
+class ProviderForAllocationNotFound(NotFound):
+    message = "Allocation for resource provider '%(uuid)s' that does not exist."
+
+
 class ResourceClassNotFound(NotFound):
     message = 'No such resource class %(name)s.'
 

@@ -18,16 +18,16 @@ class ProviderFilterSet(django_filters.FilterSet):
         fields = []
 
     def in_aggregate(self, queryset, name, value):
-        return queryset.filter(provideraggregate__aggregate__uuid=value.strip())
+        return queryset.member_of_any([value.strip()])
 
     def with_trait(self, queryset, name, value):
-        return queryset.filter(providertrait__trait__name=value.strip().upper())
+        return queryset.with_trait_named(value.strip().upper())
 
     def with_class(self, queryset, name, value):
         return queryset.filter(inventories__resource_class__name=value.strip().upper())
 
     def roots(self, queryset, name, value):
-        return queryset.filter(parent_provider__isnull=True) if value else queryset
+        return queryset.roots() if value else queryset
 
 
 SORTS = {

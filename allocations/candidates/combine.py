@@ -1,0 +1,223 @@
+"""Combining: the groups' allocation requests into candidates, in Python.
+
+For one group its requests are the candidates (less the copies a sharing
+provider makes for each tree it serves). For several groups, per anchor tree:
+the product of the groups' requests, pruned as soon as a provider's capacity
+or max_unit is exceeded, then group_policy=isolate, same_subtree, and
+Placement's pre-check that a tree can hold the classes several groups ask
+for. Then the rule before 1.29 (one provider per tree), and the limit.
+"""
+import collections
+import itertools
+import random
+
+from allocations.candidates.matching import AllocationRequest
+from allocations.candidates.research import Stage
+
+
+class Combination:
+    """Combines the requests of a query's groups; no I/O."""
+
+    def __init__(self, query, research, summaries, settings):
+        self.params = query.params
+        self.nested_aware = query.nested_aware
+        self.research = research
+        self.summaries = summaries.by_id
+        self.settings = settings
+        self.class_totals = collections.Counter()
+        self.multi_group_classes = set()
+        for group in query.groups.values():
+            for name, amount in group.resources.items():
+                if name in self.class_totals:
+                    self.multi_group_classes.add(name)
+                self.class_totals[name] += amount
+        self.summarized = None   # before 1.29: the providers candidates use
+
+    def candidates(self, by_suffix):
+        requests = self.merge(by_suffix)
+        requests = self.exclude_nested(requests)
+        return self.limit(requests)
+
+    def stop_at(self):
+        """How many candidates to generate at most (-1: all)."""
+        stop_at = self.settings.max_candidates
+        limit = self.params.limit
+        excluding = not self.nested_aware and self.research.has_trees
+        if limit and not self.settings.randomize and not excluding:
+            # Any `limit` of the candidates is a correct answer (their order
+            # is undefined), so stop as soon as there are enough.
+            stop_at = limit if stop_at < 0 else min(stop_at, limit)
+        return stop_at
+
+    def merge(self, by_suffix):
+        stop_at = self.stop_at()
+        if len(by_suffix) == 1:
+            # One group: its requests are the candidates (every provider in
+            # them passed the capacity check for its amount), less the
+            # copies a sharing provider makes for each tree it serves.
+            merged, seen = [], set()
+            sharing = self.research.sharing
+            for request in next(iter(by_suffix.values())):
+                if request.only_sharing(sharing):
+                    key = request.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                merged.append(request)
+                if 0 <= stop_at <= len(merged):
+                    break
+            self.research.record(Stage.COMBINED, '', len(merged))
+            return merged
+        by_anchor = collections.defaultdict(lambda: collections.defaultdict(list))
+        for suffix, requests in by_suffix.items():
+            for request in requests:
+                by_anchor[request.anchor][suffix].append(request)
+        all_suffixes = set(by_suffix)
+        granular = len(all_suffixes - {''})
+        generators = [
+            self.products(list(lists.values()))
+            for lists in by_anchor.values()
+            if set(lists) == all_suffixes and self.tree_can_hold(lists)
+        ]
+        if self.settings.strategy == 'breadth-first':
+            combos = _roundrobin(generators)
+        else:
+            combos = itertools.chain(*generators)
+        merged = {}
+        for combo in combos:
+            if not self.satisfies_group_policy(combo, granular):
+                continue
+            if not self.satisfies_same_subtree(combo):
+                continue
+            request = consolidate(combo)
+            merged.setdefault(request.key(), request)
+            if 0 <= stop_at <= len(merged):
+                break
+        self.research.record(Stage.COMBINED, '', len(merged))
+        return list(merged.values())
+
+    def products(self, lists):
+        """The cartesian product of the groups' requests, pruning prefixes
+        that already exceed a provider's capacity or max_unit."""
+        lists = [tuple(items) for items in lists]
+        summaries = self.summaries
+
+        def extend(index, chosen, amounts):
+            if index == len(lists):
+                yield tuple(chosen)
+                return
+            for request in lists[index]:
+                added = dict(amounts)
+                fits = True
+                for provider_id, class_name, amount in request.resources:
+                    key = (provider_id, class_name)
+                    total = added.get(key, 0) + amount
+                    capacity, used, max_unit = summaries[provider_id].resources[class_name]
+                    if used + total > capacity or total > max_unit:
+                        fits = False
+                        break
+                    added[key] = total
+                if fits:
+                    chosen.append(request)
+                    yield from extend(index + 1, chosen, added)
+                    chosen.pop()
+        return extend(0, [], {})
+
+    def tree_can_hold(self, lists):
+        """Placement's pre-check: a tree whose providers together lack the
+        capacity asked of classes requested by several groups is skipped."""
+        if not self.multi_group_classes:
+            return True
+        provider_ids = {p for requests in lists.values() for r in requests
+                        for p, _, _ in r.resources}
+        for name in self.multi_group_classes:
+            available = sum(self.summaries[p].resources[name][0] for p in provider_ids
+                            if name in self.summaries[p].resources)
+            if self.class_totals[name] > available:
+                return False
+        return True
+
+    def satisfies_group_policy(self, combo, granular):
+        """isolate: each suffixed group on a provider of its own."""
+        if self.params.group_policy != 'isolate':
+            return True
+        providers = set()
+        for request in combo:
+            if request.use_same_provider:
+                providers |= next(iter(request.mappings.values()))
+        return len(providers) == granular
+
+    def satisfies_same_subtree(self, combo):
+        for suffixes in self.params.same_subtrees:
+            provider_ids = set()
+            for request in combo:
+                for suffix in suffixes:
+                    provider_ids |= request.mappings.get(suffix, set())
+            if not self.same_subtree(provider_ids):
+                return False
+        return True
+
+    def same_subtree(self, provider_ids):
+        """One of the providers is an ancestor of (or is) all the others."""
+        if len(provider_ids) <= 1:
+            return True
+        common = None
+        for provider_id in provider_ids:
+            ancestors = set()
+            current = provider_id
+            while current is not None:
+                ancestors.add(current)
+                current = self.summaries[current].parent_id
+            common = ancestors if common is None else common & ancestors
+        return bool(common & provider_ids)
+
+    def exclude_nested(self, requests):
+        """Before 1.29 a candidate may use only one provider per tree, and
+        the summaries cover only providers some candidate uses (chosen, as
+        in Placement, before any limit applies)."""
+        if self.nested_aware or not self.research.has_trees:
+            return requests
+        kept = []
+        for request in requests:
+            providers = {p for p, _, _ in request.resources}
+            roots = {self.summaries[p].root_id for p in providers}
+            if len(providers) == len(roots):
+                kept.append(request)
+        self.summarized = {p for r in kept for p, _, _ in r.resources}
+        return kept
+
+    def limit(self, requests):
+        limit = self.params.limit
+        if limit and limit < len(requests):
+            if self.settings.randomize:
+                requests = random.sample(requests, limit)
+            else:
+                requests = requests[:limit]
+        elif self.settings.randomize:
+            random.shuffle(requests)
+        return requests
+
+
+def _roundrobin(generators):
+    pending = collections.deque(generators)
+    while pending:
+        generator = pending.popleft()
+        try:
+            item = next(generator)
+        except StopIteration:
+            continue
+        yield item
+        pending.append(generator)
+
+
+def consolidate(combo):
+    """Requests of several groups -> one, summing amounts per provider/class."""
+    amounts = {}
+    mappings = collections.defaultdict(set)
+    for request in combo:
+        for provider_id, class_name, amount in request.resources:
+            amounts[(provider_id, class_name)] = amounts.get((provider_id, class_name), 0) + amount
+        for suffix, providers in request.mappings.items():
+            mappings[suffix] |= providers
+    return AllocationRequest(combo[0].anchor,
+                             [(p, c, a) for (p, c), a in amounts.items()], dict(mappings))

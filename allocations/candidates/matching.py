@@ -1,0 +1,195 @@
+"""Matching: from one group's research findings to the group's allocation
+requests, in Python over the ids the research found and the provider
+summaries.
+
+- A suffixed group (or any group in a cloud without trees or sharing
+  providers) needs one provider with every class, trait and aggregate of the
+  group: single_provider_requests.
+- The unsuffixed group may take each class from a different provider of one
+  tree, or from a sharing provider reached through an aggregate:
+  tree_requests, which first keeps the trees that can hold every class
+  (trees_matching) and then takes the product of their providers per class.
+"""
+import collections
+import itertools
+
+from allocations.candidates.research import Stage, provider_roots, traits_text
+
+
+class AllocationRequest:
+    """One candidate: amounts per (provider, class), and which providers
+    satisfied which group (mappings)."""
+    __slots__ = ('anchor', 'use_same_provider', 'resources', 'mappings')
+
+    def __init__(self, anchor, resources, mappings, use_same_provider=False):
+        self.anchor = anchor              # root provider id of the anchor tree
+        self.resources = resources        # list of (provider id, class name, amount)
+        self.mappings = mappings          # {suffix: set of provider ids}
+        self.use_same_provider = use_same_provider
+
+    def key(self):
+        """Identity as Placement compares requests: resources and mappings
+        (not the anchor)."""
+        return (tuple(sorted(self.resources)),
+                tuple(sorted((s, tuple(sorted(ids))) for s, ids in self.mappings.items())))
+
+    def only_sharing(self, sharing):
+        """Does the request use sharing providers only? Only such a request
+        can come out identical for several anchor trees."""
+        return all(p in sharing for p, _, _ in self.resources)
+
+
+def group_requests(research, found, summaries):
+    """The allocation requests of one researched group."""
+    if found.tree_mode:
+        requests = tree_requests(research, found, summaries)
+    else:
+        requests = single_provider_requests(research, found, summaries)
+    for request in requests:
+        request.use_same_provider = found.group.use_same_provider
+    return requests
+
+
+# ---- one provider satisfies the whole group -------------------------------------------
+
+def providers_matching(research, found):
+    """(provider id, root id) of the providers meeting the whole group."""
+    allowed = found.members
+    if found.required_sets:
+        with_all = found.with_all_required()
+        allowed = with_all if allowed is None else allowed & with_all
+    excluded = found.in_forbidden_aggs | found.forbidden
+    if not found.resources:
+        # A resourceless group (same_subtree, 1.36) is its traits and
+        # aggregates; with neither it matches nothing, as in Placement.
+        matching = provider_roots(allowed - excluded) if allowed else []
+    else:
+        capacity = [found.capacity[name] for name in found.resources]
+        ids = set.intersection(*({p for p, _ in pairs} for pairs in capacity))
+        if allowed is not None:
+            ids &= allowed
+        ids -= excluded
+        matching = [pair for pair in capacity[-1] if pair[0] in ids]
+    research.record(Stage.PROVIDERS_MATCHING, found.suffix, len(matching))
+    return matching
+
+
+def single_provider_requests(research, found, summaries):
+    pairs = providers_matching(research, found)
+    if not pairs:
+        return []
+    summaries.load({root for _, root in pairs})
+    served = research.trees_served([p for p, _ in pairs if p in research.sharing])
+    suffix = found.suffix
+    resources = list(found.resources.items())
+    requests = []
+    for provider_id, root_id in pairs:
+        amounts = [(provider_id, name, amount) for name, amount in resources]
+        mappings = {suffix: {provider_id}}
+        if research.in_anchors(root_id):
+            requests.append(AllocationRequest(root_id, amounts, mappings))
+        for anchor_id in served.get(provider_id, ()):
+            if anchor_id != root_id and research.in_anchors(anchor_id):
+                requests.append(AllocationRequest(anchor_id, amounts, mappings))
+    return requests
+
+
+# ---- a tree (plus sharing providers) satisfies the group together -----------------
+
+def trees_matching(research, found):
+    """{(provider id, anchor root id, class id)} that together can hold
+    every class of the group in some tree."""
+    suffix = found.suffix
+    combined = set()
+    for name in found.resources:
+        class_id = found.class_ids[name]
+        candidates = {(p, root, class_id) for p, root in found.capacity[name]}
+        for provider_id, _ in found.capacity[name]:
+            if provider_id in found.sharing:
+                candidates |= {(provider_id, anchor, class_id)
+                               for anchor in found.served.get(provider_id, ())}
+        if research.anchors is not None:
+            candidates = {c for c in candidates if c[1] in research.anchors}
+            if not candidates:
+                research.record(Stage.TREES_UNDER_ROOT, suffix, 0, name)
+                return set()
+        if found.members is not None:
+            members = found.members
+            candidates = {c for c in candidates if c[0] in members or c[1] in members}
+            if not candidates:
+                research.record(Stage.TREES_IN_AGGREGATES, suffix, 0, name)
+                return set()
+        if found.in_forbidden_aggs:
+            bad = found.in_forbidden_aggs
+            candidates = {c for c in candidates if c[0] not in bad and c[1] not in bad}
+            if not candidates:
+                research.record(Stage.TREES_OUTSIDE_AGGREGATES, suffix, 0, name)
+                return set()
+        if not combined:
+            combined = candidates
+        else:
+            both = {c[1] for c in combined} & {c[1] for c in candidates}
+            combined = {c for c in combined | candidates if c[1] in both}
+        research.record(Stage.TREES_WITH_CLASSES, suffix, len({c[1] for c in combined}), name)
+        if not combined:
+            return set()
+    if (not found.required_sets and not found.forbidden) or found.sharing:
+        # (With sharing providers the traits are checked per combination.)
+        return combined
+    keep = _trees_with_traits(found, {(c[0], c[1]) for c in combined})
+    combined = {c for c in combined if c[1] in keep}
+    research.record(Stage.TREES_WITH_TRAITS, suffix, len({c[1] for c in combined}),
+                    traits_text(found.group.required_traits, found.group.forbidden_traits))
+    return combined
+
+
+def _trees_with_traits(found, pairs):
+    """Roots of the trees whose providers (`pairs` of provider id and root
+    id; no sharing providers) can still meet the group's traits
+    collectively: providers with a forbidden trait contribute none."""
+    good = [(p, r) for p, r in pairs if p not in found.forbidden]
+    if not found.required_sets:
+        return {r for _, r in good}
+    satisfied = collections.defaultdict(set)
+    for provider_id, root_id in good:
+        for index, having in enumerate(found.required_sets):
+            if provider_id in having:
+                satisfied[root_id].add(index)
+    wanted = len(found.required_sets)
+    return {r for r, indexes in satisfied.items() if len(indexes) == wanted}
+
+
+def tree_requests(research, found, summaries):
+    combined = trees_matching(research, found)
+    if not combined:
+        return []
+    real_roots = {p: root for pairs in found.capacity.values() for p, root in pairs}
+    summaries.load({real_roots[c[0]] for c in combined})
+    amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
+    trees = collections.defaultdict(lambda: collections.defaultdict(list))
+    for provider_id, root_id, class_id in combined:
+        trees[root_id][class_id].append((provider_id, *amounts[class_id]))
+    requests, seen = [], set()
+    for root_id, by_class in trees.items():
+        lists = [sorted(by_class[c]) for c in sorted(by_class)]
+        for combo in itertools.product(*lists):
+            if not _traits_ok(found, combo):
+                continue
+            request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}})
+            if request.only_sharing(research.sharing):
+                # Only sharing providers: the same request comes from every
+                # tree they serve. Like Placement, keep the first tree's.
+                key = request.key()
+                if key in seen:
+                    continue
+                seen.add(key)
+            requests.append(request)
+    return requests
+
+
+def _traits_ok(found, combo):
+    """The combination's providers have a trait of every required set and
+    none has a forbidden trait."""
+    if found.forbidden and any(p in found.forbidden for p, _, _ in combo):
+        return False
+    return all(any(p in having for p, _, _ in combo) for having in found.required_sets)

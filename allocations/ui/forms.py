@@ -1,0 +1,46 @@
+"""The dashboards' forms: usage filters and the candidate explorer's request."""
+from django import forms
+from django.http import QueryDict
+
+
+class UsageFilter(forms.Form):
+    project = forms.CharField(required=False)
+    user = forms.CharField(required=False)
+    consumer_type = forms.CharField(required=False)
+    top_class = forms.CharField(required=False, initial='VCPU', label='Top consumers of')
+
+
+class ExplorerForm(forms.Form):
+    resources = forms.CharField(required=False, initial='VCPU:2,MEMORY_MB:2048,DISK_GB:20',
+                                help_text='e.g. VCPU:2,MEMORY_MB:2048')
+    required = forms.CharField(required=False, label='Required traits',
+                               help_text='HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED or in:A,B')
+    member_of = forms.CharField(required=False, label='Member of aggregate',
+                                help_text='an aggregate uuid, in:uuid1,uuid2 or !uuid')
+    in_tree = forms.CharField(required=False, label='In tree of provider (uuid)')
+    root_required = forms.CharField(required=False, label='Root traits')
+    groups = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={'rows': 3}), label='Request groups',
+        help_text='one per line: SUFFIX resources=...&required=... e.g. '
+                  '_NET resources=SRIOV_NET_VF:1&required=CUSTOM_PHYSNET_PUBLIC')
+    group_policy = forms.ChoiceField(required=False, choices=[('', '—'), ('none', 'none'),
+                                                              ('isolate', 'isolate')])
+    same_subtree = forms.CharField(required=False, help_text='e.g. _COMPUTE,_NET')
+    limit = forms.IntegerField(required=False, min_value=1, initial=20)
+
+    def query(self):
+        """The GET /allocation_candidates query string for the form."""
+        data = self.cleaned_data
+        query = QueryDict(mutable=True)
+        for name in ('resources', 'required', 'member_of', 'in_tree', 'root_required',
+                     'group_policy', 'same_subtree'):
+            if data.get(name):
+                query[name] = data[name].strip()
+        if data.get('limit'):
+            query['limit'] = str(data['limit'])
+        for line in (data.get('groups') or '').splitlines():
+            suffix, _, params = line.strip().partition(' ')
+            for key, value in QueryDict(params.strip()).lists():
+                for item in value:
+                    query.appendlist(f'{key}{suffix}', item)
+        return query

@@ -1,0 +1,204 @@
+"""Reads for the dashboards: capacity, usage and utilization across the
+cloud, per provider, per tree, per pool and per owner. Built on the query
+vocabulary of providers.querysets; each function issues a fixed number of
+queries, whatever the number of providers or consumers."""
+import collections
+from dataclasses import dataclass, field
+
+from django.db.models import Count, F, Q, Sum
+
+from allocations.models import Allocation, Consumer, ConsumerType, Project
+from providers.models import Aggregate, Inventory, ProviderAggregate, ResourceProvider
+from providers.querysets import capacity_expression
+
+
+@dataclass
+class ClassUsage:
+    """One resource class's books: capacity = (total - reserved) * ratio."""
+    name: str
+    total: int = 0
+    reserved: int = 0
+    capacity: float = 0.0
+    used: int = 0
+    providers: int = 0
+
+    @property
+    def free(self):
+        return max(self.capacity - self.used, 0)
+
+    @property
+    def fraction(self):
+        return self.used / self.capacity if self.capacity else 0.0
+
+
+def _books(inventories, allocations, group=None):
+    """{group value: {class name: ClassUsage}} in resource class order, from
+    the inventories and the allocations against them, grouped by the field
+    `group` of both (None: one group, None). Two queries."""
+    keys = [group] if group else []
+    books = collections.defaultdict(dict)
+    for row in inventories.values(*keys, 'resource_class_id', 'resource_class__name').annotate(
+            total_sum=Sum('total'), reserved_sum=Sum('reserved'),
+            capacity_sum=Sum(capacity_expression()),
+            provider_count=Count('resource_provider', distinct=True)).order_by('resource_class_id'):
+        name = row['resource_class__name']
+        books[row.get(group)][name] = ClassUsage(
+            name, row['total_sum'], row['reserved_sum'], row['capacity_sum'] or 0.0,
+            providers=row['provider_count'])
+    for row in allocations.values(*keys, 'resource_class__name').annotate(used_sum=Sum('used')):
+        usage = books[row.get(group)].get(row['resource_class__name'])
+        if usage is not None:
+            usage.used = row['used_sum']
+    return books
+
+
+def class_summary():
+    """ClassUsage per resource class over the whole cloud. Two queries."""
+    return list(_books(Inventory.objects.all(), Allocation.objects.all())[None].values())
+
+
+def pools(aggregates):
+    """For each aggregate: member count and the pool's combined ClassUsage
+    per class. Three queries for any number of pools."""
+    aggregate_ids = [a.pk for a in aggregates]
+    members = collections.Counter(dict(ProviderAggregate.objects.filter(
+        aggregate_id__in=aggregate_ids).values('aggregate_id').annotate(
+        n=Count('resource_provider')).values_list('aggregate_id', 'n')))
+    membership = 'resource_provider__provideraggregate__aggregate_id'
+    books = _books(Inventory.objects.filter(**{f'{membership}__in': aggregate_ids}),
+                   Allocation.objects.filter(**{f'{membership}__in': aggregate_ids}),
+                   group=membership)
+    return {agg: {'members': members.get(agg, 0), 'classes': list(books[agg].values())}
+            for agg in aggregate_ids}
+
+
+def aggregates_with_counts():
+    return Aggregate.objects.annotate(members=Count('provideraggregate')).order_by('uuid')
+
+
+def fullest_inventories(limit=10):
+    """The inventories closest to full, with their providers (one query)."""
+    return list(Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
+                .select_related('resource_provider', 'resource_class')
+                .order_by(F('utilization').desc(nulls_last=True), 'resource_provider__name')[:limit])
+
+
+def cloud_counts():
+    providers = ResourceProvider.objects.aggregate(
+        all=Count('id'), roots=Count('id', filter=Q(parent_provider__isnull=True)))
+    return {
+        'providers': providers['all'],
+        'roots': providers['roots'],
+        'consumers': Consumer.objects.count(),
+        'projects': Project.objects.filter(consumers__isnull=False).distinct().count(),
+    }
+
+
+def utilization_of(provider_ids):
+    """{provider id: [inventory with used/capacity/utilization]} (one query)."""
+    by_provider = collections.defaultdict(list)
+    for inventory in Inventory.objects.filter(
+            resource_provider_id__in=list(provider_ids)).with_utilization().select_related(
+            'resource_class').order_by('resource_class_id'):
+        by_provider[inventory.resource_provider_id].append(inventory)
+    return by_provider
+
+
+# ---- trees and sharing --------------------------------------------------------------
+
+@dataclass
+class TreeNode:
+    provider: ResourceProvider
+    children: list = field(default_factory=list)
+
+
+def provider_tree(provider):
+    """The provider's whole tree as nested TreeNodes, root first (one query)."""
+    nodes = {p.pk: TreeNode(p) for p in ResourceProvider.objects.filter(
+        root_provider_id=provider.root_provider_id).order_by('name')}
+    root = None
+    for node in nodes.values():
+        parent = nodes.get(node.provider.parent_provider_id)
+        if parent is None:
+            root = node
+        else:
+            parent.children.append(node)
+    return root
+
+
+def is_sharing(provider):
+    return ResourceProvider.objects.filter(pk=provider.pk).sharing().exists()
+
+
+def sharing_relations(provider, sharing):
+    """A sharing provider: the roots of the trees it serves through its
+    aggregates, as the candidate search finds them. Any other provider: the
+    sharing providers serving its tree."""
+    if sharing:
+        served = ResourceProvider.objects.filter(pk=provider.pk).roots_served()
+        return list(served.exclude(pk=provider.root_provider_id).order_by('name'))
+    return list(ResourceProvider.objects.sharing().serving_tree(
+        provider.root_provider_id).order_by('name'))
+
+
+# ---- usage by owner -----------------------------------------------------------------
+
+OWNER_FIELDS = {
+    'project': 'consumer__project__external_id',
+    'user': 'consumer__user__external_id',
+    'consumer_type': 'consumer__consumer_type__name',
+}
+
+
+def owned_allocations(project=None, user=None, consumer_type=None):
+    """Allocations of the consumers matching the owner filters."""
+    allocations = Allocation.objects.all()
+    if project:
+        allocations = allocations.filter(consumer__project__external_id=project)
+    if user:
+        allocations = allocations.filter(consumer__user__external_id=user)
+    if consumer_type == ConsumerType.UNKNOWN:
+        allocations = allocations.filter(consumer__consumer_type__isnull=True)
+    elif consumer_type:
+        allocations = allocations.filter(consumer__consumer_type__name=consumer_type)
+    return allocations
+
+
+def _owner_key(row, fields):
+    return tuple(row[f] or ConsumerType.UNKNOWN if f.endswith('type__name') else row[f]
+                 for f in fields)
+
+
+def usage_by(allocations, keys):
+    """Rows of usage grouped by owner keys ('project', 'user',
+    'consumer_type'): {'key': (...), 'usages': {class: used},
+    'consumers': n}, largest first. Two queries."""
+    fields = [OWNER_FIELDS[k] for k in keys]
+    rows = collections.OrderedDict()
+    for row in allocations.values(*fields, 'resource_class__name').annotate(
+            used=Sum('used')).order_by(*fields, 'resource_class_id'):
+        key = _owner_key(row, fields)
+        rows.setdefault(key, {'key': key, 'usages': {}, 'consumers': 0})['usages'][
+            row['resource_class__name']] = row['used']
+    for row in allocations.values(*fields).annotate(n=Count('consumer', distinct=True)):
+        key = _owner_key(row, fields)
+        if key in rows:
+            rows[key]['consumers'] = row['n']
+    return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
+
+
+def top_consumers(allocations, resource_class, limit=20):
+    """The consumers holding the most of a class (ties by uuid), with all
+    they hold (two queries)."""
+    top = list(allocations.filter(resource_class__name=resource_class).values(
+        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer__uuid')[:limit])
+    consumers = {c.pk: c for c in Consumer.objects.filter(
+        pk__in=[t['consumer_id'] for t in top]).select_related(
+        'project', 'user', 'consumer_type')}
+    holdings = collections.defaultdict(dict)
+    for consumer_id, class_name, used in Allocation.objects.filter(
+            consumer_id__in=list(consumers)).values_list(
+            'consumer_id', 'resource_class__name').annotate(total=Sum('used')).order_by(
+            'consumer_id', 'resource_class_id'):
+        holdings[consumer_id][class_name] = used
+    return [(consumers[t['consumer_id']], t['amount'], holdings[t['consumer_id']]) for t in top]

@@ -1,0 +1,182 @@
+"""Dashboards for cloud admins: the cloud's capacity and usage, providers,
+pools, usage by owner and the candidate explorer. Server-rendered, staff
+only, a fixed number of queries per page."""
+import collections
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, render
+
+from allocations import candidates
+from allocations.models import Allocation, Consumer, ConsumerType
+from allocations.ui import reports, templatetags
+from allocations.ui.filters import ProviderFilterSet, ordering
+from allocations.ui.forms import ExplorerForm, UsageFilter
+from placement_site import errors, exceptions, microversion
+from providers.models import Aggregate, ResourceClass, ResourceProvider
+
+staff_only = staff_member_required(login_url='login')
+PAGE_SIZE = 50
+TOP_CONSUMERS = 20
+
+
+@staff_only
+def overview(request):
+    return render(request, 'ui/overview.html', {
+        'classes': reports.class_summary(),
+        'counts': reports.cloud_counts(),
+        'fullest': reports.fullest_inventories(10),
+        'thresholds': {'warning': templatetags.WARNING * 100,
+                       'critical': templatetags.CRITICAL * 100},
+    })
+
+
+# ---- providers and pools --------------------------------------------------------
+
+@staff_only
+def provider_list(request):
+    providers = ResourceProvider.objects.select_related(
+        'parent_provider', 'root_provider').with_max_utilization()
+    filters = ProviderFilterSet(request.GET, queryset=providers)
+    sort = request.GET.get('sort', 'name')
+    page = Paginator(filters.qs.order_by(*ordering(sort)), PAGE_SIZE).get_page(
+        request.GET.get('page'))
+    usage = reports.utilization_of(p.pk for p in page)
+    return render(request, 'ui/providers.html', {
+        'filters': filters, 'page': page, 'sort': sort,
+        'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
+    })
+
+
+@staff_only
+def provider_detail(request, uuid):
+    provider = get_object_or_404(
+        ResourceProvider.objects.select_related('parent_provider', 'root_provider'), uuid=uuid)
+    sharing = reports.is_sharing(provider)
+    # A shared pool can serve thousands of consumers: a page at a time.
+    consumers = Paginator(Consumer.objects.filter(allocations__resource_provider=provider)
+                          .distinct().order_by('uuid').values_list('pk', flat=True),
+                          PAGE_SIZE).get_page(request.GET.get('page'))
+    allocations = Allocation.objects.filter(
+        resource_provider=provider, consumer_id__in=list(consumers)).select_related(
+        'resource_class', 'consumer__project', 'consumer__user', 'consumer__consumer_type',
+    ).order_by('consumer__uuid', 'resource_class_id')
+    by_consumer = collections.OrderedDict()
+    for allocation in allocations:
+        by_consumer.setdefault(allocation.consumer, []).append(allocation)
+    return render(request, 'ui/provider.html', {
+        'provider': provider,
+        'tree': reports.provider_tree(provider),
+        'inventories': reports.utilization_of([provider.pk]).get(provider.pk, []),
+        'traits': provider.traits.order_by('name'),
+        'aggregates': provider.aggregates.order_by('uuid'),
+        'sharing': sharing,
+        'related': reports.sharing_relations(provider, sharing),
+        'by_consumer': by_consumer,
+        'page': consumers,
+    })
+
+
+@staff_only
+def aggregate_list(request):
+    page = Paginator(reports.aggregates_with_counts(), PAGE_SIZE).get_page(request.GET.get('page'))
+    books = reports.pools(page)
+    return render(request, 'ui/aggregates.html', {
+        'page': page, 'rows': [(aggregate, books[aggregate.pk]) for aggregate in page],
+    })
+
+
+@staff_only
+def aggregate_detail(request, uuid):
+    aggregate = get_object_or_404(Aggregate, uuid=uuid)
+    members = ResourceProvider.objects.member_of_any([aggregate.uuid])
+    sharing = set(members.sharing().values_list('pk', flat=True))
+    members = list(members.select_related('parent_provider').order_by('name'))
+    usage = reports.utilization_of(p.pk for p in members)
+    return render(request, 'ui/aggregate.html', {
+        'aggregate': aggregate,
+        'pool': reports.pools([aggregate])[aggregate.pk],
+        'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in members],
+    })
+
+
+# ---- usage by owner ----------------------------------------------------------------
+
+@staff_only
+def usage(request):
+    form = UsageFilter(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    allocations = reports.owned_allocations(
+        filters.get('project'), filters.get('user'), filters.get('consumer_type'))
+    top_class = (filters.get('top_class') or 'VCPU').upper()
+    by_project = reports.usage_by(allocations, ['project'])
+    return render(request, 'ui/usage.html', {
+        'form': form,
+        'classes': _classes_in(by_project),
+        'by_project': by_project,
+        'by_type': reports.usage_by(allocations, ['project', 'consumer_type']),
+        'by_user': reports.usage_by(allocations, ['project', 'user']),
+        'top_class': top_class,
+        'top': reports.top_consumers(allocations, top_class, TOP_CONSUMERS),
+        'top_limit': TOP_CONSUMERS,
+        'consumer_types': ConsumerType.objects.order_by('name'),
+    })
+
+
+def _classes_in(rows):
+    names = {name for row in rows for name in row['usages']}
+    return list(ResourceClass.objects.filter(name__in=names).order_by('id')
+                .values_list('name', flat=True))
+
+
+# ---- the candidate explorer ---------------------------------------------------------
+
+@staff_only
+def explorer(request):
+    form = ExplorerForm(request.GET or None)
+    context = {'form': form}
+    if form.is_valid():
+        query = form.query()
+        context['query'] = query.urlencode(safe=':,!')
+        try:
+            context.update(_explore(query))
+        except errors.PlacementError as exc:
+            context['error'] = exc.detail
+        except exceptions.PlacementDomainError as exc:
+            context['error'] = str(exc)
+    return render(request, 'ui/explorer.html', context)
+
+
+def _explore(query):
+    """The candidates for the query (at the latest microversion), with
+    provider names, the funnels and the explanation."""
+    latest = microversion.parse(microversion.MAX_VERSION)
+    explanation = candidates.explain_candidates(candidates.parse(query, latest))
+    result = explanation.result
+    summaries = result.summaries_by_id
+    names = dict(ResourceProvider.objects.filter(
+        pk__in=[s.id for s in result.summaries]).values_list('pk', 'name'))
+
+    def provider(provider_id):
+        return names.get(provider_id, summaries[provider_id].uuid), summaries[provider_id].uuid
+
+    rows = []
+    for request in result.allocation_requests:
+        by_provider = collections.defaultdict(dict)
+        for provider_id, class_name, amount in request.resources:
+            by_provider[provider_id][class_name] = amount
+        rows.append({
+            'allocations': [(*provider(p), amounts) for p, amounts in by_provider.items()],
+            'mappings': {suffix: [summaries[p].uuid for p in ids]
+                         for suffix, ids in request.mappings.items()},
+        })
+    return {
+        'candidates': rows,
+        'summaries': sorted(((*provider(s.id), {
+            'resources': {name: {'capacity': capacity, 'used': used}
+                          for name, (capacity, used, _max_unit) in s.resources.items()},
+            'traits': s.traits,
+        }) for s in result.summaries), key=lambda row: row[0]),
+        'funnels': explanation.funnels,
+        'explanation': explanation.sentences,
+    }
