@@ -1,9 +1,19 @@
-"""The number of SQL queries per request does not grow with the number of
-providers, consumers or allocations (no N+1)."""
+"""How many SQL queries each request costs: pinned per request kind and per
+page in query_counts.json (so 8 becoming 40 fails), and not growing with
+the number of providers, consumers or allocations (no N+1).
+
+After a deliberate change, rewrite the baseline with
+    PLACEMENT_RECORD_QUERY_COUNTS=1 scripts/test.sh tests/test_query_counts.py
+and review the diff of tests/query_counts.json like any other change."""
+import json
+import os
 import uuid
+from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
@@ -124,3 +134,135 @@ def test_consumer_reads_and_writes_do_not_grow_with_providers(api, cloud):
     write(one, 1)
     write(many, 12)
     assert queries(api, f'/allocations/{one}')[0] == queries(api, f'/allocations/{many}')[0]
+
+
+# ---- the pinned baseline -------------------------------------------------------------
+
+BASELINE = Path(__file__).with_name('query_counts.json')
+CANDIDATE_QUERIES = {
+    'simple': 'resources=VCPU:1,MEMORY_MB:64,DISK_GB:10',
+    'perfload': f'resources=VCPU:1&required=HW_CPU_X86_AVX2&member_of={AGGREGATE}&limit=5',
+    'granular': 'resources=DISK_GB:10&resources_C=VCPU:1&required_C=HW_NUMA_ROOT'
+                '&group_policy=isolate',
+    'root_required': 'resources=DISK_GB:10&root_required=COMPUTE_NODE',
+    'sharing_only': 'resources=DISK_GB:2000',
+    'forbidden': 'resources=VCPU:1&required=!HW_NUMA_ROOT,!COMPUTE_STATUS_DISABLED'
+                 '&member_of=!' + str(uuid.UUID(int=1)),
+    # The search stops at the capacity query; explain researches the rest.
+    'nothing_fits': 'resources=VCPU:1000&required=HW_CPU_X86_AVX2&member_of=' + AGGREGATE,
+}
+
+
+def staff_client():
+    User.objects.create_user('operator', password='pw', is_staff=True, is_superuser=True)
+    client = Client()
+    assert client.login(username='operator', password='pw')
+    return client
+
+
+def counted(call):
+    with CaptureQueriesContext(connection) as captured:
+        response = call()
+    assert response.status_code < 400, response.content
+    return len(captured)
+
+
+def measure(api, staff, pool):
+    """{request kind: queries}, reads first, then writes, in a fixed order."""
+    node = api.get('/resource_providers?name=cn1').body['resource_providers'][0]['uuid']
+    consumer = api.get(f'/resource_providers/{node}/allocations').body['allocations']
+    consumer = next(iter(consumer))
+    reads = {
+        'GET /': '/',
+        'GET /resource_providers': '/resource_providers',
+        'GET /resource_providers?filters': PATHS[1],
+        'GET /resource_providers?in_tree': f'/resource_providers?in_tree={node}',
+        'GET /resource_providers/{uuid}': f'/resource_providers/{node}',
+        'GET /resource_providers/{uuid}/inventories': f'/resource_providers/{node}/inventories',
+        'GET /resource_providers/{uuid}/inventories/{rc}':
+            f'/resource_providers/{node}/inventories/VCPU',
+        'GET /resource_providers/{uuid}/usages': f'/resource_providers/{node}/usages',
+        'GET /resource_providers/{uuid}/aggregates': f'/resource_providers/{node}/aggregates',
+        'GET /resource_providers/{uuid}/traits': f'/resource_providers/{node}/traits',
+        'GET /resource_providers/{uuid}/allocations': f'/resource_providers/{node}/allocations',
+        'GET /resource_classes': '/resource_classes',
+        'GET /resource_classes/{name}': '/resource_classes/VCPU',
+        'GET /traits?associated': '/traits?associated=true',
+        'GET /traits/{name}': '/traits/HW_CPU_X86_AVX2',
+        'GET /usages': '/usages?project_id=project-a',
+        'GET /allocations/{consumer}': f'/allocations/{consumer}',
+    }
+    for name, query in CANDIDATE_QUERIES.items():
+        reads[f'GET /allocation_candidates {name}'] = f'/allocation_candidates?{query}'
+        reads[f'GET /explain/allocation_candidates {name}'] = \
+            f'/explain/allocation_candidates?{query}'
+    counts = {kind: counted(lambda: api.get(path)) for kind, path in reads.items()}
+    pages = {
+        'UI overview': '/ui/',
+        'UI providers': '/ui/providers/',
+        'UI providers sorted and filtered':
+            '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2&root_only=true',
+        'UI provider': f'/ui/providers/{node}/',
+        'UI sharing provider': f'/ui/providers/{pool.uuid}/',
+        'UI pools': '/ui/pools/',
+        'UI pool': f'/ui/pools/{SHARED}/',
+        'UI usage': '/ui/usage/?project=project-a',
+        'UI explorer': '/ui/explorer/?' + CANDIDATE_QUERIES['perfload'],
+        'UI explorer, nothing fits': '/ui/explorer/?resources=VCPU:1000',
+        'admin providers': '/admin/providers/resourceprovider/',
+        'admin provider': f'/admin/providers/resourceprovider/{pool.pk}/change/',
+        'admin inventories': '/admin/providers/inventory/',
+        'admin consumers': '/admin/allocations/consumer/',
+        'admin allocations': '/admin/allocations/allocation/',
+    }
+    counts.update({kind: counted(lambda: staff.get(path)) for kind, path in pages.items()})
+
+    new = api.create_provider('baseline')['uuid']
+
+    def put(what, **body):
+        generation = api.get(f'/resource_providers/{new}').body['generation']  # not counted
+        return counted(lambda: api.put(f'/resource_providers/{new}/{what}',
+                                       {'resource_provider_generation': generation, **body}))
+
+    counts['POST /resource_providers'] = counted(
+        lambda: api.post('/resource_providers', {'name': 'another'}))
+    counts['PUT /resource_providers/{uuid}/inventories'] = put(
+        'inventories', inventories={'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}})
+    counts['PUT /resource_providers/{uuid}/traits'] = put(
+        'traits', traits=['HW_CPU_X86_AVX2', 'COMPUTE_NODE'])
+    counts['PUT /resource_providers/{uuid}/aggregates'] = put('aggregates', aggregates=[SHARED])
+    counts['PUT /allocations/{consumer}'] = counted(lambda: api.allocate(
+        str(uuid.uuid4()), {new: {'VCPU': 1, 'MEMORY_MB': 64}, pool.uuid: {'DISK_GB': 10}},
+        project='project-a', user='user-a'))
+    counts['POST /allocations'] = counted(lambda: api.post('/allocations', {
+        str(uuid.uuid4()): {'allocations': {new: {'resources': {'VCPU': 1}}},
+                            'project_id': 'project-a', 'user_id': 'user-a',
+                            'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+        for _ in range(2)}))
+    counts['DELETE /allocations/{consumer}'] = counted(
+        lambda: api.delete(f'/allocations/{consumer}'))
+    return counts
+
+
+def test_query_counts_match_the_baseline(api, cloud):
+    counts = measure(api, staff_client(), cloud)
+    if os.environ.get('PLACEMENT_RECORD_QUERY_COUNTS'):
+        BASELINE.write_text(json.dumps(counts, indent=2) + '\n')
+    baseline = json.loads(BASELINE.read_text())
+    changed = {kind: (baseline.get(kind), n) for kind, n in counts.items()
+               if baseline.get(kind) != n}
+    changed.update({kind: (n, None) for kind, n in baseline.items() if kind not in counts})
+    assert changed == {}, 'query counts (baseline, now) changed; see this module\'s docstring'
+
+
+def test_explain_costs_the_search_plus_a_constant(api, cloud):
+    """Explain runs the same search and reads its stages: one more query
+    (every provider's root, for the funnels), and for an empty answer the
+    stages the search could skip."""
+    for name, query in CANDIDATE_QUERIES.items():
+        search = counted(lambda: api.get(f'/allocation_candidates?{query}'))
+        explain = counted(lambda: api.get(f'/explain/allocation_candidates?{query}'))
+        fits = api.get(f'/allocation_candidates?{query}').body['allocation_requests']
+        assert bool(fits) == (name != 'nothing_fits'), name
+        skipped = 0 if fits else 1  # here: the required traits after VCPU:1000
+        assert explain == search + 1 + skipped, name
