@@ -8,7 +8,9 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
+from allocations import services as allocation_services
 from placement_site import policy
+from providers import services
 
 LATEST = '1.39'
 
@@ -115,6 +117,50 @@ def _fresh_policy():
     policy.reset()
     yield
     policy.reset()
+
+
+# ---- a small cloud built through the services, for reads tested directly ----------
+
+ROW = str(uuid_lib.uuid4())       # host aggregate of cn1 and cn3
+STORAGE = str(uuid_lib.uuid4())   # shared by nfs and the tree of cn2 (through its child)
+
+
+def add_provider(name, parent=None, inventories=None, traits=(), aggregates=()):
+    rp = services.provider_create(name=name, parent_provider_uuid=parent.uuid if parent else None)
+    if inventories:
+        services.inventories_replace(provider=rp, inventories=inventories)
+    if traits:
+        services.traits_replace(provider=rp, trait_names=list(traits))
+    if aggregates:
+        services.aggregates_replace(provider=rp, aggregate_uuids=list(aggregates))
+    return rp
+
+
+def add_allocation(rp, **amounts):
+    allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+        consumer_uuid=str(uuid_lib.uuid4()), allocations={rp.uuid: amounts},
+        project_id='p', user_id='u', generation=None)])
+
+
+@pytest.fixture
+def small_cloud(db):
+    """cn1: 8 VCPU (ratio 2, 3 used), 100 DISK_GB; cn2 with a NUMA child of 4
+    VCPU (max_unit 2, step 2); cn3: 1 VCPU; nfs: 1000 DISK_GB (50 reserved),
+    sharing with cn2's tree through the child's aggregate."""
+    rps = {}
+    rps['cn1'] = add_provider('cn1', inventories={
+        'VCPU': {'total': 8, 'allocation_ratio': 2.0}, 'DISK_GB': {'total': 100}},
+        traits=['HW_CPU_X86_AVX2', 'COMPUTE_NODE'], aggregates=[ROW])
+    rps['cn2'] = add_provider('cn2', inventories={'MEMORY_MB': {'total': 1024}},
+                              traits=['COMPUTE_NODE'])
+    rps['cn2-numa0'] = add_provider('cn2-numa0', parent=rps['cn2'], inventories={
+        'VCPU': {'total': 4, 'max_unit': 2, 'step_size': 2}},
+        traits=['HW_NUMA_ROOT'], aggregates=[STORAGE])
+    rps['cn3'] = add_provider('cn3', inventories={'VCPU': {'total': 1}}, aggregates=[ROW])
+    rps['nfs'] = add_provider('nfs', inventories={'DISK_GB': {'total': 1000, 'reserved': 50}},
+                              traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[STORAGE])
+    add_allocation(rps['cn1'], VCPU=3, DISK_GB=40)
+    return rps
 
 
 def snapshot():

@@ -1,0 +1,125 @@
+"""The research stages of the candidate search, run directly: what each
+constraint's query finds, the stage records (by Stage, with their counts),
+where the search stops, and explain's exhaustive research."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from allocations.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
+from allocations.candidates.research import NoCandidates, Research, Stage
+from placement_site import exceptions
+from tests.conftest import ROW, STORAGE
+
+
+def research(*groups, exhaustive=False, **params):
+    query = CandidateQuery({g.suffix: g for g in groups}, RequestWideParams(**params))
+    found = Research(query, exhaustive=exhaustive)
+    found.request_wide()
+    for group in groups:
+        found.group(group)
+    return found
+
+
+def records(found):
+    return [(r.stage, r.group, r.remaining, r.detail) for r in found.records]
+
+
+@pytest.fixture
+def cloud(small_cloud):
+    return small_cloud
+
+
+def test_constructing_the_research_reads_nothing(cloud):
+    query = CandidateQuery({'': RequestGroup(resources={'VCPU': 1})})
+    with CaptureQueriesContext(connection) as captured:
+        Research(query)
+    assert len(captured) == 0
+
+
+def test_request_wide_research(cloud):
+    found = research(root_required={'COMPUTE_NODE'}, root_forbidden={'HW_CPU_X86_AVX2'})
+    assert found.has_trees is True
+    assert found.sharing == {cloud['nfs'].pk}
+    assert found.anchors == {cloud['cn2'].pk}
+    assert records(found) == [(Stage.ROOT_TRAITS, '', 1, 'COMPUTE_NODE, !HW_CPU_X86_AVX2')]
+
+
+def test_each_constraint_of_a_suffixed_group(cloud):
+    group = RequestGroup(suffix='1', resources={'VCPU': 2}, required_traits=[{'COMPUTE_NODE'}],
+                         forbidden_traits={'HW_NUMA_ROOT'}, member_of=[{ROW, STORAGE}],
+                         forbidden_aggs={STORAGE})
+    found = research(group, group_policy='none').findings['1']
+    ids = {name: rp.pk for name, rp in cloud.items()}
+    assert found.tree_mode is False
+    assert found.members == {ids['cn1'], ids['cn3'], ids['cn2-numa0'], ids['nfs']}
+    assert found.capacity == {'VCPU': {(ids['cn1'], ids['cn1']),
+                                       (ids['cn2-numa0'], ids['cn2'])}}
+    assert found.required_sets == [{ids['cn1'], ids['cn2']}]
+    assert found.forbidden == {ids['cn2-numa0']}
+    assert found.in_forbidden_aggs == {ids['cn2-numa0'], ids['nfs']}
+    assert found.served == {}  # sharing providers serve only the unsuffixed group's trees
+
+
+def test_stage_records_name_the_stage_and_count_what_it_found(cloud):
+    group = RequestGroup(resources={'VCPU': 2, 'DISK_GB': 10}, member_of=[{ROW, STORAGE}])
+    found = research(group)
+    assert records(found) == [
+        (Stage.MEMBER_OF, '', 4, f'({" or ".join(sorted([ROW, STORAGE]))})'),
+        (Stage.CAPACITY, '', 2, '2 VCPU'),
+        (Stage.CAPACITY, '', 2, '10 DISK_GB'),
+        (Stage.SHARING, '', 1, 'DISK_GB'),
+    ]
+    unsuffixed = found.findings['']
+    assert unsuffixed.tree_mode is True
+    assert unsuffixed.sharing == {cloud['nfs'].pk}
+    assert unsuffixed.served == {cloud['nfs'].pk: {cloud['nfs'].pk, cloud['cn2'].pk}}
+
+
+def test_the_first_stage_that_leaves_nothing_ends_the_search(cloud):
+    """As in Placement, an empty member_of answers before the unknown trait
+    that comes after it could be refused."""
+    empty = '00000000-0000-4000-8000-000000000000'
+    found = Research(CandidateQuery({'': RequestGroup(
+        resources={'VCPU': 1}, member_of=[{empty}], required_traits=[{'CUSTOM_NOPE'}])}))
+    found.request_wide()
+    with pytest.raises(NoCandidates):
+        found.group(found.query.groups[''])
+    assert records(found) == [(Stage.MEMBER_OF, '', 0, f'({empty})')]
+    assert found.alive is False
+
+
+def test_an_unknown_name_raises_while_the_answer_may_be_non_empty(cloud):
+    with pytest.raises(exceptions.TraitNotFound):
+        research(RequestGroup(resources={'VCPU': 1}, required_traits=[{'CUSTOM_NOPE'}]))
+    with pytest.raises(exceptions.ResourceClassNotFound):
+        research(RequestGroup(resources={'CUSTOM_NOPE': 1}))
+
+
+def test_explaining_researches_every_constraint_after_an_empty_stage(cloud):
+    empty = '00000000-0000-4000-8000-000000000000'
+    group = RequestGroup(resources={'VCPU': 100, 'DISK_GB': 10}, member_of=[{empty}],
+                         required_traits=[{'COMPUTE_NODE'}, {'CUSTOM_NOPE'}])
+    found = research(group, exhaustive=True)
+    assert found.alive is False
+    unsuffixed = found.findings['']
+    assert unsuffixed.alive is False
+    assert records(found) == [
+        (Stage.MEMBER_OF, '', 0, f'({empty})'),
+        (Stage.CAPACITY, '', 0, '100 VCPU'),
+        (Stage.CAPACITY, '', 2, '10 DISK_GB'),
+        (Stage.REQUIRED_TRAITS, '', 0, 'COMPUTE_NODE, CUSTOM_NOPE'),
+    ]
+    # Met once the answer is known to be empty, the unknown trait matches nothing.
+    assert unsuffixed.required_sets == [{cloud['cn1'].pk, cloud['cn2'].pk}, set()]
+    # member_of narrows the sharing providers to none: no trees served.
+    assert unsuffixed.sharing == frozenset() and unsuffixed.served == {}
+
+
+def test_in_tree_restricts_capacity_and_turns_sharing_off(cloud):
+    group = RequestGroup(resources={'VCPU': 1, 'DISK_GB': 10}, in_tree=cloud['cn1'].uuid)
+    found = research(group)
+    unsuffixed = found.findings['']
+    assert unsuffixed.tree_root == cloud['cn1'].pk
+    assert unsuffixed.capacity['DISK_GB'] == {(cloud['cn1'].pk, cloud['cn1'].pk)}
+    assert unsuffixed.served == {}
+    assert [r.stage for r in found.records] == [Stage.IN_TREE, Stage.CAPACITY, Stage.CAPACITY]
