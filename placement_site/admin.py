@@ -133,7 +133,7 @@ class ServiceAdmin(admin.ModelAdmin):
     actions = ['delete_selected']
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnly:
     """Shown, never written here: the services write these rows as part of
     other changes."""
 
@@ -147,18 +147,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    pass
+
+
+class ReadOnlyInline(ReadOnly, admin.TabularInline):
     extra = 0
     can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class YesNoFilter(admin.SimpleListFilter):

@@ -34,9 +34,12 @@ def _allocations():
     return _model('ResourceProvider')._meta.get_field('allocations').related_model
 
 
-def _ids(values):
-    """An id list for __in, or a subquery left as it is."""
-    return values if isinstance(values, models.QuerySet) else list(values)
+def _linked(link, field, values):
+    """The ids of providers that a `link` row (ProviderAggregate,
+    ProviderTrait) ties to any of `values` of `field`: a list, or a
+    subquery left as it is."""
+    values = values if isinstance(values, models.QuerySet) else list(values)
+    return _model(link).objects.filter(**{f'{field}__in': values}).values('resource_provider_id')
 
 
 def capacity_expression(prefix=''):
@@ -103,44 +106,36 @@ class ResourceProviderQuerySet(models.QuerySet):
 
     def member_of_any(self, aggregate_uuids):
         """Providers in at least one of the aggregates."""
-        members = _model('ProviderAggregate').objects.filter(
-            aggregate__uuid__in=_ids(aggregate_uuids)).values('resource_provider_id')
-        return self.filter(id__in=members)
+        return self.filter(id__in=_linked('ProviderAggregate', 'aggregate__uuid', aggregate_uuids))
 
     def member_of(self, any_of_sets):
         """member_of: for every set of aggregate uuids, in at least one."""
-        qs = self
-        for any_of in any_of_sets:
-            qs = qs.member_of_any(any_of)
-        return qs
+        return self._linked_to_each('ProviderAggregate', 'aggregate__uuid', any_of_sets)
 
     def not_member_of(self, aggregate_uuids):
         """Providers in none of the aggregates (forbidden aggregates)."""
-        members = _model('ProviderAggregate').objects.filter(
-            aggregate__uuid__in=_ids(aggregate_uuids)).values('resource_provider_id')
-        return self.exclude(id__in=members)
+        return self.exclude(id__in=_linked('ProviderAggregate', 'aggregate__uuid', aggregate_uuids))
 
     # -- traits
 
     def with_any_trait(self, trait_ids):
         """Providers having at least one of the traits (ids, or a subquery
         of ids)."""
-        having = _model('ProviderTrait').objects.filter(
-            trait_id__in=_ids(trait_ids)).values('resource_provider_id')
-        return self.filter(id__in=having)
+        return self.filter(id__in=_linked('ProviderTrait', 'trait_id', trait_ids))
 
     def with_traits(self, any_of_sets):
         """required: for every set of trait ids, at least one of them."""
-        qs = self
-        for any_of in any_of_sets:
-            qs = qs.with_any_trait(any_of)
-        return qs
+        return self._linked_to_each('ProviderTrait', 'trait_id', any_of_sets)
 
     def without_traits(self, trait_ids):
         """Providers having none of the traits (forbidden traits)."""
-        having = _model('ProviderTrait').objects.filter(
-            trait_id__in=_ids(trait_ids)).values('resource_provider_id')
-        return self.exclude(id__in=having)
+        return self.exclude(id__in=_linked('ProviderTrait', 'trait_id', trait_ids))
+
+    def _linked_to_each(self, link, field, any_of_sets):
+        qs = self
+        for any_of in any_of_sets:
+            qs = qs.filter(id__in=_linked(link, field, any_of))
+        return qs
 
     def with_trait_named(self, name):
         return self.with_any_trait(_model('Trait').objects.filter(name=name).values('id'))

@@ -132,20 +132,19 @@ class Research:
     # -- names
 
     def class_id(self, name):
-        try:
-            return self.class_ids[name]
-        except KeyError:
-            if self.exhaustive and not self.alive:
-                return None
-            raise exceptions.ResourceClassNotFound(name=name)
+        return self._resolved(self.class_ids, name, exceptions.ResourceClassNotFound(name=name))
 
     def trait_id(self, name):
-        try:
-            return self.trait_ids[name]
-        except KeyError:
-            if self.exhaustive and not self.alive:
-                return None
-            raise exceptions.TraitNotFound(names=name)
+        return self._resolved(self.trait_ids, name, exceptions.TraitNotFound(names=name))
+
+    def _resolved(self, ids, name, not_found):
+        """The id of a name, else raise not_found; once explaining an answer
+        known to be empty, None (the name matches nothing)."""
+        if name in ids:
+            return ids[name]
+        if self.exhaustive and not self.alive:
+            return None
+        raise not_found
 
     def _lookups(self):
         """Names to ids for every class and trait in the request (2 queries);

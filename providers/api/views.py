@@ -1,5 +1,6 @@
 """Placement API: resource providers, inventories, aggregates, traits and
 resource classes."""
+import contextlib
 import json
 import uuid as uuid_lib
 
@@ -31,6 +32,19 @@ def find_provider(uuid, detail='{error}', vary=False):
         error = f'No resource provider with uuid {uuid} found'
         raise errors.not_found(detail.format(uuid=uuid, error=error), vary=vary)
     return provider
+
+
+@contextlib.contextmanager
+def custom_name_deletion(prefix=''):
+    """Deleting a resource class or trait: a standard name is 400, one in
+    use 409."""
+    try:
+        yield
+    except (exceptions.ResourceClassCannotDeleteStandard,
+            exceptions.TraitCannotDeleteStandard) as exc:
+        raise errors.bad_request(f'{prefix}{exc}')
+    except (exceptions.ResourceClassInUse, exceptions.TraitInUse) as exc:
+        raise errors.conflict(f'{prefix}{exc}')
 
 
 def domain_not_found(exc):
@@ -452,12 +466,8 @@ class ResourceClassViewSet(PlacementViewSet):
     def destroy(self, request, name):
         self.authorize(self.POLICY % 'delete')
         rc = self._find(name)
-        try:
+        with custom_name_deletion('Error in delete resource class: '):
             services.resource_class_delete(resource_class=rc)
-        except exceptions.ResourceClassCannotDeleteStandard as exc:
-            raise errors.bad_request(f'Error in delete resource class: {exc}')
-        except exceptions.ResourceClassInUse as exc:
-            raise errors.conflict(f'Error in delete resource class: {exc}')
         return self.no_content()
 
 
@@ -526,10 +536,6 @@ class TraitViewSet(PlacementViewSet):
     def destroy(self, request, name):
         self.authorize(self.POLICY % 'delete')
         trait = self._find(name)
-        try:
+        with custom_name_deletion():
             services.trait_delete(trait=trait)
-        except exceptions.TraitCannotDeleteStandard as exc:
-            raise errors.bad_request(str(exc))
-        except exceptions.TraitInUse as exc:
-            raise errors.conflict(str(exc))
         return self.no_content()
