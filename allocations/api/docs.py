@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_view
 
 from allocations import schemas
 from allocations.api import candidates, views
+from allocations.candidates.explain import STAGE_LABELS
 from placement_site.openapi import (GENERATION, PROVIDER_UUID, UUID, Component, operation,
                                     path, query, resources_map)
 from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX_1_33
@@ -191,12 +192,13 @@ EXPLANATION = Component('AllocationCandidatesExplanation', {
         },
         'search_stages': {
             'type': 'array',
-            'description': 'How many providers or candidates each stage of the search left.',
+            'description': 'Each stage of the search in the order it ran, with how many '
+                           'providers, trees or candidates it found or left.',
             'items': {
                 'type': 'object',
                 'properties': {
                     'group': {'type': 'string'},
-                    'stage': {'type': 'string'},
+                    'stage': {'type': 'string', 'enum': list(STAGE_LABELS.values())},
                     'detail': {'type': 'string'},
                     'remaining': {'type': 'integer'},
                 },
