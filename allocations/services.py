@@ -100,6 +100,9 @@ def reshape(*, inventories, requests, reserved_can_be_total=True):
     with transaction.atomic():
         for provider, new_inventories in inventories.items():
             if not new_inventories:
+                # Nothing to merge, but the generation the caller checked
+                # must still hold: lock the row at that generation.
+                _lock_at_generation(provider)
                 continue
             interim = {
                 inv.resource_class.name: {f: getattr(inv, f) for f in provider_services.INVENTORY_FIELDS}
@@ -230,6 +233,14 @@ def _get_or_create(model, **lookup):
         return found
     with transaction.atomic():  # an IntegrityError here retries the write
         return model.objects.create(**lookup)
+
+
+def _lock_at_generation(provider):
+    """Lock the provider's row if it is still at the generation read, or
+    fail as a concurrent update."""
+    if not ResourceProvider.objects.select_for_update().filter(
+            pk=provider.pk, generation=provider.generation).exists():
+        raise exceptions.ProviderConcurrentUpdate()
 
 
 def _lock_providers(provider_ids):
