@@ -102,7 +102,6 @@ class Research:
         self.records = []
         self.alive = True            # False once the answer is known to be empty
         self.class_ids = {}
-        self.class_names = {}
         self.trait_ids = {}
         self.has_trees = False
         self.sharing = frozenset()   # every sharing provider
@@ -153,7 +152,6 @@ class Research:
         class_names = {rc for g in query.groups.values() for rc in g.resources}
         self.class_ids = dict(ResourceClass.objects.filter(
             name__in=[n for n in class_names if storable(n)]).values_list('name', 'id'))
-        self.class_names = {v: k for k, v in self.class_ids.items()}
         trait_names = set(query.params.root_required) | set(query.params.root_forbidden)
         for group in query.groups.values():
             trait_names |= set(group.forbidden_traits)
