@@ -75,3 +75,24 @@ def test_the_rules_catch_what_they_are_for(tmp_path):
     tree = parsed(sample)
     found = [(package, id(node) in {id(n) for n in tree.body}) for package, node in imported(tree)]
     assert found == [('allocations', False)]
+
+
+def layout_table():
+    """The paths in README's layout table."""
+    readme = (ROOT / 'README.md').read_text()
+    table = readme.split('## Layout', 1)[1].split('\n\n| path |', 1)[1].split('\n\n', 1)[0]
+    paths = []
+    for row in table.splitlines()[2:]:
+        cell = row.split('|')[1]
+        paths += [p.strip('` ') for p in cell.split(',')]
+    return paths
+
+
+def test_readme_layout_table_matches_the_tree():
+    listed = layout_table()
+    assert [p for p in listed if not (ROOT / p).exists()] == []
+    packages = [f'{p.relative_to(ROOT)}/' for app in PROJECT_PACKAGES
+                for p in [ROOT / app, *(ROOT / app).iterdir()]
+                if (p / '__init__.py').exists() and p.name not in ('migrations', 'api')]
+    unlisted = [p for p in packages if p not in listed]
+    assert unlisted == []
