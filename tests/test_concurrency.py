@@ -39,6 +39,17 @@ def together(count, work):
         return list(pool.map(run, range(count)))
 
 
+CONFLICT = 'There was a conflict when trying to complete your request.\n\n '
+
+
+def conflict(answer, detail, code):
+    """A losing writer's 409 with exactly this error."""
+    assert answer.status_code == 409, answer.text
+    assert answer.json() == {'errors': [{
+        'status': 409, 'title': 'Conflict', 'detail': CONFLICT + detail + '  ', 'code': code,
+        'request_id': answer.headers['x-openstack-request-id']}]}
+
+
 def claim_body(provider, amount):
     return {'allocations': {provider: {'resources': {'VCPU': amount}}},
             'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
@@ -49,9 +60,11 @@ def claim_body(provider, amount):
 def nearly_full(server):
     """A provider with 10 VCPU of which 5 are already allocated."""
     rp = str(uuid.uuid4())
-    assert server.call('POST', '/resource_providers', {'name': 'cn-race', 'uuid': rp}).ok
+    assert server.call('POST', '/resource_providers',
+                       {'name': 'cn-race', 'uuid': rp}).status_code == 200
     assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-        'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 10}}}).ok
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 10}}}).status_code == 200
     assert server.call('PUT', f'/allocations/{uuid.uuid4()}', claim_body(rp, 5)).status_code == 204
     return rp
 
@@ -62,14 +75,14 @@ def test_twenty_claims_for_the_last_five_units(server, nearly_full):
     answers = together(WRITERS, lambda i: server.call(
         'PUT', f'/allocations/{consumers[i]}', claim_body(nearly_full, 1)))
 
+    # Which five win is the race's to decide; how many, and what the others hear, is not.
     statuses = [a.status_code for a in answers]
-    assert statuses.count(204) == 5
-    assert statuses.count(409) == WRITERS - 5
+    assert sorted(statuses) == [204] * 5 + [409] * (WRITERS - 5)
     for answer in answers:
         if answer.status_code == 409:
-            error = answer.json()['errors'][0]
-            assert error['status'] == 409
-            assert 'Unable to allocate inventory' in error['detail']
+            conflict(answer, "Unable to allocate inventory: Unable to create allocation for "
+                             f"'VCPU' on resource provider '{nearly_full}'. The requested amount "
+                             'would exceed the capacity.', 'placement.undefined_code')
     usages = server.call('GET', f'/resource_providers/{nearly_full}/usages').json()
     assert usages['usages'] == {'VCPU': 10}
     assert usages['resource_provider_generation'] == before + 5
@@ -81,7 +94,7 @@ def test_twenty_claims_for_the_last_five_units(server, nearly_full):
 def test_twenty_claims_of_two_units_never_overcommit(server, nearly_full):
     answers = together(WRITERS, lambda i: server.call(
         'PUT', f'/allocations/{uuid.uuid4()}', claim_body(nearly_full, 2)))
-    assert [a.status_code for a in answers].count(204) == 2
+    assert sorted(a.status_code for a in answers) == [204] * 2 + [409] * (WRITERS - 2)
     usages = server.call('GET', f'/resource_providers/{nearly_full}/usages').json()['usages']
     assert usages == {'VCPU': 9}
 
@@ -93,15 +106,24 @@ def test_one_of_twenty_inventory_writers_with_the_same_generation_wins(server, n
         {'resource_provider_generation': generation,
          'inventories': {'VCPU': {'total': 100 + i}}}))
 
-    winners = [i for i, a in enumerate(answers) if a.status_code == 200]
-    assert len(winners) == 1
+    assert sorted(a.status_code for a in answers) == [200] + [409] * (WRITERS - 1)
+    [winner] = [i for i, a in enumerate(answers) if a.status_code == 200]
     for answer in answers:
-        if answer.status_code != 200:
-            assert answer.status_code == 409
-            assert answer.json()['errors'][0]['code'] == 'placement.concurrent_update'
+        if answer.status_code == 409:
+            # A loser that read the provider after the winner committed is
+            # refused on the generation it sent; one that read it before loses
+            # when it claims the generation: which one is up to the race.
+            detail = answer.json()['errors'][0]['detail']
+            assert detail in (CONFLICT + 'resource provider generation conflict  ',
+                              CONFLICT + 'update conflict: Another thread concurrently updated '
+                              'the resource provider data. Please retry your update  ')
+            conflict(answer, detail[len(CONFLICT):-2], 'placement.concurrent_update')
     inventory = server.call('GET', f'/resource_providers/{nearly_full}/inventories').json()
-    assert inventory['resource_provider_generation'] == generation + 1
-    assert inventory['inventories']['VCPU']['total'] == 100 + winners[0]
+    expected = {'resource_provider_generation': generation + 1, 'inventories': {'VCPU': {
+        'total': 100 + winner, 'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647,
+        'step_size': 1, 'allocation_ratio': 1.0}}}
+    assert answers[winner].json() == expected
+    assert inventory == expected
 
 
 def test_same_consumer_written_concurrently_keeps_one_version(server, nearly_full):
@@ -110,22 +132,26 @@ def test_same_consumer_written_concurrently_keeps_one_version(server, nearly_ful
         'PUT', f'/allocations/{consumer}', claim_body(nearly_full, 1)))
     # Every writer said "new consumer" (generation null): one creates it,
     # the others find it exists and lose on the consumer generation.
-    assert [a.status_code for a in answers].count(204) == 1
+    assert sorted(a.status_code for a in answers) == [204] + [409] * (WRITERS - 1)
     for answer in answers:
         if answer.status_code == 409:
-            assert answer.json()['errors'][0]['code'] == 'placement.concurrent_update'
+            conflict(answer, 'consumer generation conflict - expected 1 but got None',
+                     'placement.concurrent_update')
     held = server.call('GET', f'/allocations/{consumer}').json()
-    assert held['consumer_generation'] == 1
-    assert held['allocations'][nearly_full]['resources'] == {'VCPU': 1}
+    assert held == {'allocations': {nearly_full: {'resources': {'VCPU': 1}, 'generation': 3}},
+                    'project_id': 'p', 'user_id': 'u', 'consumer_generation': 1,
+                    'consumer_type': 'INSTANCE'}
 
 
 def test_writers_creating_the_same_new_projects_in_any_order_all_succeed(server):
     """New projects and users are created in one fixed order: two writers
     naming them in opposite orders must not deadlock (a 500 before)."""
     rp = str(uuid.uuid4())
-    assert server.call('POST', '/resource_providers', {'name': 'cn-owners', 'uuid': rp}).ok
+    assert server.call('POST', '/resource_providers',
+                       {'name': 'cn-owners', 'uuid': rp}).status_code == 200
     assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-        'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 1000}}}).ok
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 1000}}}).status_code == 200
     owners = [(f'project-{n}', f'user-{n}') for n in range(4)]
 
     def write(i):

@@ -6,6 +6,7 @@ is rolled back at the end; each test runs in a savepoint of it (`db`).
 """
 import collections
 import io
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -15,8 +16,8 @@ from django.db.models import Sum
 
 from allocations.models import Allocation, Consumer
 from allocations.management.commands.load_demo import (
-    NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, aggregate_uuid, demo_providers, node_name,
-    provider_uuid)
+    DEMO_PROJECT_IDS, NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, PROJECTS, aggregate_uuid,
+    demo_providers, node_name, provider_uuid)
 from providers.models import Inventory, ResourceProvider, Trait
 
 SEED = 3
@@ -24,6 +25,16 @@ ROWS, RACKS, NODES = 3, 10, 2  # size small
 DISKLESS = {node_name(1, rack, n) for rack in range(6, 11) for n in (1, 2)}
 SEGMENT = {node_name(3, 1, n) for n in (1, 2)}
 RESOURCE_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+# Every compute node's traits, then those of its hardware by row.
+COMMON_TRAITS = {'COMPUTE_NODE', 'HW_CPU_X86_SSE42', 'HW_CPU_X86_AVX2', 'HW_CPU_X86_AESNI',
+                 'HW_CPU_HYPERTHREADING', 'COMPUTE_VOLUME_MULTI_ATTACH', 'COMPUTE_VOLUME_EXTEND',
+                 'COMPUTE_NET_ATTACH_INTERFACE', 'COMPUTE_IMAGE_TYPE_QCOW2',
+                 'COMPUTE_IMAGE_TYPE_RAW', 'COMPUTE_TRUSTED_CERTS'}
+ROW_CPU_TRAITS = {1: {'HW_CPU_X86_AVX512F'}, 2: set(),
+                  3: {'HW_CPU_X86_AVX512F', 'HW_CPU_X86_AVX512BW'}}
+ROW_DISK_TRAIT = {1: 'STORAGE_DISK_SSD', 2: 'STORAGE_DISK_HDD', 3: 'STORAGE_DISK_SSD'}
+SRIOV_ROWS = (2, 3)
+DISABLED = 'r2-rack03-cn02'
 
 
 def load(**options):
@@ -75,9 +86,19 @@ def state():
 
 
 def test_summary(demo, db):
-    assert 'Loaded the demo cloud (size small, seed 3)' in demo
-    assert '262 (60 compute nodes, 120 NUMA nodes, 80 SR-IOV NICs, 2 shared' in demo
-    assert 'projects: 5 (demo-analytics, demo-ci, demo-db, demo-nfv, demo-web)' in demo
+    types = collections.Counter(Consumer.objects.values_list('consumer_type__name', flat=True))
+    lines = demo.splitlines()
+    assert len(lines) == 5, demo
+    assert re.fullmatch(r'Loaded the demo cloud \(size small, seed 3\) in \d+\.\d s\.', lines[0])
+    assert lines[1] == ('  providers: 262 (60 compute nodes, 120 NUMA nodes, 80 SR-IOV NICs, '
+                        '2 shared (NFS, IPv4 pool))')
+    assert lines[2] == (f"  consumers: {sum(types.values())} ({types['INSTANCE']} INSTANCE, "
+                        f"{types['MIGRATION']} MIGRATION)")
+    assert lines[3] == ('  projects: 5 (demo-analytics, demo-ci, demo-db, demo-nfv, demo-web), '
+                        'users: 10')
+    # How full each class is comes from the random workload.
+    assert re.fullmatch(r'  usage: DISK_GB \d+%, IPV4_ADDRESS \d+%, MEMORY_MB \d+%, '
+                        r'SRIOV_NET_VF \d+%, VCPU \d+%', lines[4]), lines[4]
     assert len(demo_providers()) == 262
 
 
@@ -90,10 +111,14 @@ def test_nfs_share(demo, api):
     assert traits_of(nfs) == {'MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_HDD'}
     assert set(nfs.aggregates.values_list('uuid', flat=True)) == {aggregate_uuid(NFS_AGGREGATE)}
     assert member_names(api, NFS_AGGREGATE) == DISKLESS | {'nfs-share-1'}
-    # The diskless nodes have no local disk; every other compute node has.
+    # The diskless nodes have no inventory of their own (it is on the NUMA
+    # nodes); every other compute node has a local disk.
+    assert len(DISKLESS) == 10
     for name in DISKLESS:
-        assert 'DISK_GB' not in inventory_of(api, name)
-    assert 'DISK_GB' in inventory_of(api, 'r1-rack05-cn02')
+        assert inventory_of(api, name) == {}
+    assert inventory_of(api, 'r1-rack05-cn02') == {'DISK_GB': {
+        'total': 1788, 'reserved': 100, 'min_unit': 1, 'max_unit': 1788, 'step_size': 1,
+        'allocation_ratio': 1.0}}
     assert set(by_name('r1-rack06-cn01').aggregates.values_list('uuid', flat=True)) == {
         aggregate_uuid('row1'), aggregate_uuid(NFS_AGGREGATE)}
 
@@ -107,9 +132,9 @@ def test_row_aggregates(demo, api):
 def test_ipv4_pool(demo, api):
     pool = by_name('r3-rack01-ipv4-pool')
     assert pool.parent_provider_id is None
-    inventory = inventory_of(api, 'r3-rack01-ipv4-pool')
-    assert set(inventory) == {'IPV4_ADDRESS'}
-    assert (inventory['IPV4_ADDRESS']['total'], inventory['IPV4_ADDRESS']['reserved']) == (254, 5)
+    assert inventory_of(api, 'r3-rack01-ipv4-pool') == {'IPV4_ADDRESS': {
+        'total': 254, 'reserved': 5, 'min_unit': 1, 'max_unit': 1, 'step_size': 1,
+        'allocation_ratio': 1.0}}
     assert traits_of(pool) == {'MISC_SHARES_VIA_AGGREGATE'}
     assert member_names(api, POOL_AGGREGATE) == SEGMENT | {'r3-rack01-ipv4-pool'}
 
@@ -122,8 +147,13 @@ def test_numa_nodes_and_nics(demo, api):
     assert len(computes) == ROWS * RACKS * NODES
     numa_root = Trait.objects.get(name='HW_NUMA_ROOT')
     for compute in computes:
-        assert {'HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE42', 'COMPUTE_VOLUME_MULTI_ATTACH'} \
-            <= traits_of(compute)
+        row = int(compute.name[1])
+        expected = COMMON_TRAITS | ROW_CPU_TRAITS[row]
+        if compute.name not in DISKLESS:
+            expected.add(ROW_DISK_TRAIT[row])
+        if compute.name == DISABLED:
+            expected.add('COMPUTE_STATUS_DISABLED')
+        assert traits_of(compute) == expected, compute.name
         children = list(compute.children.all())
         assert sorted(c.name for c in children) == [
             f'{compute.name}-numa0', f'{compute.name}-numa1']
@@ -132,15 +162,18 @@ def test_numa_nodes_and_nics(demo, api):
             assert set(child.inventories.values_list('resource_class__name', flat=True)) == {
                 'VCPU', 'MEMORY_MB'}
             assert child.root_provider_id == compute.pk
-    assert any('STORAGE_DISK_SSD' in traits_of(c) for c in computes)
-    assert any('STORAGE_DISK_HDD' in traits_of(c) for c in computes)
+    disks = collections.Counter(t for c in computes for t in traits_of(c) if t.startswith(
+        'STORAGE_DISK_'))
+    # SSD: row 1 less its 10 diskless nodes, and row 3; HDD: row 2.
+    assert disks == {'STORAGE_DISK_SSD': 30, 'STORAGE_DISK_HDD': 20}
     # NICs: grandchildren of the compute nodes, one physnet each.
     for physnet, numa in (('CUSTOM_PHYSNET_PUBLIC', 0), ('CUSTOM_PHYSNET_INTRANET', 1)):
         response = api.get(f'/resource_providers?required=HW_NIC_SRIOV,{physnet}')
         nics = response.body['resource_providers']
-        assert len(nics) == 40  # rows 2 and 3 have SR-IOV
+        assert sorted(nic['name'] for nic in nics) == sorted(
+            f'{node_name(row, rack, n)}-numa{numa}-nic{numa}' for row in SRIOV_ROWS
+            for rack in range(1, RACKS + 1) for n in range(1, NODES + 1))
         for nic in nics:
-            assert nic['name'].endswith(f'-numa{numa}-nic{numa}')
             parent = ResourceProvider.objects.get(uuid=nic['parent_provider_uuid'])
             assert parent.name == nic['name'].rsplit('-', 1)[0]
             assert parent.parent_provider.name == parent.name.rsplit('-', 1)[0]
@@ -153,10 +186,13 @@ def test_allocations(demo, db):
     consumers = Consumer.objects.all()
     types = collections.Counter(consumers.values_list('consumer_type__name', flat=True))
     assert set(types) == {'INSTANCE', 'MIGRATION'}
-    assert 3 <= types['MIGRATION'] < types['INSTANCE'] / 20
+    assert types['MIGRATION'] == 4  # max(4, 60 nodes // 25) moves, each finds a source
+    # How many instances fit is the random workload's; far more than the moves.
+    assert types['INSTANCE'] > 20 * types['MIGRATION']
     projects = set(consumers.values_list('project__external_id', flat=True))
-    assert {'demo-web', 'demo-db', 'demo-ci'} <= projects
-    assert consumers.values('user_id').distinct().count() >= 5
+    assert projects == DEMO_PROJECT_IDS
+    users = set(consumers.values_list('user__external_id', flat=True))
+    assert users == {user for project in PROJECTS for user in project.users}
     classes = set(Allocation.objects.values_list('resource_class__name', flat=True))
     assert classes == {'VCPU', 'MEMORY_MB', 'DISK_GB', 'SRIOV_NET_VF', 'IPV4_ADDRESS'}
     # An instance's VCPU and memory sit on one NUMA node, its VF on that
@@ -175,6 +211,8 @@ def test_allocations(demo, db):
             assert disk.pk == numa.root_provider_id
         if 'SRIOV_NET_VF' in resources:
             assert resources['SRIOV_NET_VF'].parent_provider_id == numa.pk
+    # How many instances land on the share or take an address is random;
+    # that some do is not (diskless nodes, 70% of the segment's instances).
     assert Allocation.objects.filter(resource_provider=nfs).count() > 5
     assert Allocation.objects.filter(
         resource_provider__name='r3-rack01-ipv4-pool').count() > 2
@@ -193,6 +231,8 @@ def test_usage_within_capacity(demo, db):
         fill[inventory.resource_class.name][1] += inventory.capacity
         fractions.append(in_use / inventory.capacity)
     assert not used  # no allocation without inventory
+    # The fill levels are drawn at random (30-75% of a node, a few nodes
+    # 95-99%): only their bounds are known.
     for name in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
         assert 0.2 <= fill[name][0] / fill[name][1] <= 0.7, name
     assert 0.3 <= fill['MEMORY_MB'][0] / fill['MEMORY_MB'][1] <= 0.7
@@ -221,17 +261,22 @@ def test_candidates_use_the_nfs_share_for_diskless_nodes(demo, api):
 
 def test_rerun_is_idempotent(demo, db):
     before = state()
-    output = load(size='small', seed=SEED)
-    assert 'already loaded (262 providers' in output and 'Use --reset' in output
-    assert 'already loaded' in load(size='medium', seed=SEED + 1)
+    loaded = ('The demo cloud is already loaded (262 providers, '
+              f'{Consumer.objects.count()} consumers); nothing to do. Use --reset to reload it.\n')
+    assert load(size='small', seed=SEED) == loaded
+    assert load(size='medium', seed=SEED + 1) == loaded
     assert state() == before
 
 
 def test_reset_reloads_deterministically(demo, api):
     before = allocation_rows()
+    consumers = Consumer.objects.count()
     other = api.create_provider('not-the-demo')
-    output = load(size='small', seed=SEED, reset=True)
-    assert 'Deleted' in output and 'Loaded the demo cloud' in output
+    output = load(size='small', seed=SEED, reset=True).splitlines()
+    assert output[0] == f'Deleted {consumers} demo consumers and 262 demo providers.'
+    assert re.fullmatch(r'Loaded the demo cloud \(size small, seed 3\) in \d+\.\d s\.',
+                        output[1])
+    assert len(output) == 6  # and the summary's four lines
     assert allocation_rows() == before
     load(size='small', seed=SEED + 1, reset=True)
     after = allocation_rows()
@@ -246,18 +291,25 @@ def test_reset_refuses_foreign_consumers(demo, api):
                             project='someone-else')
     assert response.status_code == 204, response.content
     before = state()
-    with pytest.raises(CommandError, match='outside the demo projects'):
+    with pytest.raises(CommandError) as refused:
         load(reset=True)
+    assert str(refused.value) == (
+        '1 consumers outside the demo projects hold allocations on demo providers '
+        '(e.g. 11111111-2222-3333-4444-555555555555); delete them first.')
     assert state() == before
 
 
 def test_staff_user(demo, db):
+    loaded = ('The demo cloud is already loaded (262 providers, '
+              f'{Consumer.objects.count()} consumers); nothing to do. Use --reset to reload it.\n')
     output = load(staff_user='demo-admin', password='first-pw')
-    assert 'already loaded' in output and "Created staff superuser 'demo-admin'" in output
+    assert output == loaded + "Created staff superuser 'demo-admin'.\n"
     user = get_user_model().objects.get(username='demo-admin')
     assert user.is_staff and user.is_superuser and user.check_password('first-pw')
-    assert "Updated staff superuser" in load(staff_user='demo-admin', password='second-pw')
+    assert load(staff_user='demo-admin', password='second-pw') == (
+        loaded + "Updated staff superuser 'demo-admin'.\n")
     user.refresh_from_db()
     assert user.check_password('second-pw')
-    with pytest.raises(CommandError, match='--password'):
+    with pytest.raises(CommandError) as refused:
         load(staff_user='demo-admin')
+    assert str(refused.value) == '--staff-user needs --password.'

@@ -108,6 +108,17 @@ def validations(keystone):
     return [r for r in keystone.requests if r[0] == 'GET' and r[1].startswith('/v3/auth/tokens')]
 
 
+def assert_forbidden(response, rule):
+    """Placement's 403: the token was good, the policy said no."""
+    assert response.status_code == 403, response.content
+    assert response.json() == {'errors': [{
+        'status': 403, 'title': 'Forbidden',
+        'detail': f'Access was denied to this resource.\n\n Policy does not allow {rule} to be '
+                  'performed.  ',
+        'code': 'placement.undefined_code',
+        'request_id': response.headers['x-openstack-request-id']}]}
+
+
 def assert_refused_by_keystonemiddleware(response, keystone):
     assert response.status_code == 401, response.content
     assert response.headers['www-authenticate'] == f'Keystone uri="{keystone.url}"'
@@ -121,7 +132,9 @@ def assert_refused_by_keystonemiddleware(response, keystone):
 def test_root_answers_without_a_token(app, keystone):
     response = call(app, 'GET', '/')
     assert response.status_code == 200
-    assert response.json()['versions'][0]['max_version'] == '1.39'
+    assert response.json() == {'versions': [{
+        'id': 'v1.0', 'min_version': '1.0', 'max_version': '1.39', 'status': 'CURRENT',
+        'links': [{'rel': 'self', 'href': ''}]}]}
     assert keystone.requests == []
 
 
@@ -132,9 +145,10 @@ def test_api_without_a_token_is_refused(app, keystone):
 def test_api_with_an_unknown_token_is_refused(app, keystone):
     response = call(app, 'GET', '/resource_providers', token='no-such-token')
     assert_refused_by_keystonemiddleware(response, keystone)
-    # The service user authenticated, then Keystone was asked about the token.
-    assert ('POST', '/v3/auth/tokens') in keystone.requests
-    assert len(validations(keystone)) == 1
+    # Version discovery, the service user authenticated, then Keystone was
+    # asked about the token.
+    assert keystone.requests == [('GET', '/'), ('POST', '/v3/auth/tokens'),
+                                 ('GET', '/v3/auth/tokens')]
 
 
 def test_admin_token_lists_providers(app, keystone):
@@ -155,27 +169,29 @@ def test_admin_token_creates_a_provider(app):
     response = call(app, 'POST', '/resource_providers', token=ADMIN_TOKEN,
                     body={'name': 'cn-keystone', 'uuid': rp})
     assert response.status_code == 200, response.content
-    assert response.json()['uuid'] == rp
+    path = f'/resource_providers/{rp}'
+    expected = {
+        'uuid': rp, 'name': 'cn-keystone', 'generation': 0,
+        'links': [{'rel': 'self', 'href': path}] + [
+            {'rel': rel, 'href': f'{path}/{rel}'}
+            for rel in ('inventories', 'usages', 'aggregates', 'traits', 'allocations')],
+        'parent_provider_uuid': None, 'root_provider_uuid': rp}
+    assert response.json() == expected
     assert ResourceProvider.objects.filter(uuid=rp, name='cn-keystone').exists()
-    shown = call(app, 'GET', f'/resource_providers/{rp}', token=ADMIN_TOKEN)
+    shown = call(app, 'GET', path, token=ADMIN_TOKEN)
     assert shown.status_code == 200
-    assert shown.json()['name'] == 'cn-keystone'
+    assert shown.json() == expected
 
 
 def test_reader_token_is_forbidden_by_policy(app):
     response = call(app, 'GET', '/resource_providers', token=READER_TOKEN)
-    assert response.status_code == 403, response.content
-    (error,) = response.json()['errors']
-    assert error['title'] == 'Forbidden'
-    assert error['code'] == 'placement.undefined_code'
-    assert 'placement:resource_providers:list' in error['detail']
-    assert error['request_id'] == response.headers['x-openstack-request-id']
+    assert_forbidden(response, 'placement:resource_providers:list')
 
 
 def test_reader_token_writes_nothing(app):
     response = call(app, 'POST', '/resource_providers', token=READER_TOKEN,
                     body={'name': 'cn-reader', 'uuid': str(uuid.uuid4())})
-    assert response.status_code == 403, response.content
+    assert_forbidden(response, 'placement:resource_providers:create')
     assert not ResourceProvider.objects.filter(name='cn-reader').exists()
 
 
@@ -185,19 +201,19 @@ def test_context_carries_the_project_keystone_reports(app):
     assert own.status_code == 200, own.content
     assert own.json()['usages'] == {}
     other = call(app, 'GET', f'/usages?project_id={uuid.uuid4().hex}', token=READER_TOKEN)
-    assert other.status_code == 403, other.content
+    assert_forbidden(other, 'placement:usages')
 
 
-def test_identity_headers_from_the_client_are_ignored(app):
+def test_identity_headers_from_the_client_are_ignored(app, keystone):
     """keystonemiddleware replaces X-Roles / X-User-Id sent by the client."""
     response = call(app, 'GET', '/resource_providers', token=READER_TOKEN,
                     headers={'X-Roles': 'admin', 'X-User-Id': 'admin-user',
                              'X-Project-Id': PROJECT})
-    assert response.status_code == 403, response.content
+    assert_forbidden(response, 'placement:resource_providers:list')
     spoofed = call(app, 'GET', '/resource_providers',
                    headers={'X-Roles': 'admin', 'X-User-Id': 'admin-user',
                             'X-Project-Id': PROJECT, 'X-Identity-Status': 'Confirmed'})
-    assert spoofed.status_code == 401
+    assert_refused_by_keystonemiddleware(spoofed, keystone)
 
 
 @pytest.mark.parametrize('path', ['/admin/login/', '/api/schema/'])

@@ -1,5 +1,6 @@
 """Configuration from the environment, and production hygiene."""
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -12,31 +13,41 @@ from placement_site import config
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SQLITE_OPTIONS = {'transaction_mode': 'IMMEDIATE', 'timeout': 30,
+                  'init_command': 'PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;'}
+
+
 def test_sqlite_url_with_absolute_path(tmp_path):
     db = config.database_from_url('sqlite:////tmp/x/placement.db', data_dir=tmp_path)
-    assert db['ENGINE'] == 'django.db.backends.sqlite3'
-    assert db['NAME'] == '/tmp/x/placement.db'
-    assert db['OPTIONS']['transaction_mode'] == 'IMMEDIATE'
+    assert db == {'ENGINE': 'django.db.backends.sqlite3', 'NAME': '/tmp/x/placement.db',
+                  'OPTIONS': SQLITE_OPTIONS}
 
 
 def test_sqlite_url_with_relative_path_lands_in_the_data_directory(tmp_path):
     db = config.database_from_url('sqlite:///p.sqlite3', data_dir=tmp_path)
-    assert db['NAME'] == str(tmp_path / 'p.sqlite3')
+    assert db == {'ENGINE': 'django.db.backends.sqlite3', 'NAME': str(tmp_path / 'p.sqlite3'),
+                  'OPTIONS': SQLITE_OPTIONS}
 
 
 def test_postgresql_url():
     db = config.database_from_url(
         'postgresql://bench:s%40cret@db.example:6543/placement?sslmode=require', data_dir='/x')
-    assert db['ENGINE'] == 'django.db.backends.postgresql'
-    assert (db['USER'], db['PASSWORD'], db['HOST'], db['PORT'], db['NAME']) == (
-        'bench', 's@cret', 'db.example', '6543', 'placement')
-    assert db['OPTIONS'] == {'sslmode': 'require'}
+    assert db == {'ENGINE': 'django.db.backends.postgresql', 'NAME': 'placement',
+                  'USER': 'bench', 'PASSWORD': 's@cret', 'HOST': 'db.example', 'PORT': '6543',
+                  'OPTIONS': {'sslmode': 'require'}, 'CONN_MAX_AGE': 600,
+                  'CONN_HEALTH_CHECKS': True}
 
 
-@pytest.mark.parametrize('url', ['mysql://x/y', 'sqlite://', 'nonsense'])
-def test_unsupported_database_urls_are_refused(url, tmp_path):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize('url, message', [
+    ('mysql://x/y', "DATABASE_URL scheme 'mysql' is not supported (use sqlite:// or "
+                    'postgresql://)'),
+    ('sqlite://', "DATABASE_URL 'sqlite://' names no SQLite file"),
+    ('nonsense', "DATABASE_URL scheme '' is not supported (use sqlite:// or postgresql://)"),
+])
+def test_unsupported_database_urls_are_refused(url, message, tmp_path):
+    with pytest.raises(ValueError) as refused:
         config.database_from_url(url, data_dir=tmp_path)
+    assert str(refused.value) == message
 
 
 @pytest.mark.parametrize('raw,expected', [('true', True), ('1', True), ('ON', True),
@@ -48,8 +59,9 @@ def test_boolean_variables(monkeypatch, raw, expected):
 
 def test_a_misspelt_boolean_is_an_error(monkeypatch):
     monkeypatch.setenv('X_FLAG', 'ture')
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as refused:
         config.env_bool('X_FLAG', False)
+    assert str(refused.value) == "X_FLAG must be one of true/false/1/0/yes/no/on/off, got 'ture'"
 
 
 def test_secret_key_comes_from_the_environment(monkeypatch, tmp_path):
@@ -61,7 +73,8 @@ def test_secret_key_comes_from_the_environment(monkeypatch, tmp_path):
 def test_production_without_a_key_generates_one_kept_private(monkeypatch, tmp_path):
     monkeypatch.delenv('DJANGO_SECRET_KEY', raising=False)
     first = config.secret_key(debug=False, data_dir=tmp_path)
-    assert len(first) >= 50
+    assert re.fullmatch(r'[A-Za-z0-9_-]{86}', first)  # 64 random bytes, URL-safe base64
+    assert (tmp_path / 'secret_key').read_text() == first
     assert config.secret_key(debug=False, data_dir=tmp_path) == first
     mode = stat.S_IMODE((tmp_path / 'secret_key').stat().st_mode)
     assert mode == 0o600
@@ -90,5 +103,8 @@ def test_deploy_checks_pass_in_production(tmp_path):
 def test_deploy_checks_flag_a_debug_server(tmp_path):
     checked = _django('check', '--deploy', '--tag', 'security', '--fail-level', 'WARNING',
                       DJANGO_DEBUG='true', PLACEMENT_DATA_DIR=str(tmp_path))
-    assert checked.returncode != 0
-    assert 'security.W018' in checked.stdout + checked.stderr
+    assert checked.returncode == 1
+    # A debug server uses the development key and cookies that are not
+    # secure-only, and runs with DEBUG on (W018).
+    assert re.findall(r'\(security\.(\w+)\)', checked.stdout + checked.stderr) == [
+        'W009', 'W012', 'W016', 'W018']

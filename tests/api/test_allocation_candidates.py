@@ -126,17 +126,37 @@ def test_each_inventory_limit_excludes_its_provider(api, capacity_nodes):
     assert summarized(body, capacity_nodes) == {'ok', 'ratio'}
 
 
+# The VCPU amounts each of capacity_nodes can take.
+AMOUNTS = {
+    'ok': range(1, 9),
+    'reserved': range(1, 4),     # (8 - 5) * 1.0
+    'ratio': range(1, 5),        # (2 - 0) * 2.0
+    'used': range(1, 4),         # 8 - 5 used
+    'min_unit': range(6, 9),
+    'max_unit': range(1, 3),
+    'step_size': (3, 6),
+}
+
+
+def fitting(amount):
+    return {name for name, amounts in AMOUNTS.items() if amount in amounts}
+
+
 @pytest.mark.parametrize('name, fits, excluded', [
-    ('reserved', 3, 4),    # (8 - 5) * 1.0
-    ('ratio', 4, 5),       # (2 - 0) * 2.0
-    ('used', 3, 4),        # 8 - 5 used
+    ('reserved', 3, 4),
+    ('ratio', 4, 5),
+    ('used', 3, 4),
     ('min_unit', 6, 5),
     ('max_unit', 2, 3),
     ('step_size', 6, 4),
 ])
 def test_an_amount_fits_or_not(api, capacity_nodes, name, fits, excluded):
-    assert name in providers(get(api, f'resources=VCPU:{fits}'), capacity_nodes)
-    assert name not in providers(get(api, f'resources=VCPU:{excluded}'), capacity_nodes)
+    assert name in fitting(fits) and name not in fitting(excluded)
+    for amount in (fits, excluded):
+        body = get(api, f'resources=VCPU:{amount}')
+        assert candidates(body, capacity_nodes) == want(
+            *({n: {'VCPU': amount}} for n in fitting(amount)))
+        assert summarized(body, capacity_nodes) == fitting(amount)
 
 
 def test_several_classes_must_all_fit_on_one_flat_provider(api):
@@ -169,9 +189,11 @@ def limit_nodes(api):
 @pytest.mark.parametrize('version', ['1.16', LATEST])
 def test_limit_returns_that_many_and_summarizes_only_their_trees(api, limit_nodes, version):
     body = get(api, 'resources=VCPU:1&limit=2', version=version)
-    assert len(body['allocation_requests']) == 2
+    # Any two of the five candidates are a correct answer (their order is
+    # undefined), so which two stays open; each takes 1 VCPU of one provider.
     used = providers(body, limit_nodes)
-    assert used < {'a', 'b', 'c', 't0', 't1'}
+    assert len(used) == 2 and used <= {'a', 'b', 'c', 't0', 't1'}
+    assert candidates(body, limit_nodes) == want(*({name: {'VCPU': 1}} for name in used))
     trees = set().union(*(limit_nodes.tree(name) for name in used))
     if version == '1.16':
         # Before 1.29 only providers some candidate uses are summarized, so not 't'.
@@ -192,12 +214,14 @@ def test_limit_keeps_summaries_of_the_candidate_s_tree(api, version, expected):
                   ('t0', 't', {'VCPU': {'total': 8}}, [], []),
                   ('t1', 't', {'VCPU': {'total': 8}}, [], []))
     body = get(api, 'resources=VCPU:1&limit=1', version=version)
+    # Either candidate is a correct answer: their order is undefined.
     assert candidates(body, cloud) in (want({'t0': {'VCPU': 1}}), want({'t1': {'VCPU': 1}}))
     assert summarized(body, cloud) == expected
 
 
 def test_limit_keeps_the_whole_tree_of_a_candidate(api, limit_nodes):
     body = get(api, 'resources=VCPU:1,MEMORY_MB:1&limit=1')
+    # Either candidate is a correct answer: their order is undefined.
     assert candidates(body, limit_nodes) in (want({'t': {'MEMORY_MB': 1}, 't0': {'VCPU': 1}}),
                                              want({'t': {'MEMORY_MB': 1}, 't1': {'VCPU': 1}}))
     assert summarized(body, limit_nodes) == {'t', 't0', 't1'}
@@ -440,7 +464,7 @@ def test_numbered_groups_from_1_25_use_one_provider_each(api, nested):
 def test_named_suffixes_from_1_33(api, nested):
     body = get(api, 'resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate', version='1.33')
     assert candidates(body, nested) == want(TWO_NUMA, TWO_NUMA)
-    assert all('mappings' not in request for request in body['allocation_requests'])
+    assert [sorted(request) for request in body['allocation_requests']] == [['allocations']] * 2
 
 
 @pytest.mark.parametrize('query, version, detail', [
@@ -595,6 +619,8 @@ def test_a_provider_without_requested_classes_is_summarized_from_1_27(api, shape
     assert set(get(api, 'resources=MEMORY_MB:1', version='1.26')['provider_summaries']) == {
         shaped['cn']}
     summaries = get(api, 'resources=MEMORY_MB:1', version='1.29')['provider_summaries']
+    assert set(summaries) == {shaped['cn'], shaped['numa']}
+    assert summaries[shaped['cn']]['resources'] == {'VCPU': CN_VCPU, 'MEMORY_MB': CN_MEMORY}
     assert summaries[shaped['numa']]['resources'] == {'VCPU': NUMA_VCPU}
 
 
@@ -630,8 +656,10 @@ def test_a_candidate_can_be_put_unchanged(api, version, extra):
 
 
 def test_summaries_report_the_current_usage(api, capacity_nodes):
-    api.allocate(str(uuid_lib.uuid4()), {capacity_nodes['ok']: {'VCPU': 2}})
+    response = api.allocate(str(uuid_lib.uuid4()), {capacity_nodes['ok']: {'VCPU': 2}})
+    assert response.status_code == 204
     summaries = get(api, 'resources=VCPU:1&in_tree=' + capacity_nodes['ok'])['provider_summaries']
+    assert list(summaries) == [capacity_nodes['ok']]
     assert summaries[capacity_nodes['ok']]['resources'] == {'VCPU': {'capacity': 8, 'used': 2}}
 
 
@@ -712,7 +740,10 @@ def test_only_json_is_offered(api, db_snapshot):
     before = db_snapshot()
     response = api.get('/allocation_candidates?resources=VCPU:1', headers={'Accept': 'text/plain'})
     assert response.status_code == 406
-    assert b'Only application/json is provided' in response.content
+    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+    assert response.content.decode() == (
+        '406 Not Acceptable\n\nThe resource could not be generated that was acceptable to your '
+        'browser (content of type text/plain. \n\n Only application/json is provided')
     assert db_snapshot() == before
 
 

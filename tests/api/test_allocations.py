@@ -10,6 +10,15 @@ from tests.conftest import assert_error, error_of, new_uuid
 
 MAX_INT = 2147483647
 INCOMPLETE = '00000000-0000-0000-0000-000000000000'
+NOT_ACCEPTABLE = ('406 Not Acceptable\n\nThe resource could not be generated that was acceptable '
+                  'to your browser (content of type text/plain. \n\n Only application/json is '
+                  'provided')
+
+
+def assert_not_acceptable_text(response):
+    assert response.status_code == 406
+    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+    assert response.content.decode() == NOT_ACCEPTABLE
 
 
 def put_body(rp, resources, **fields):
@@ -82,9 +91,8 @@ def test_get_body_grows_with_the_microversion(api, rp, version, keys):
 
 
 def test_get_refuses_text_plain(api):
-    response = api.get(f'/allocations/{new_uuid()}', headers={'Accept': 'text/plain'})
-    assert response.status_code == 406
-    assert b'Only application/json is provided' in response.content
+    assert_not_acceptable_text(api.get(f'/allocations/{new_uuid()}',
+                                       headers={'Accept': 'text/plain'}))
 
 
 # ---- PUT /allocations/{consumer_uuid} ---------------------------------------
@@ -152,12 +160,12 @@ def test_dict_body_at_1_12(api, rp):
 
 def test_empty_allocations_are_refused_before_1_28(api, rp):
     consumer = new_uuid()
-    api.allocate(consumer, {rp: {'VCPU': 1}})
+    assert api.allocate(consumer, {rp: {'VCPU': 1}}).status_code == 204
     response = api.put(f'/allocations/{consumer}',
                        {'allocations': {}, 'project_id': 'p', 'user_id': 'u'}, version='1.27')
     assert response.status_code == 400
     assert '{} should be non-empty' in error_of(response)['detail']
-    assert usages(api, rp)['VCPU'] == 1
+    assert usages(api, rp) == {'VCPU': 1, 'MEMORY_MB': 0}
 
 
 def test_new_consumer_needs_a_null_generation(api, rp, db_snapshot):
@@ -173,7 +181,7 @@ def test_new_consumer_needs_a_null_generation(api, rp, db_snapshot):
 
 def test_existing_consumer_needs_its_generation(api, rp):
     consumer = new_uuid()
-    api.allocate(consumer, {rp: {'VCPU': 1}})
+    assert api.allocate(consumer, {rp: {'VCPU': 1}}).status_code == 204
     assert_error(api.allocate(consumer, {rp: {'VCPU': 2}}, generation=None), 409,
             'consumer generation conflict - expected 1 but got None',
             code='placement.concurrent_update')
@@ -181,9 +189,10 @@ def test_existing_consumer_needs_its_generation(api, rp):
             'consumer generation conflict - expected 1 but got 5',
             code='placement.concurrent_update')
     assert api.allocate(consumer, {rp: {'VCPU': 2}}, generation=1).status_code == 204
-    body = api.get(f'/allocations/{consumer}').body
-    assert body['consumer_generation'] == 2
-    assert body['allocations'][rp]['resources'] == {'VCPU': 2}
+    assert api.get(f'/allocations/{consumer}').body == {
+        'allocations': {rp: {'resources': {'VCPU': 2}, 'generation': 3}},
+        'project_id': 'proj', 'user_id': 'user', 'consumer_generation': 2,
+        'consumer_type': 'INSTANCE'}
 
 
 def test_consumer_generation_is_required_from_1_28(api, rp):
@@ -226,7 +235,7 @@ def test_consumer_without_type_reads_as_unknown(api, rp):
 
 def test_rewrite_changes_owner_and_type(api, rp):
     consumer = new_uuid()
-    api.allocate(consumer, {rp: {'VCPU': 1}})
+    assert api.allocate(consumer, {rp: {'VCPU': 1}}).status_code == 204
     response = api.allocate(consumer, {rp: {'VCPU': 1}}, project='p2', user='u2',
                             consumer_type='MIGRATION', generation=1)
     assert response.status_code == 204
@@ -267,7 +276,7 @@ def test_other_consumers_usage_counts_but_own_is_replaced(api, rp, db_snapshot):
     assert_error(api.allocate(second, {rp: {'VCPU': 3}}), 409, 'would exceed the capacity')
     assert db_snapshot() == before
     assert api.allocate(first, {rp: {'VCPU': 8}}, generation=1).status_code == 204
-    assert usages(api, rp)['VCPU'] == 8
+    assert usages(api, rp) == {'VCPU': 8, 'MEMORY_MB': 0}
 
 
 @pytest.mark.parametrize('amount', [64, 1152, 200], ids=['below-min-unit', 'above-max-unit',
@@ -327,7 +336,7 @@ def test_class_without_inventory_is_409(api, rp, db_snapshot):
 
 def test_empty_allocations_remove_the_consumer(api, rp):
     consumer = new_uuid()
-    api.allocate(consumer, {rp: {'VCPU': 2}})
+    assert api.allocate(consumer, {rp: {'VCPU': 2}}).status_code == 204
     response = api.put(f'/allocations/{consumer}', {
         'allocations': {}, 'project_id': 'proj', 'user_id': 'user',
         'consumer_generation': 1, 'consumer_type': 'INSTANCE'})
@@ -339,12 +348,12 @@ def test_empty_allocations_remove_the_consumer(api, rp):
 
 def test_delete_removes_and_then_404s(api, rp):
     consumer = new_uuid()
-    api.allocate(consumer, {rp: {'VCPU': 2}})
+    assert api.allocate(consumer, {rp: {'VCPU': 2}}).status_code == 204
     response = api.delete(f'/allocations/{consumer}')
     assert response.status_code == 204
     assert 'Content-Type' not in response and response.content == b''
     assert api.get(f'/allocations/{consumer}').body == {'allocations': {}}
-    assert usages(api, rp)['VCPU'] == 0
+    assert usages(api, rp) == {'VCPU': 0, 'MEMORY_MB': 0}
     assert_error(api.delete(f'/allocations/{consumer}'), 404,
             f"No allocations for consumer '{consumer}'")
 
@@ -359,15 +368,15 @@ def test_delete_with_a_malformed_consumer_uuid_is_404(api, db_snapshot):
 def test_provider_generations_follow_allocation_writes(api, rp, other_rp):
     consumer = new_uuid()
     assert (generation(api, rp), generation(api, other_rp)) == (1, 1)
-    api.allocate(consumer, {rp: {'VCPU': 1}})
+    assert api.allocate(consumer, {rp: {'VCPU': 1}}).status_code == 204
     assert (generation(api, rp), generation(api, other_rp)) == (2, 1)
-    api.allocate(consumer, {other_rp: {'VCPU': 1}}, generation=1)
+    assert api.allocate(consumer, {other_rp: {'VCPU': 1}}, generation=1).status_code == 204
     assert (generation(api, rp), generation(api, other_rp)) == (2, 2)
-    api.allocate(consumer, {}, generation=2)
+    assert api.allocate(consumer, {}, generation=2).status_code == 204
     assert (generation(api, rp), generation(api, other_rp)) == (2, 3)
-    api.allocate(consumer, {rp: {'VCPU': 1}, other_rp: {'VCPU': 1}})
+    assert api.allocate(consumer, {rp: {'VCPU': 1}, other_rp: {'VCPU': 1}}).status_code == 204
     assert (generation(api, rp), generation(api, other_rp)) == (3, 4)
-    api.delete(f'/allocations/{consumer}')
+    assert api.delete(f'/allocations/{consumer}').status_code == 204
     assert (generation(api, rp), generation(api, other_rp)) == (3, 4)
 
 
@@ -384,7 +393,8 @@ def test_post_needs_1_13(api, rp, db_snapshot):
     before = db_snapshot()
     response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1})},
                         version='1.12')
-    assert response.status_code == 404
+    error = assert_error(response, 404, code=None)
+    assert error['detail'] == 'The resource could not be found.\n\n   '
     assert db_snapshot() == before
 
 
@@ -396,24 +406,28 @@ def test_post_writes_several_consumers(api, rp, other_rp):
     })
     assert response.status_code == 204
     assert 'Content-Type' not in response
-    one, two = (api.get(f'/allocations/{c}').body for c in (first, second))
-    assert one['allocations'] == {rp: {'resources': {'VCPU': 2}, 'generation': 2}}
-    assert (one['project_id'], one['consumer_type'], one['consumer_generation']) == (
-        'proj', 'INSTANCE', 1)
-    assert two['allocations'] == {other_rp: {'resources': {'VCPU': 3}, 'generation': 2}}
-    assert (two['project_id'], two['consumer_type']) == ('p2', 'MIGRATION')
+    assert api.get(f'/allocations/{first}').body == {
+        'allocations': {rp: {'resources': {'VCPU': 2}, 'generation': 2}},
+        'project_id': 'proj', 'user_id': 'user', 'consumer_generation': 1,
+        'consumer_type': 'INSTANCE'}
+    assert api.get(f'/allocations/{second}').body == {
+        'allocations': {other_rp: {'resources': {'VCPU': 3}, 'generation': 2}},
+        'project_id': 'p2', 'user_id': 'user', 'consumer_generation': 1,
+        'consumer_type': 'MIGRATION'}
 
 
 def test_post_moves_allocations_between_consumers(api, rp):
     instance, migration = new_uuid(), new_uuid()
-    api.allocate(instance, {rp: {'VCPU': 6}})
+    assert api.allocate(instance, {rp: {'VCPU': 6}}).status_code == 204
     response = api.post('/allocations', {
         instance: post_part(rp, {}, consumer_generation=1),
         migration: post_part(rp, {'VCPU': 8}, consumer_type='MIGRATION'),
     })
     assert response.status_code == 204
     assert api.get(f'/allocations/{instance}').body == {'allocations': {}}
-    assert usages(api, rp)['VCPU'] == 8
+    assert api.get(f'/allocations/{migration}').body['allocations'] == {
+        rp: {'resources': {'VCPU': 8}, 'generation': 3}}
+    assert usages(api, rp) == {'VCPU': 8, 'MEMORY_MB': 0}
     assert generation(api, rp) == 3
 
 
@@ -608,8 +622,8 @@ def test_put_refuses_a_lone_surrogate_without_a_500(api, rp, db_snapshot):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).replace('"proj"', '"\\ud800"')
     before = db_snapshot()
     response = api.put(f'/allocations/{new_uuid()}', raw=raw)
-    assert response.status_code == 400, response.content
-    assert error_of(response)['status'] == 400
+    assert_error(response, 400, "Malformed JSON: 'utf-8' codec can't encode character '\\ud800' "
+                                'in position 0: surrogates not allowed')
     assert db_snapshot() == before
 
 
@@ -631,16 +645,24 @@ def test_put_refuses_a_malformed_consumer_uuid(api, rp, db_snapshot, path_uuid):
     assert db_snapshot() == before
 
 
+UNACCEPTABLE = ('The resource could not be generated that was acceptable to your browser '
+                '(content of type application/json. \n\n Invalid microversion: ')
+MALFORMED = ('The server could not comply with the request since it is either malformed or '
+             'otherwise incorrect.\n\n Invalid microversion: ')
+
+
 @pytest.mark.parametrize('method, path, body', [
     ('PUT', '/allocations/{consumer}', lambda rp: put_body(rp, {'VCPU': 1})),
     ('POST', '/allocations', lambda rp: {new_uuid(): post_part(rp, {'VCPU': 1})}),
 ])
 @pytest.mark.parametrize('version, status, detail', [
-    ('1.40', 406, 'Unacceptable version header: 1.40'),
-    ('2.0', 406, 'Unacceptable version header: 2.0'),
-    ('0.9', 406, 'Unacceptable version header: 0.9'),
-    ('one.two', 400, 'invalid version string: one.two'),
-    ('1.2.3', 400, 'invalid version string: 1.2.3'),
+    ('1.40', 406, UNACCEPTABLE + 'Unacceptable version header: 1.40'),
+    ('2.0', 406, UNACCEPTABLE + 'Unacceptable version header: 2.0'),
+    ('0.9', 406, UNACCEPTABLE + 'Unacceptable version header: 0.9'),
+    ('one.two', 400, MALFORMED + "invalid version string: one.two; invalid literal for int() "
+                                 "with base 10: 'one'  "),
+    ('1.2.3', 400, MALFORMED + "invalid version string: 1.2.3; invalid literal for int() with "
+                               "base 10: '2.3'  "),
 ])
 def test_bad_version_headers_write_nothing(api, rp, db_snapshot, method, path, body,
                                            version, status, detail):
@@ -648,8 +670,7 @@ def test_bad_version_headers_write_nothing(api, rp, db_snapshot, method, path, b
     response = api.request(method, path.format(consumer=new_uuid()), body(rp), version=version)
     assert response.status_code == status
     error = error_of(response)
-    assert error['status'] == status
-    assert f'Invalid microversion: {detail}' in error['detail']
+    assert (error['status'], error['detail']) == (status, detail)
     assert db_snapshot() == before
 
 
@@ -659,8 +680,8 @@ def test_bad_version_headers_write_nothing(api, rp, db_snapshot, method, path, b
                                                       ('1.28', True)])
 def test_provider_allocations(api, rp, version, with_generation):
     first, second = new_uuid(), new_uuid()
-    api.allocate(first, {rp: {'VCPU': 1, 'MEMORY_MB': 256}})
-    api.allocate(second, {rp: {'VCPU': 2}})
+    assert api.allocate(first, {rp: {'VCPU': 1, 'MEMORY_MB': 256}}).status_code == 204
+    assert api.allocate(second, {rp: {'VCPU': 2}}).status_code == 204
     response = api.get(f'/resource_providers/{rp}/allocations', version=version)
     assert response.status_code == 200
     expected = {first: {'resources': {'VCPU': 1, 'MEMORY_MB': 256}},
@@ -684,10 +705,10 @@ def test_provider_allocations_of_an_unknown_provider_is_404(api, rp):
 
 
 def test_provider_allocations_of_a_unicode_provider_is_404(api):
-    error = assert_error(api.get('/resource_providers/%C3%BC/allocations'), 404)
-    assert 'No resource provider with uuid' in error['detail']
+    assert_error(api.get('/resource_providers/%C3%BC/allocations'), 404,
+                 "Resource provider 'ü' not found: No resource provider with uuid ü found")
 
 
 def test_provider_allocations_refuse_text_plain(api, rp):
-    response = api.get(f'/resource_providers/{rp}/allocations', headers={'Accept': 'text/plain'})
-    assert response.status_code == 406
+    assert_not_acceptable_text(api.get(f'/resource_providers/{rp}/allocations',
+                                       headers={'Accept': 'text/plain'}))

@@ -4,6 +4,8 @@ import uuid
 
 import pytest
 
+from tests.conftest import assert_error, error_of
+
 AGG = str(uuid.uuid4())
 OTHER_AGG = str(uuid.uuid4())
 
@@ -50,7 +52,11 @@ def test_each_constraint_eliminates_a_known_number(api, ten_nodes):
 def test_an_empty_answer_names_what_eliminated_the_providers(api, ten_nodes):
     body = explain(api, 'resources=VCPU:2&required=HW_CPU_X86_AVX2,STORAGE_DISK_SSD')
     assert body['allocation_candidates'] == 0
-    assert funnel_of(body)[-1] == ('trait STORAGE_DISK_SSD', 0, 3)
+    assert funnel_of(body) == [
+        ('2 VCPU', 6, 4),
+        ('trait HW_CPU_X86_AVX2', 3, 3),
+        ('trait STORAGE_DISK_SSD', 0, 3),
+    ]
     assert body['explanation'] == [
         'unsuffixed group: 4 providers lack 2 VCPU; 3 more providers lack trait '
         'HW_CPU_X86_AVX2; 3 more providers lack trait STORAGE_DISK_SSD']
@@ -85,15 +91,24 @@ def test_the_unsuffixed_group_counts_trees_that_share(api):
     assert (group['unit'], group['total']) == ('trees', 4)  # nfs, cn-numa, cn-diskless, empty
     assert funnel_of(body) == [('2 VCPU', 2, 2), ('100 DISK_GB', 1, 1)]
     assert body['allocation_candidates'] == 1
-    stages = {(s['group'], s['stage'], s['detail']): s['remaining'] for s in body['search_stages']}
-    assert stages[('', 'capacity', '2 VCPU')] == 2          # two providers hold VCPU
-    assert stages[('', 'sharing providers', 'DISK_GB')] == 1
+    stages = [(s['group'], s['stage'], s['detail'], s['remaining'])
+              for s in body['search_stages']]
+    assert stages == [
+        ('', 'capacity', '2 VCPU', 2),               # two providers hold VCPU
+        ('', 'capacity', '100 DISK_GB', 1),
+        ('', 'sharing providers', 'DISK_GB', 1),
+        ('', 'trees with every class so far', 'VCPU', 2),
+        ('', 'trees with every class so far', 'DISK_GB', 1),
+        ('', 'candidates for the group', '', 1),
+        ('', 'combined candidates', '', 1),
+    ]
 
 
 def test_suffixed_groups_each_get_a_funnel(api, ten_nodes):
     body = explain(api, 'resources1=VCPU:4&resources2=VCPU:100&group_policy=none')
     assert funnel_of(body, '1') == [('4 VCPU', 6, 4)]
     assert funnel_of(body, '2') == [('100 VCPU', 0, 10)]
+    assert body['allocation_candidates'] == 0
     assert body['explanation'] == ['group 2: 10 providers lack 100 VCPU']
 
 
@@ -103,23 +118,29 @@ def test_a_combination_that_fails_is_named_as_such(api, ten_nodes):
     body = explain(api, 'resources1=VCPU:5&required1=HW_CPU_X86_AVX2'
                         f'&resources2=VCPU:5&member_of2={AGG}&group_policy=none')
     assert body['allocation_candidates'] == 0
-    assert funnel_of(body, '1')[-1][1] == 3 and funnel_of(body, '2')[-1][1] == 1
-    assert body['explanation'][0].startswith(
-        'Every request group fits on its own (group 1 3 providers, group 2 1 providers)')
+    assert funnel_of(body, '1') == [('5 VCPU', 6, 4), ('trait HW_CPU_X86_AVX2', 3, 3)]
+    assert funnel_of(body, '2') == [('5 VCPU', 6, 4), (f'in aggregate {AGG}', 1, 5)]
+    assert body['explanation'] == [
+        'Every request group fits on its own (group 1 3 providers, group 2 1 providers), but '
+        'no combination of them does: group_policy, same_subtree, root_required or the capacity '
+        'left when the groups share providers rules them out.']
 
 
 def test_root_required_is_part_of_the_funnel(api, ten_nodes):
     body = explain(api, 'resources=VCPU:2&root_required=HW_CPU_X86_AVX2')
     assert funnel_of(body) == [('2 VCPU', 6, 4), ('root trait HW_CPU_X86_AVX2', 3, 3)]
+    assert body['allocation_candidates'] == 3
 
 
 def test_the_request_is_validated_like_allocation_candidates(api, ten_nodes):
-    assert api.get('/explain/allocation_candidates?resources=VCPU:x').status_code == 400
+    assert_error(api.get('/explain/allocation_candidates?resources=VCPU:x'), 400,
+                 'Requested resource VCPU expected positive integer amount. Got: x.')
     response = api.get('/explain/allocation_candidates?resources=CUSTOM_NOPE:1')
-    assert response.status_code == 400
-    assert 'No such resource class CUSTOM_NOPE' in response.body['errors'][0]['detail']
-    assert api.get('/explain/allocation_candidates?resources=VCPU:1',
-                   version='1.9').status_code == 404
+    assert_error(response, 400, 'Invalid resource class in resources parameter: No such '
+                                'resource class CUSTOM_NOPE.')
+    response = api.get('/explain/allocation_candidates?resources=VCPU:1', version='1.9')
+    assert_error(response, 404, code=None)
+    assert error_of(response)['detail'] == 'The resource could not be found.\n\n   '
 
 
 def test_without_a_microversion_the_latest_rules_apply(api, ten_nodes):
@@ -130,4 +151,6 @@ def test_without_a_microversion_the_latest_rules_apply(api, ten_nodes):
 
 def test_explaining_needs_the_candidates_policy(make_api, ten_nodes):
     response = make_api(token='user').get('/explain/allocation_candidates?resources=VCPU:1')
-    assert response.status_code == 403
+    error = assert_error(response, 403)
+    assert error['detail'] == ('Access was denied to this resource.\n\n Policy does not allow '
+                               'placement:allocation_candidates:list to be performed.  ')

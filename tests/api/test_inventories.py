@@ -123,7 +123,7 @@ def test_add_one(api, rp):
     response = api.post(inv_path(rp), {'resource_class': 'DISK_GB', 'total': 100,
                                        'reserved': 10})
     assert response.status_code == 201
-    assert response['Location'].endswith(f'/resource_providers/{rp}/inventories/DISK_GB')
+    assert response['Location'] == f'http://testserver/resource_providers/{rp}/inventories/DISK_GB'
     assert response.body == {**DEFAULTS, 'total': 100, 'reserved': 10,
                              'resource_provider_generation': 1}
     assert api.get(inv_path(rp, 'DISK_GB')).body == response.body
@@ -133,7 +133,7 @@ def test_add_one_ignores_the_generation_as_placement_does(api, rp):
     response = api.post(inv_path(rp), {'resource_class': 'DISK_GB', 'total': 100,
                                        'resource_provider_generation': 99})
     assert response.status_code == 201
-    assert response.body['resource_provider_generation'] == 1
+    assert response.body == {**DEFAULTS, 'total': 100, 'resource_provider_generation': 1}
 
 
 def test_add_an_existing_class_is_409(api, rp, db_snapshot):
@@ -162,7 +162,9 @@ def test_change_one(api, rp):
     assert response.status_code == 200
     assert response.body == {**DEFAULTS, 'total': 16, 'allocation_ratio': 4.0,
                              'resource_provider_generation': 2}
-    assert api.get(inv_path(rp)).body['inventories']['DISK_GB'] == {**DEFAULTS, 'total': 100}
+    assert api.get(inv_path(rp)).body == {'resource_provider_generation': 2, 'inventories': {
+        'VCPU': {**DEFAULTS, 'total': 16, 'allocation_ratio': 4.0},
+        'DISK_GB': {**DEFAULTS, 'total': 100}}}
 
 
 def test_change_one_resets_omitted_fields_to_defaults(api, rp):
@@ -258,27 +260,33 @@ def test_delete_on_an_unknown_provider_is_404(api, db_snapshot, path):
 
 # ---- generations -------------------------------------------------------------------
 
+# Each write, its status, and the inventories it leaves (from VCPU 8, DISK_GB 100).
 WRITES = {
-    'replace all': lambda api, rp: api.put(inv_path(rp), {
+    'replace all': (lambda api, rp: api.put(inv_path(rp), {
         'resource_provider_generation': 1, 'inventories': {'VCPU': {'total': 8}}}),
-    'replace all with no change': lambda api, rp: api.put(inv_path(rp), {
+        200, {'VCPU': 8}),
+    'replace all with no change': (lambda api, rp: api.put(inv_path(rp), {
         'resource_provider_generation': 1,
         'inventories': {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}}}),
-    'add one': lambda api, rp: api.post(inv_path(rp), {'resource_class': 'VGPU', 'total': 2}),
-    'change one': lambda api, rp: api.put(inv_path(rp, 'VCPU'), {
-        'resource_provider_generation': 1, 'total': 16}),
-    'delete one': lambda api, rp: api.delete(inv_path(rp, 'DISK_GB')),
-    'delete all': lambda api, rp: api.delete(inv_path(rp)),
+        200, {'VCPU': 8, 'DISK_GB': 100}),
+    'add one': (lambda api, rp: api.post(inv_path(rp), {'resource_class': 'VGPU', 'total': 2}),
+                201, {'VCPU': 8, 'DISK_GB': 100, 'VGPU': 2}),
+    'change one': (lambda api, rp: api.put(inv_path(rp, 'VCPU'), {
+        'resource_provider_generation': 1, 'total': 16}), 200, {'VCPU': 16, 'DISK_GB': 100}),
+    'delete one': (lambda api, rp: api.delete(inv_path(rp, 'DISK_GB')), 204, {'VCPU': 8}),
+    'delete all': (lambda api, rp: api.delete(inv_path(rp)), 204, {}),
 }
 
 
 @pytest.mark.parametrize('write', WRITES, ids=list(WRITES))
 def test_every_write_bumps_the_generation(api, rp, write):
     api.set_inventory(rp, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
-    response = WRITES[write](api, rp)
-    assert response.status_code in (200, 201, 204), response.content
+    send, status, totals = WRITES[write]
+    response = send(api, rp)
+    assert response.status_code == status, response.content
     assert generation(api, rp) == 2
-    assert api.get(inv_path(rp)).body['resource_provider_generation'] == 2
+    assert api.get(inv_path(rp)).body == {'resource_provider_generation': 2, 'inventories': {
+        name: {**DEFAULTS, 'total': total} for name, total in totals.items()}}
 
 
 def test_deleting_all_of_nothing_still_bumps_the_generation(api, rp):
@@ -315,10 +323,10 @@ def test_reserved_equal_to_total_is_refused_before_1_26(api, rp, db_snapshot, wr
 def test_reserved_equal_to_total_is_allowed_from_1_26(api, rp, write):
     api.set_inventory(rp, {'VCPU': {'total': 8}})
     response = RESERVED_WRITES[write](api, rp, {'total': 4, 'reserved': 4}, '1.26')
-    assert response.status_code in (200, 201), response.content
+    assert response.status_code == (201 if write == 'add one' else 200), response.content
     resource_class = 'VGPU' if write == 'add one' else 'VCPU'
     shown = api.get(inv_path(rp, resource_class)).body
-    assert (shown['total'], shown['reserved']) == (4, 4)
+    assert shown == {**DEFAULTS, 'total': 4, 'reserved': 4, 'resource_provider_generation': 2}
 
 
 @pytest.mark.parametrize('write', RESERVED_WRITES, ids=list(RESERVED_WRITES))
@@ -371,22 +379,27 @@ def test_an_unused_class_can_go_while_another_is_in_use(api, in_use):
     response = api.put(inv_path(in_use), {'resource_provider_generation': generation(api, in_use),
                                           'inventories': {'VCPU': {'total': 8}}})
     assert response.status_code == 200
+    assert response.body == {'resource_provider_generation': 4,
+                             'inventories': {'VCPU': {**DEFAULTS, 'total': 8}}}
 
 
-@pytest.mark.parametrize('change', [
-    {'total': 3}, {'total': 8, 'reserved': 5}, {'total': 8, 'allocation_ratio': 0.25},
-    {'total': 6, 'reserved': 3, 'allocation_ratio': 1.3},
+@pytest.mark.parametrize('change, capacity', [
+    ({'total': 3}, 3.0), ({'total': 8, 'reserved': 5}, 3.0),
+    ({'total': 8, 'allocation_ratio': 0.25}, 2.0),
+    # The capacity is shown as computed, a float: 3.9000000000000004.
+    ({'total': 6, 'reserved': 3, 'allocation_ratio': 1.3}, (6 - 3) * 1.3),
 ], ids=['total', 'reserved', 'ratio', 'mixed'])
-def test_shrinking_below_usage_is_409(api, in_use, db_snapshot, change):
+def test_shrinking_below_usage_is_409(api, in_use, db_snapshot, change, capacity):
     gen = generation(api, in_use)
     before = db_snapshot()
+    refused = ('There was a conflict when trying to complete your request.\n\n update conflict: '
+               f"Inventory for 'VCPU' on resource provider '{in_use}' would leave its allocations "
+               f'over capacity: 4 used, capacity {capacity}.  ')
     single = api.put(inv_path(in_use, 'VCPU'), {'resource_provider_generation': gen, **change})
-    error = assert_error(single, 409, f"update conflict: Inventory for 'VCPU' on resource "
-                                      f"provider '{in_use}'", code=INUSE)
-    assert '4 used' in error['detail']
+    assert assert_error(single, 409, code=INUSE)['detail'] == refused
     bulk = api.put(inv_path(in_use), {'resource_provider_generation': gen, 'inventories': {
         'VCPU': change, 'DISK_GB': {'total': 100}}})
-    assert_error(bulk, 409, f"Inventory for 'VCPU' on resource provider '{in_use}'", code=INUSE)
+    assert assert_error(bulk, 409, code=INUSE)['detail'] == refused
     assert db_snapshot() == before
 
 

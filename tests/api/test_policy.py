@@ -74,13 +74,17 @@ def test_401_is_html_for_browsers(api):
     response = api.get('/resource_providers', token=False, headers={'Accept': 'text/html'})
     assert response.status_code == 401
     assert response['Content-Type'] == 'text/html; charset=UTF-8'
-    assert '<h1>401 Unauthorized</h1>' in response.content.decode()
+    assert response.content.decode() == (
+        '<html>\n <head>\n  <title>401 Unauthorized</title>\n </head>\n <body>\n'
+        '  <h1>401 Unauthorized</h1>\n  ' + UNAUTHORIZED_MESSAGE + '\n </body>\n</html>')
 
 
 def test_root_needs_no_token(api):
     response = api.get('/', token=False)
     assert response.status_code == 200
-    assert response.body['versions'][0]['max_version'] == '1.39'
+    assert response.body == {'versions': [{
+        'id': 'v1.0', 'min_version': '1.0', 'max_version': '1.39', 'status': 'CURRENT',
+        'links': [{'rel': 'self', 'href': ''}]}]}
 
 
 # ---- default rules -------------------------------------------------------------------
@@ -174,7 +178,7 @@ def test_project_reader_reads_own_usages_only(settings, make_api, new_defaults):
     settings.PLACEMENT_ENFORCE_NEW_DEFAULTS = new_defaults
     admin = make_api(token='admin')
     rp = provider(admin)
-    admin.allocate(new_uuid(), {rp: {'VCPU': 3}}, project='proj1')
+    assert admin.allocate(new_uuid(), {rp: {'VCPU': 3}}, project='proj1').status_code == 204
     reader = make_api(token='alice:proj1')
     headers = {'X-Roles': 'reader'}
     response = reader.get('/usages?project_id=proj1', headers=headers)
@@ -205,8 +209,10 @@ def test_legacy_defaults_let_admin_reshape(settings, make_api):
     rp = provider(admin)
     response = admin.post('/reshaper', reshaper_body(rp))
     assert response.status_code == 204
-    assert admin.get(f'/resource_providers/{rp}/inventories').body[
-        'inventories']['VCPU']['total'] == 16
+    assert admin.get(f'/resource_providers/{rp}/inventories').body == {
+        'resource_provider_generation': 3, 'inventories': {'VCPU': {
+            'total': 16, 'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+            'allocation_ratio': 1.0}}}
 
 
 def test_legacy_defaults_still_forbid_plain_users(settings, make_api):

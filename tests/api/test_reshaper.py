@@ -6,6 +6,8 @@ import pytest
 from tests.conftest import assert_error, error_of, new_uuid
 
 SERVICE = {'X-Roles': 'service'}
+DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+            'allocation_ratio': 1.0}
 
 
 def reshape(api, body, **kwargs):
@@ -57,7 +59,9 @@ def inventories(api, rp):
 
 def test_reshaper_needs_1_30(api, tree, db_snapshot):
     before = db_snapshot()
-    assert reshape(api, tree.body(), version='1.29').status_code == 404
+    response = reshape(api, tree.body(), version='1.29')
+    error = assert_error(response, 404)
+    assert error['detail'] == 'The resource could not be found.\n\n   '
     assert db_snapshot() == before
 
 
@@ -65,16 +69,16 @@ def test_reshape_moves_inventory_and_allocations_to_the_child(api, tree):
     response = reshape(api, tree.body())
     assert response.status_code == 204
     assert 'Content-Type' not in response and response.content == b''
-    parent, child = inventories(api, tree.parent), inventories(api, tree.child)
-    assert set(parent['inventories']) == {'DISK_GB'}
-    assert child['inventories']['VCPU']['total'] == 8
-    assert (parent['resource_provider_generation'], child['resource_provider_generation']) == (
-        5, 3)
-    body = api.get(f'/allocations/{tree.consumer}').body
-    assert body['allocations'] == {
-        tree.parent: {'resources': {'DISK_GB': 10}, 'generation': 5},
-        tree.child: {'resources': {'VCPU': 2}, 'generation': 3}}
-    assert body['consumer_generation'] == 2
+    assert inventories(api, tree.parent) == {
+        'resource_provider_generation': 5, 'inventories': {'DISK_GB': {**DEFAULTS, 'total': 100}}}
+    assert inventories(api, tree.child) == {
+        'resource_provider_generation': 3, 'inventories': {'VCPU': {**DEFAULTS, 'total': 8}}}
+    assert api.get(f'/allocations/{tree.consumer}').body == {
+        'allocations': {tree.parent: {'resources': {'DISK_GB': 10}, 'generation': 5},
+                        tree.child: {'resources': {'VCPU': 2}, 'generation': 3}},
+        'project_id': 'proj', 'user_id': 'user', 'consumer_generation': 2,
+        'consumer_type': 'INSTANCE'}
+    assert api.get(f'/resource_providers/{tree.parent}/usages').body['usages'] == {'DISK_GB': 10}
     assert api.get(f'/resource_providers/{tree.child}/usages').body['usages'] == {'VCPU': 2}
 
 
@@ -93,7 +97,8 @@ def test_reshape_with_only_inventories(api):
                                  'inventories': {'VCPU': {'total': 4}}}},
             'allocations': {}}
     assert reshape(api, body).status_code == 204
-    assert inventories(api, rp)['inventories']['VCPU']['total'] == 4
+    assert inventories(api, rp) == {'resource_provider_generation': 2,
+                                    'inventories': {'VCPU': {**DEFAULTS, 'total': 4}}}
 
 
 def test_stale_provider_generation_is_409(api, tree, db_snapshot):
@@ -292,10 +297,22 @@ def test_body_must_be_json(api, tree, db_snapshot):
     assert db_snapshot() == before
 
 
-@pytest.mark.parametrize('version, status', [('1.40', 406), ('9.9', 406), ('1.3o', 400)])
-def test_bad_versions_change_nothing(api, tree, db_snapshot, version, status):
+UNACCEPTABLE = ('The resource could not be generated that was acceptable to your browser '
+                '(content of type application/json. \n\n Invalid microversion: ')
+MALFORMED = ('The server could not comply with the request since it is either malformed or '
+             'otherwise incorrect.\n\n Invalid microversion: ')
+
+
+@pytest.mark.parametrize('version, status, detail', [
+    ('1.40', 406, UNACCEPTABLE + 'Unacceptable version header: 1.40'),
+    ('9.9', 406, UNACCEPTABLE + 'Unacceptable version header: 9.9'),
+    ('1.3o', 400, MALFORMED + "invalid version string: 1.3o; invalid literal for int() with "
+                              "base 10: '3o'  "),
+])
+def test_bad_versions_change_nothing(api, tree, db_snapshot, version, status, detail):
     before = db_snapshot()
     response = reshape(api, tree.body(), version=version)
     assert response.status_code == status
-    assert error_of(response)['status'] == status
+    error = error_of(response)
+    assert (error['status'], error['detail']) == (status, detail)
     assert db_snapshot() == before

@@ -4,6 +4,7 @@ and refusal of bad input."""
 import json
 from urllib.parse import quote
 
+import os_resource_classes
 import pytest
 
 from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable
@@ -12,6 +13,9 @@ from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable
 def class_names(response):
     assert response.status_code == 200, response.content
     return [rc['name'] for rc in response.body['resource_classes']]
+
+
+STANDARDS = list(os_resource_classes.STANDARDS)  # in Placement's id order
 
 
 def rc_body(name):
@@ -29,16 +33,13 @@ def test_not_there_before_1_2(api):
 
 def test_list_has_the_standard_classes_first(api):
     response = api.get('/resource_classes', version='1.2')
-    listed = class_names(response)
-    assert listed[:3] == ['VCPU', 'MEMORY_MB', 'DISK_GB']
-    assert {'PCI_DEVICE', 'IPV4_ADDRESS', 'VGPU'} <= set(listed)
-    assert not any(name.startswith('CUSTOM_') for name in listed)
-    assert response.body['resource_classes'][0] == rc_body('VCPU')
+    assert class_names(response)[:3] == ['VCPU', 'MEMORY_MB', 'DISK_GB']
+    assert response.body == {'resource_classes': [rc_body(name) for name in STANDARDS]}
 
 
 def test_list_includes_custom_classes(api):
-    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
-    assert class_names(api.get('/resource_classes'))[-1] == 'CUSTOM_FPGA'
+    assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
+    assert class_names(api.get('/resource_classes')) == STANDARDS + ['CUSTOM_FPGA']
 
 
 def test_show_one(api):
@@ -66,19 +67,19 @@ def test_create_custom_class(api):
     response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version='1.2')
     assert response.status_code == 201
     assert response.content == b''
-    assert response['Location'].endswith('/resource_classes/CUSTOM_FPGA')
+    assert response['Location'] == 'http://testserver/resource_classes/CUSTOM_FPGA'
     assert api.get('/resource_classes/CUSTOM_FPGA').body == rc_body('CUSTOM_FPGA')
 
 
 def test_longest_custom_name_is_accepted(api):
     name = 'CUSTOM_' + 'A' * 248
     assert api.post('/resource_classes', {'name': name}).status_code == 201
-    assert api.get(f'/resource_classes/{name}').status_code == 200
+    assert api.get(f'/resource_classes/{name}').body == rc_body(name)
 
 
 @pytest.mark.parametrize('version, code', [('1.2', None), ('1.39', UNDEFINED)])
 def test_create_duplicate_is_409(api, db_snapshot, version, code):
-    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
     before = db_snapshot()
     response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version=version)
     assert_error(response, 409, 'Conflicting resource class already exists: CUSTOM_FPGA',
@@ -152,22 +153,26 @@ def test_create_without_content_type_is_415(api, db_snapshot):
 # ---- rename (PUT before 1.7) ---------------------------------------------------------------
 
 def test_rename_before_1_7(api):
-    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    assert api.post('/resource_classes', {'name': 'CUSTOM_OLD'}).status_code == 201
     response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6')
     assert response.status_code == 200
     assert response.body == rc_body('CUSTOM_NEW')
     assert_error(api.get('/resource_classes/CUSTOM_OLD'), 404, 'No such resource class '
                                                                'CUSTOM_OLD.')
-    assert api.get('/resource_classes/CUSTOM_NEW').status_code == 200
+    assert api.get('/resource_classes/CUSTOM_NEW').body == rc_body('CUSTOM_NEW')
+    assert class_names(api.get('/resource_classes')) == STANDARDS + ['CUSTOM_NEW']
 
 
 def test_rename_carries_inventory_along(api):
-    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    assert api.post('/resource_classes', {'name': 'CUSTOM_OLD'}).status_code == 201
     rp_uuid = api.create_provider()['uuid']
     api.set_inventory(rp_uuid, {'CUSTOM_OLD': {'total': 2}})
-    api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6')
-    inventories = api.get(f'/resource_providers/{rp_uuid}/inventories').body['inventories']
-    assert list(inventories) == ['CUSTOM_NEW']
+    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6')
+    assert response.status_code == 200
+    assert api.get(f'/resource_providers/{rp_uuid}/inventories').body == {
+        'resource_provider_generation': 1, 'inventories': {'CUSTOM_NEW': {
+            'total': 2, 'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+            'allocation_ratio': 1.0}}}
 
 
 def test_rename_to_the_same_name_is_200(api):
@@ -243,26 +248,29 @@ def test_put_from_1_7_creates_then_confirms(api):
     response = api.put('/resource_classes/CUSTOM_FPGA', version='1.7')
     assert response.status_code == 201
     assert response.content == b''
-    assert response['Location'].endswith('/resource_classes/CUSTOM_FPGA')
+    assert response['Location'] == 'http://testserver/resource_classes/CUSTOM_FPGA'
     again = api.put('/resource_classes/CUSTOM_FPGA', version='1.7')
     assert again.status_code == 204
-    assert again['Location'].endswith('/resource_classes/CUSTOM_FPGA')
-    assert class_names(api.get('/resource_classes')).count('CUSTOM_FPGA') == 1
+    assert again.content == b''
+    assert again['Location'] == 'http://testserver/resource_classes/CUSTOM_FPGA'
+    assert class_names(api.get('/resource_classes')) == STANDARDS + ['CUSTOM_FPGA']
 
 
 def test_put_from_1_7_ignores_the_body(api):
     response = api.put('/resource_classes/CUSTOM_FPGA', {'name': 'CUSTOM_OTHER'})
     assert response.status_code == 201
-    assert_error(api.get('/resource_classes/CUSTOM_OTHER'), 404)
+    assert_error(api.get('/resource_classes/CUSTOM_OTHER'), 404,
+                 'No such resource class CUSTOM_OTHER.')
     response = api.put('/resource_classes/CUSTOM_FPGA', raw='junk', content_type='text/plain')
     assert response.status_code == 204
+    assert class_names(api.get('/resource_classes')) == STANDARDS + ['CUSTOM_FPGA']
 
 
 def test_put_from_1_7_does_not_rename(api):
-    api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
+    assert api.post('/resource_classes', {'name': 'CUSTOM_OLD'}).status_code == 201
     assert api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}).status_code == 204
-    assert api.get('/resource_classes/CUSTOM_OLD').status_code == 200
-    assert api.get('/resource_classes/CUSTOM_NEW').status_code == 404
+    assert api.get('/resource_classes/CUSTOM_OLD').body == rc_body('CUSTOM_OLD')
+    assert_error(api.get('/resource_classes/CUSTOM_NEW'), 404, 'No such resource class CUSTOM_NEW.')
 
 
 @pytest.mark.parametrize('name, detail', [(quote(name), detail) for name, detail in NAME_CASES
@@ -282,11 +290,13 @@ def test_put_from_1_7_with_an_invalid_name_is_400(api, db_snapshot, name, detail
 # ---- delete -----------------------------------------------------------------------------
 
 def test_delete_custom_class(api):
-    api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
+    assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
     response = api.delete('/resource_classes/CUSTOM_FPGA')
     assert response.status_code == 204
     assert response.content == b''
-    assert_error(api.get('/resource_classes/CUSTOM_FPGA'), 404)
+    assert_error(api.get('/resource_classes/CUSTOM_FPGA'), 404,
+                 'No such resource class CUSTOM_FPGA.')
+    assert class_names(api.get('/resource_classes')) == STANDARDS
     assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
 
 
@@ -316,7 +326,7 @@ def test_delete_class_in_use_is_409(api, db_snapshot, version, code):
     assert_error(response, 409, 'Error in delete resource class: Cannot delete resource class '
                                 'CUSTOM_FPGA. Class is in use in inventory.', code=code)
     assert db_snapshot() == before
-    api.delete(f'/resource_providers/{rp_uuid}/inventories')
+    assert api.delete(f'/resource_providers/{rp_uuid}/inventories').status_code == 204
     assert api.delete('/resource_classes/CUSTOM_FPGA').status_code == 204
 
 

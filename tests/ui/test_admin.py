@@ -4,6 +4,8 @@ them), and an edit that would break an invariant is refused with the domain
 error's message and changes nothing."""
 import uuid as uuid_lib
 
+import os_resource_classes
+import os_traits
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -127,26 +129,30 @@ def cloud(api):
 
 # ---- every model is listed, filtered and shown --------------------------------
 
+# (model, query, how many rows the cloud fixture gives).
 CHANGELISTS = [
-    (ResourceProvider, ''), (ResourceProvider, '?root=yes'), (ResourceProvider, '?root=no'),
-    (ResourceProvider, '?allocated=yes'), (ResourceProvider, '?allocated=no'),
-    (ResourceProvider, '?q=busy'), (ResourceProvider, '?inventories__resource_class__id__exact=0'),
-    (ResourceProvider, '?o=-6'),
-    (Inventory, ''), (Inventory, '?resource_class__id__exact=0'), (Inventory, '?q=busy'),
-    (ResourceClass, ''), (ResourceClass, '?custom=yes'), (ResourceClass, '?q=GPU'),
-    (Trait, ''), (Trait, '?custom=no&associated=yes'), (Trait, '?q=CUSTOM'),
-    (Aggregate, ''), (Aggregate, '?q=' + AGGREGATE[:8]),
-    (Consumer, ''), (Consumer, '?consumer_type=unknown'), (Consumer, '?q=proj'),
-    (Allocation, ''), (Allocation, '?q=busy'),
-    (Project, ''), (User, ''), (ConsumerType, ''),
+    (ResourceProvider, '', 4), (ResourceProvider, '?root=yes', 3),
+    (ResourceProvider, '?root=no', 1), (ResourceProvider, '?allocated=yes', 1),
+    (ResourceProvider, '?allocated=no', 3), (ResourceProvider, '?q=busy', 1),
+    (ResourceProvider, '?inventories__resource_class__id__exact=0', 2),   # numa0, busy
+    (ResourceProvider, '?o=-6', 4),
+    (Inventory, '', 4), (Inventory, '?resource_class__id__exact=0', 2), (Inventory, '?q=busy', 3),
+    (ResourceClass, '', len(os_resource_classes.STANDARDS) + 1), (ResourceClass, '?custom=yes', 1),
+    (ResourceClass, '?q=GPU', 4),   # VGPU, VGPU_DISPLAY_HEAD, PGPU, CUSTOM_GPU
+    (Trait, '', len(os_traits.get_traits()) + 1), (Trait, '?custom=no&associated=yes', 1),
+    (Trait, '?q=CUSTOM', 1),
+    (Aggregate, '', 1), (Aggregate, '?q=' + AGGREGATE[:8], 1),
+    (Consumer, '', 2), (Consumer, '?consumer_type=unknown', 1), (Consumer, '?q=proj', 2),
+    (Allocation, '', 3), (Allocation, '?q=busy', 3),
+    (Project, '', 1), (User, '', 1), (ConsumerType, '', 1),
 ]
 
 
 def test_changelists_render(admin_client, cloud):
-    for model, query in CHANGELISTS:
+    for model, query, count in CHANGELISTS:
         response = admin_client.get(admin_url(model) + query)
         assert response.status_code == 200, (model, query)
-        assert response.context['cl'].result_count > 0, (model, query)
+        assert response.context['cl'].result_count == count, (model, query)
 
 
 def test_related_filters_select_rows(admin_client, cloud):
@@ -154,20 +160,30 @@ def test_related_filters_select_rows(admin_client, cloud):
     trait = Trait.objects.get(name='HW_CPU_X86_AVX2')
     aggregate = Aggregate.objects.get(uuid=AGGREGATE)
     consumer_type = ConsumerType.objects.get(name='INSTANCE')
-    for model, query in [
-            (ResourceProvider, f'?traits__id__exact={trait.pk}'),
-            (ResourceProvider, f'?aggregates__id__exact={aggregate.pk}'),
-            (ResourceProvider, '?allocated=yes'),
-            (Consumer, f'?consumer_type={consumer_type.pk}'),
-            (Consumer, f'?project__id__exact={Project.objects.get(external_id="proj").pk}'),
-            (Allocation, f'?resource_provider__id__exact={busy.pk}'),
-            (Allocation, f'?consumer_type={consumer_type.pk}')]:
+    instance = Consumer.objects.get(consumer_type=consumer_type)
+    untyped = Consumer.objects.get(consumer_type__isnull=True)
+    # Every allocation is busy's: the instance's VCPU and memory, the untyped memory.
+    allocations = set(Allocation.objects.values_list('pk', flat=True))
+    assert len(allocations) == 3
+    for model, query, expected in [
+            (ResourceProvider, f'?traits__id__exact={trait.pk}', ['busy']),
+            (ResourceProvider, f'?aggregates__id__exact={aggregate.pk}', ['busy']),
+            (ResourceProvider, '?allocated=yes', ['busy']),
+            (Consumer, f'?consumer_type={consumer_type.pk}', [instance.uuid]),
+            (Consumer, f'?project__id__exact={Project.objects.get(external_id="proj").pk}',
+             sorted([instance.uuid, untyped.uuid])),
+            (Allocation, f'?resource_provider__id__exact={busy.pk}', sorted(allocations)),
+            (Allocation, f'?consumer_type={consumer_type.pk}',
+             sorted(instance.allocations.values_list('pk', flat=True)))]:
         response = admin_client.get(admin_url(model) + query)
         assert response.status_code == 200, query
         rows = list(response.context['cl'].result_list)
-        assert rows, query
         if model is ResourceProvider:
-            assert [p.name for p in rows] == ['busy']
+            assert [p.name for p in rows] == expected, query
+        elif model is Consumer:
+            assert sorted(c.uuid for c in rows) == expected, query
+        else:
+            assert sorted(a.pk for a in rows) == expected, query
     response = admin_client.get(admin_url(ResourceProvider) + '?root=no')
     assert [p.name for p in response.context['cl'].result_list] == ['numa0']
 
@@ -223,8 +239,8 @@ def test_inventory_below_usage_is_refused(admin_client, cloud, db_snapshot):
         data[inventory_key(data, 'VCPU', 'total')] = 4
 
     errors = form_errors(edit_provider(admin_client, 'busy', shrink))
-    assert (f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave its "
-            'allocations over capacity: 6 used, capacity 4.0.') in errors
+    assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave "
+                      'its allocations over capacity: 6 used, capacity 4.0.']
     assert db_snapshot() == before
 
 
@@ -235,7 +251,8 @@ def test_reserving_below_usage_is_refused(admin_client, cloud, db_snapshot):
         data[inventory_key(data, 'VCPU', 'reserved')] = 3
 
     errors = form_errors(edit_provider(admin_client, 'busy', reserve))
-    assert any('6 used, capacity 5.0' in e for e in errors), errors
+    assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave "
+                      'its allocations over capacity: 6 used, capacity 5.0.']
     assert db_snapshot() == before
 
 
@@ -247,7 +264,7 @@ def test_deleting_inventory_in_use_is_refused(admin_client, cloud, db_snapshot):
         data[inventory_key(data, 'VCPU', 'DELETE')] = 'on'
 
     errors = form_errors(edit_provider(admin_client, 'busy', delete_vcpu))
-    assert f"Inventory for 'VCPU' on resource provider '{busy}' in use." in errors
+    assert errors == [f"Inventory for 'VCPU' on resource provider '{busy}' in use."]
     assert db_snapshot() == before
 
 
@@ -259,7 +276,7 @@ def test_switching_the_class_of_inventory_in_use_is_refused(admin_client, cloud,
         data[inventory_key(data, 'VCPU', 'resource_class')] = disk
 
     errors = form_errors(edit_provider(admin_client, 'busy', switch))
-    assert any("Inventory for 'VCPU'" in e and 'in use' in e for e in errors), errors
+    assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' in use."]
     assert db_snapshot() == before
 
 
@@ -267,10 +284,11 @@ def test_inventory_out_of_bounds_is_refused(admin_client, cloud, db_snapshot):
     before = db_snapshot()
 
     def bad(data):
-        add_row(data, INVENTORIES, resource_class=rc_id('DISK_GB'), total=0)
+        add_row(data, INVENTORIES, resource_class=rc_id('DISK_GB'), total=0, reserved=0,
+                min_unit=1, max_unit=100, step_size=1, allocation_ratio=1.0)
 
     errors = form_errors(edit_provider(admin_client, 'busy', bad))
-    assert 'Ensure this value is greater than or equal to 1.' in errors
+    assert errors == ['Ensure this value is greater than or equal to 1.']
     assert db_snapshot() == before
 
     def reserved_over_total(data):
@@ -278,7 +296,8 @@ def test_inventory_out_of_bounds_is_refused(admin_client, cloud, db_snapshot):
         data[inventory_key(data, 'MEMORY_MB', 'reserved')] = 11
 
     errors = form_errors(edit_provider(admin_client, 'busy', reserved_over_total))
-    assert any('The reserved value is greater than total.' in e for e in errors), errors
+    assert errors == [f"Invalid inventory for 'MEMORY_MB' on resource provider '{cloud['busy']}'. "
+                      'The reserved value is greater than total.']
     assert db_snapshot() == before
 
 
@@ -295,8 +314,9 @@ def test_inventory_refused_while_saving_is_an_error_message(admin_client, cloud,
 
     response = edit_provider(admin_client, 'busy', shrink, follow=True)
     assert response.status_code == 200
-    assert any('would leave its allocations over capacity: 6 used, capacity 4.0' in m
-               for m in messages_of(response)), messages_of(response)
+    assert messages_of(response) == [
+        f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave its "
+        'allocations over capacity: 6 used, capacity 4.0.']
     assert db_snapshot() == before
 
 
@@ -309,7 +329,9 @@ def test_a_stale_form_is_refused(admin_client, api, cloud, db_snapshot):
     before = db_snapshot()
     data[inventory_key(data, 'VCPU', 'total')] = 16
     errors = form_errors(admin_client.post(url, data))
-    assert any('concurrently updated' in e and 'reload the page' in e for e in errors), errors
+    assert errors == ['Another thread concurrently updated the resource provider data. Please '
+                      'retry your update (generation 5 when this page was loaded, 6 now): '
+                      'reload the page.']
     assert db_snapshot() == before
 
 
@@ -321,7 +343,7 @@ def test_moving_a_provider_under_its_own_subtree_is_refused(admin_client, cloud,
         data['parent_provider'] = numa0
 
     errors = form_errors(edit_provider(admin_client, 'parent', loop))
-    assert 'A provider cannot be moved under itself or one of its descendants.' in errors
+    assert errors == ['A provider cannot be moved under itself or one of its descendants.']
     assert db_snapshot() == before
 
 
@@ -331,7 +353,7 @@ def test_a_duplicate_name_is_refused(admin_client, cloud, db_snapshot):
         'name': 'busy', 'uuid': '',
         **{f'{p}-{k}': v for p in (INVENTORIES, TRAITS, AGGREGATES)
            for k, v in {'TOTAL_FORMS': 0, 'INITIAL_FORMS': 0}.items()}})
-    assert any('already exists' in e for e in form_errors(response))
+    assert form_errors(response) == ['Resource provider with this Name already exists.']
     assert db_snapshot() == before
 
 
@@ -355,14 +377,16 @@ def test_deleting_a_provider_in_use_or_with_children_is_refused(admin_client, cl
 @pytest.mark.parametrize('name', ['busy', 'parent'])
 def test_bulk_delete_with_a_provider_in_use_or_with_children_deletes_nothing(
         admin_client, cloud, db_snapshot, name):
+    reason = {'busy': 'Resource provider has allocations.',
+              'parent': 'Cannot delete resource provider that is a parent of another. '
+                        'Delete child providers first.'}[name]
+    expected = f'Cannot delete resource provider “{name}”: {reason}'
     before = db_snapshot()
     selected = [provider('spare'), provider(name)]
     for confirm in (False, True):
         response = delete_selected(admin_client, ResourceProvider, selected, confirm=confirm)
         assert response.status_code == 200
-        [message] = messages_of(response)
-        assert message.startswith(
-            f'Nothing was deleted. Cannot delete resource provider “{name}”: ')
+        assert messages_of(response) == [f'Nothing was deleted. {expected}']
     assert db_snapshot() == before
 
 
@@ -445,7 +469,8 @@ def test_a_non_custom_name_is_refused(admin_client, cloud, db_snapshot):
         response = admin_client.post(admin_url(model, 'add'), {'name': 'CUSTOM_GPU'
                                                                if model is ResourceClass
                                                                else 'CUSTOM_RACK1'})
-        assert any('already exists' in e for e in form_errors(response))
+        assert form_errors(response) == [
+            f'{model._meta.verbose_name.capitalize()} with this Name already exists.']
     assert db_snapshot() == before
 
 
@@ -455,13 +480,15 @@ def test_custom_resource_class_create_rename_delete(admin_client, api):
     response = admin_client.post(admin_url(ResourceClass, 'add'), {'name': 'CUSTOM_FPGA'})
     assert response.status_code == 302
     rc = ResourceClass.objects.get(name='CUSTOM_FPGA')
-    assert rc.id >= ResourceClass.MIN_CUSTOM_ID
+    assert rc.id == ResourceClass.MIN_CUSTOM_ID  # the first custom class, as in Placement
     assert api.get('/resource_classes/CUSTOM_FPGA').status_code == 200
     response = admin_client.post(admin_url(ResourceClass, 'change', rc.pk),
                                  {'name': 'CUSTOM_FPGA2'})
     assert response.status_code == 302
     assert api.get('/resource_classes/CUSTOM_FPGA2').status_code == 200
-    assert ResourceClass.objects.get(pk=rc.pk).updated_at is not None
+    renamed = ResourceClass.objects.get(pk=rc.pk)
+    assert renamed.name == 'CUSTOM_FPGA2'
+    assert renamed.updated_at >= renamed.created_at  # set by the rename (None before)
     response = admin_client.post(admin_url(ResourceClass, 'delete', rc.pk), {'post': 'yes'})
     assert response.status_code == 302
     assert api.get('/resource_classes/CUSTOM_FPGA2').status_code == 404
@@ -530,6 +557,7 @@ def test_inventory_trait_and_aggregate_edits_bump_the_generation_as_the_api_does
     edit_provider(admin_client, 'by-admin-2', lambda d: None)
     assert generation(api, by_admin) == generation(api, by_api) == 6
     assert api.get(f'/resource_providers/{by_admin}').body['name'] == 'by-admin-2'
+    assert api.get(f'/resource_providers/{by_api}').body['name'] == 'by-api-2'
 
 
 def test_inventory_delete_bumps_the_generation_as_the_api_does(admin_client, api, cloud):
@@ -554,18 +582,20 @@ def test_create_a_provider_with_inventory_in_a_tree(admin_client, api, cloud):
     response = admin_client.post(admin_url(ResourceProvider, 'add'), data)
     assert response.status_code == 302, form_errors(response)
     body = api.get(f'/resource_providers/{rp_uuid}').body
-    assert (body['name'], body['generation']) == ('numa1', 1)
+    assert (body['uuid'], body['name'], body['generation']) == (rp_uuid, 'numa1', 1)
     assert body['parent_provider_uuid'] == body['root_provider_uuid'] == cloud['parent']
-    assert api.get(f'/resource_providers/{rp_uuid}/inventories').body['inventories']['VCPU'][
-        'total'] == 4
+    assert api.get(f'/resource_providers/{rp_uuid}/inventories').body == {
+        'resource_provider_generation': 1, 'inventories': {'VCPU': {
+            'total': 4, 'reserved': 0, 'min_unit': 1, 'max_unit': 4, 'step_size': 1,
+            'allocation_ratio': 1.0}}}
 
     response = admin_client.post(admin_url(ResourceProvider, 'add'), {**data, 'name': 'solo',
                                                                       'uuid': '',
                                                                       'parent_provider': ''})
     assert response.status_code == 302, form_errors(response)
     solo = provider('solo')
-    assert solo.root_provider_id == solo.pk
-    assert uuid_lib.UUID(solo.uuid)
+    assert solo.root_provider_id == solo.pk and solo.parent_provider_id is None
+    assert str(uuid_lib.UUID(solo.uuid)) == solo.uuid  # generated, in canonical form
 
 
 def test_reparenting_moves_the_subtree(admin_client, api, cloud):
@@ -584,7 +614,7 @@ def test_reparenting_moves_the_subtree(admin_client, api, cloud):
 def test_delete_providers(admin_client, api, cloud):
     response = admin_client.post(admin_url(ResourceProvider, 'delete', provider('spare').pk),
                                  {'post': 'yes'}, follow=True)
-    assert messages_of(response)[0].startswith('The resource provider “spare” was deleted')
+    assert messages_of(response) == ['The resource provider “spare” was deleted successfully.']
     response = delete_selected(admin_client, ResourceProvider, [provider('numa0')])
     assert messages_of(response) == ['Successfully deleted 1 resource provider.']
     assert api.get(f'/resource_providers/{cloud["numa0"]}').status_code == 404
@@ -601,15 +631,19 @@ def test_deleting_a_consumer_deletes_its_allocations_as_the_api_does(admin_clien
     response = delete_selected(admin_client, Consumer, [Consumer.objects.get(uuid=mine)])
     assert messages_of(response) == ['Successfully deleted 1 consumer.']
     assert api.delete(f'/allocations/{theirs}').status_code == 204
-    assert generation(api, by_admin) == generation(api, by_api)
+    # Inventory (1), the allocation (2); freeing it bumps nothing, as in Placement.
+    assert generation(api, by_admin) == generation(api, by_api) == 2
     assert api.get(f'/resource_providers/{by_admin}/usages').body['usages'] == {'VCPU': 0}
     assert not Consumer.objects.filter(uuid=mine).exists()
 
     consumer = Consumer.objects.get(consumer_type__name='INSTANCE')  # the cloud's, on busy
     response = admin_client.post(admin_url(Consumer, 'delete', consumer.pk), {'post': 'yes'},
                                  follow=True)
-    assert messages_of(response)[0].startswith('The consumer “')
-    assert api.get(f'/resource_providers/{cloud["busy"]}/usages').body['usages']['VCPU'] == 0
+    assert messages_of(response) == [
+        f'The consumer “{consumer.uuid}” was deleted successfully.']
+    # The untyped consumer's memory stays.
+    assert api.get(f'/resource_providers/{cloud["busy"]}/usages').body['usages'] == {
+        'VCPU': 0, 'MEMORY_MB': 512, 'CUSTOM_GPU': 0}
 
 
 def test_read_only_models_cannot_be_written(admin_client, cloud, db_snapshot):

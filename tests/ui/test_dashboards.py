@@ -82,11 +82,13 @@ def test_every_page_needs_a_staff_sign_in(db):
     for path in ['/ui/', '/ui/providers/', '/ui/pools/', '/ui/usage/', '/ui/explorer/']:
         response = Client().get(path)
         assert response.status_code == 302
-        assert response['Location'].startswith('/accounts/login/')
+        assert response['Location'] == f'/accounts/login/?next={path}'
     User.objects.create_user('someone', password='pw')
     client = Client()
-    client.login(username='someone', password='pw')
-    assert client.get('/ui/').status_code == 302
+    assert client.login(username='someone', password='pw')
+    response = client.get('/ui/')
+    assert response.status_code == 302
+    assert response['Location'] == '/accounts/login/?next=/ui/'
 
 
 def test_queries_per_page_do_not_grow_with_the_cloud(staff):
@@ -112,9 +114,11 @@ def test_overview_shows_capacity_as_the_api_computes_it(staff, api):
     assert vcpu == {'total': '48', 'reserved': '0', 'capacity': '192', 'used': '24'}
     disk = numbers(html, 'data-class', 'DISK_GB')
     assert disk == {'total': '1,500', 'reserved': '30', 'capacity': '1,470', 'used': '300'}
-    for provider in api.get('/resource_providers?resources=DISK_GB:1').body['resource_providers']:
+    with_disk = api.get('/resource_providers?resources=DISK_GB:1').body['resource_providers']
+    assert sorted(p['name'] for p in with_disk) == ['cn0', 'cn1', 'cn2']
+    for provider in with_disk:
         usages = api.get(f"/resource_providers/{provider['uuid']}/usages").body['usages']
-        assert usages['DISK_GB'] == 100
+        assert usages == {'DISK_GB': 100}
 
 
 def test_usage_page_matches_get_usages(staff, api):
@@ -123,27 +127,35 @@ def test_usage_page_matches_get_usages(staff, api):
     row = re.search(r'<tr data-project="proj">(.*?)</tr>', html, re.S).group(1)
     shown = dict(re.findall(r'data-class="(\w+)">(\d+)<', row))
     expected = api.get('/usages?project_id=proj', version='1.9').body['usages']
+    assert expected == {'VCPU': 32, 'DISK_GB': 400}
     assert {k: int(v) for k, v in shown.items()} == expected
     by_type = api.get('/usages?project_id=proj').body['usages']
-    assert by_type['INSTANCE']['consumer_count'] == 4
-    assert '<td class="num">4</td>' in row
+    assert by_type == {'INSTANCE': {'VCPU': 32, 'DISK_GB': 400, 'consumer_count': 4}}
+    # The consumer count is the one numeric cell without a class.
+    assert re.findall(r'<td class="num">([^<]*)</td>', row) == ['4']
 
 
 def test_provider_page_spells_out_the_capacity_formula(staff):
     root = grow_cloud(1)[0]
     numa = ResourceProvider.objects.get(parent_provider=root)
     html = staff.get(f'/ui/providers/{numa.uuid}/').content.decode()
-    assert '= (16 − 0) × 4.0' in html
+    assert re.findall(r'<tr data-class="(\w+)" data-used="(\d+)" data-capacity="(\d+)">',
+                      html) == [('VCPU', '8', '64')]
+    assert re.findall(r'<span class="formula">([^<]*)</span>', html) == ['= (16 − 0) × 4.0']
     assert f'href="/ui/providers/{root.uuid}/"' in html  # the tree links up to the root
-    assert 'INSTANCE' in html and 'VCPU 8' in html
+    # Its one consumer: an INSTANCE holding 8 VCPU.
+    assert re.findall(r'<td>(\w+)</td>\s*<td><span class="tag">([^<]*)</span></td>', html) == [
+        ('INSTANCE', 'VCPU 8')]
 
 
 def test_explorer_finds_candidates_and_explains_an_empty_answer(staff):
     grow_cloud(3)
     html = staff.get('/ui/explorer/?resources=VCPU:1,DISK_GB:10').content.decode()
-    assert re.search(r'id="candidate-count">3 candidates<', html)
+    assert re.findall(r'id="candidate-count">([^<]*)<', html) == ['3 candidates']
     html = staff.get('/ui/explorer/?resources=VCPU:1000').content.decode()
-    assert 'Nothing fits.' in html
-    assert '3 trees lack 1000 VCPU' in html
+    assert '<div class="notice warning" id="no-candidates"><strong>Nothing fits.</strong>' in html
+    assert re.findall(r'<div class="explanation">([^<]*)</div>', html) == [
+        'unsuffixed group: 3 trees lack 1000 VCPU']
     html = staff.get('/ui/explorer/?resources=VCPU:x').content.decode()
-    assert 'id="error"' in html and 'expected positive integer amount' in html
+    assert re.findall(r'<div class="notice error" id="error">([^<]*)</div>', html) == [
+        'Requested resource VCPU expected positive integer amount. Got: x.']
