@@ -1,7 +1,6 @@
 """allocations.services called directly: replacing and deleting a consumer's
 allocations, and reshaping inventory with its allocations. Every refusal
 raises exactly one domain error and leaves every row as it was."""
-from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -12,30 +11,14 @@ from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
 from providers import services as provider_services
 from providers.models import Inventory, ResourceProvider
+from tests.services.conftest import CONCURRENT
 
 CONSUMER = 'c1c1c1c1-0000-4000-8000-000000000001'
 OTHER_CONSUMER = 'c1c1c1c1-0000-4000-8000-000000000002'
 UNKNOWN_PROVIDER = 'dead0000-0000-4000-8000-000000000000'
-CONCURRENT = ('Another thread concurrently updated the resource provider data. '
-              'Please retry your update')
 
 
 # ---- builders and readers ---------------------------------------------------------
-
-@pytest.fixture
-def refused(db_snapshot):
-    """`with refused(Error, message):` the block raises exactly Error with
-    that message, and no row of any table changed."""
-    @contextmanager
-    def refused(error, message):
-        before = db_snapshot()
-        with pytest.raises(error) as caught:
-            yield caught
-        assert type(caught.value) is error
-        assert str(caught.value) == message
-        assert db_snapshot() == before
-    return refused
-
 
 def make_provider(name, *, parent=None, **inventories):
     """A provider with inventories given as VCPU=8 or VCPU={record}

@@ -3,7 +3,6 @@ providers, replacing their inventories, traits and aggregates, and managing
 traits and resource classes. Every refusal raises exactly one domain error
 and leaves every row as it was."""
 import uuid as uuid_lib
-from contextlib import contextmanager
 
 import pytest
 
@@ -12,32 +11,16 @@ from placement_site import exceptions
 from providers import services
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
+from tests.services.conftest import CONCURRENT
 
 ROOT_UUID = 'c0c0c0c0-0000-4000-8000-000000000001'
 OTHER_UUID = 'c0c0c0c0-0000-4000-8000-000000000002'
 AGG_A = 'a0a0a0a0-0000-4000-8000-00000000000a'
 AGG_B = 'a0a0a0a0-0000-4000-8000-00000000000b'
 AGG_C = 'a0a0a0a0-0000-4000-8000-00000000000c'
-CONCURRENT = ('Another thread concurrently updated the resource provider data. '
-              'Please retry your update')
 
 
 # ---- builders and readers ---------------------------------------------------------
-
-@pytest.fixture
-def refused(db_snapshot):
-    """`with refused(Error, message):` the block raises exactly Error with
-    that message, and no row of any table changed."""
-    @contextmanager
-    def refused(error, message):
-        before = db_snapshot()
-        with pytest.raises(error) as caught:
-            yield caught
-        assert type(caught.value) is error
-        assert str(caught.value) == message
-        assert db_snapshot() == before
-    return refused
-
 
 def make_provider(name='cn1', *, parent=None, inventories=None, uuid=None):
     """A provider (under `parent`), with `inventories` if given (generation 1)."""
