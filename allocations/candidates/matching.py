@@ -104,10 +104,9 @@ def trees_matching(research, found):
     for name in found.resources:
         class_id = found.class_ids[name]
         candidates = {(p, root, class_id) for p, root in found.capacity[name]}
-        for provider_id, _ in found.capacity[name]:
-            if provider_id in found.sharing:
-                candidates |= {(provider_id, anchor, class_id)
-                               for anchor in found.served.get(provider_id, ())}
+        for provider_id in found.sharing_by_class.get(name, ()):
+            candidates |= {(provider_id, anchor, class_id)
+                           for anchor in found.served.get(provider_id, ())}
         if research.anchors is not None:
             candidates = {c for c in candidates if c[1] in research.anchors}
             if not candidates:

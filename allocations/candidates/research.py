@@ -77,6 +77,7 @@ class GroupFindings:
     forbidden: set = field(default_factory=set)        # providers with a forbidden trait
     in_forbidden_aggs: set = field(default_factory=set)
     sharing: frozenset = frozenset()     # sharing providers the group may use (tree mode)
+    sharing_by_class: dict = field(default_factory=dict)  # class name -> sharing providers fitting
     served: dict = field(default_factory=dict)         # sharing provider -> roots it serves
 
     @property
@@ -262,9 +263,10 @@ class Research:
         found.sharing = sharing
         if found.group.in_tree or not sharing:  # no sharing within one tree
             return
-        fitting = {name: {p for p, _ in pairs} & sharing for name, pairs in found.capacity.items()}
-        found.served = self.trees_served(set().union(*fitting.values()))
-        for name, providers in fitting.items():
+        found.sharing_by_class = {name: {p for p, _ in pairs} & sharing
+                                  for name, pairs in found.capacity.items()}
+        found.served = self.trees_served(set().union(*found.sharing_by_class.values()))
+        for name, providers in found.sharing_by_class.items():
             if providers:
                 self.record(Stage.SHARING, found.suffix, len(providers), name)
 
