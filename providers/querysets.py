@@ -36,10 +36,32 @@ def _allocations():
 
 def _linked(link, field, values):
     """The ids of providers that a `link` row (ProviderAggregate,
-    ProviderTrait) ties to any of `values` of `field`: a list, or a
-    subquery left as it is."""
+    ProviderTrait) ties to any of `values` of `field` (a list, or a subquery
+    left as it is): the link table alone, no join."""
     values = values if isinstance(values, models.QuerySet) else list(values)
-    return _model(link).objects.filter(**{f'{field}__in': values}).values('resource_provider_id')
+    return _model(link).objects.filter(**{f'{field}__in': values}).values_list(
+        'resource_provider_id', flat=True).order_by()
+
+
+def ids_in_aggregates(aggregate_uuids):
+    """Ids of the providers in at least one of the aggregates."""
+    return _linked('ProviderAggregate', 'aggregate__uuid', aggregate_uuids)
+
+
+def ids_with_any_trait(trait_ids):
+    """Ids of the providers having at least one of the traits (ids)."""
+    return _linked('ProviderTrait', 'trait_id', trait_ids)
+
+
+def trees_served_by(provider_ids):
+    """(provider id, root id) for every tree with a provider sharing an
+    aggregate with one of the providers (ids, or a subquery of ids): the
+    trees a sharing provider serves, its own included."""
+    provider_ids = provider_ids if isinstance(provider_ids, models.QuerySet) else list(provider_ids)
+    return _model('ProviderAggregate').objects.filter(
+        aggregate__provideraggregate__resource_provider_id__in=provider_ids,
+    ).values_list('aggregate__provideraggregate__resource_provider_id',
+                  'resource_provider__root_provider_id').order_by()
 
 
 def capacity_expression(prefix=''):
@@ -106,7 +128,7 @@ class ResourceProviderQuerySet(models.QuerySet):
 
     def member_of_any(self, aggregate_uuids):
         """Providers in at least one of the aggregates."""
-        return self.filter(id__in=_linked('ProviderAggregate', 'aggregate__uuid', aggregate_uuids))
+        return self.filter(id__in=ids_in_aggregates(aggregate_uuids))
 
     def member_of(self, any_of_sets):
         """member_of: for every set of aggregate uuids, in at least one."""
@@ -114,14 +136,14 @@ class ResourceProviderQuerySet(models.QuerySet):
 
     def not_member_of(self, aggregate_uuids):
         """Providers in none of the aggregates (forbidden aggregates)."""
-        return self.exclude(id__in=_linked('ProviderAggregate', 'aggregate__uuid', aggregate_uuids))
+        return self.exclude(id__in=ids_in_aggregates(aggregate_uuids))
 
     # -- traits
 
     def with_any_trait(self, trait_ids):
         """Providers having at least one of the traits (ids, or a subquery
         of ids)."""
-        return self.filter(id__in=_linked('ProviderTrait', 'trait_id', trait_ids))
+        return self.filter(id__in=ids_with_any_trait(trait_ids))
 
     def with_traits(self, any_of_sets):
         """required: for every set of trait ids, at least one of them."""
@@ -129,7 +151,7 @@ class ResourceProviderQuerySet(models.QuerySet):
 
     def without_traits(self, trait_ids):
         """Providers having none of the traits (forbidden traits)."""
-        return self.exclude(id__in=_linked('ProviderTrait', 'trait_id', trait_ids))
+        return self.exclude(id__in=ids_with_any_trait(trait_ids))
 
     def _linked_to_each(self, link, field, any_of_sets):
         qs = self
@@ -147,14 +169,9 @@ class ResourceProviderQuerySet(models.QuerySet):
         return self.with_trait_named(SHARING_TRAIT)
 
     def trees_served(self):
-        """(provider id, root id) for every tree with a provider sharing an
-        aggregate with a provider of this queryset: the trees a sharing
-        provider serves (its own included)."""
-        links = _model('ProviderAggregate').objects
-        return links.filter(
-            aggregate__provideraggregate__resource_provider_id__in=self.values('id'),
-        ).values_list('aggregate__provideraggregate__resource_provider_id',
-                      'resource_provider__root_provider_id').distinct()
+        """(provider id, root id) of the trees this queryset's providers
+        serve (see trees_served_by)."""
+        return trees_served_by(self.values('id'))
 
     def roots_served(self):
         """The root providers of the trees served by this queryset's providers."""

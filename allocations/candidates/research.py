@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from placement_site import exceptions
 from placement_site.queries import storable
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
+from providers.querysets import (SHARING_TRAIT, ids_in_aggregates, ids_with_any_trait,
+                                 trees_served_by)
 
 
 class Stage(enum.Enum):
@@ -167,7 +169,8 @@ class Research:
         self._lookups()
         self.has_trees = ResourceProvider.objects.filter(parent_provider__isnull=False).exists()
         self._root_traits()
-        self.sharing = frozenset(ResourceProvider.objects.sharing().values_list('id', flat=True))
+        self.sharing = frozenset(ids_with_any_trait(
+            Trait.objects.filter(name=SHARING_TRAIT).values('id')))
 
     def _root_traits(self):
         """root_required: the roots every candidate's tree must hang from."""
@@ -274,8 +277,7 @@ class Research:
         """{sharing provider id: roots of the trees it serves} (one query)."""
         served = {}
         if provider_ids:
-            for sharing_id, root_id in ResourceProvider.objects.filter(
-                    id__in=list(provider_ids)).trees_served():
+            for sharing_id, root_id in trees_served_by(provider_ids):
                 served.setdefault(sharing_id, set()).add(root_id)
         return served
 
@@ -294,14 +296,12 @@ def providers_with_capacity(class_id, amount, tree_root=None):
 
 def providers_in_aggregates(aggregate_uuids):
     """Providers in at least one of the aggregates."""
-    return set(ResourceProvider.objects.member_of_any(aggregate_uuids).values_list(
-        'id', flat=True).order_by())
+    return set(ids_in_aggregates(aggregate_uuids))
 
 
 def providers_with_any_trait(trait_ids):
     """Providers having at least one of the traits."""
-    return set(ResourceProvider.objects.with_any_trait(trait_ids).values_list(
-        'id', flat=True).order_by())
+    return set(ids_with_any_trait(trait_ids))
 
 
 def provider_roots(provider_ids):
