@@ -7,6 +7,7 @@ JSON answer with Last-Modified / Cache-Control from 1.15.
 """
 import functools
 import json
+import math
 from urllib.parse import unquote_to_bytes
 
 import jsonschema
@@ -111,15 +112,66 @@ def accept_json(handler):
 
 def json_body(request, schema):
     """The request body, parsed and validated against `schema` (400 if not)."""
-    try:
-        # Always UTF-8, as Placement reads bodies (json.loads alone would
-        # guess UTF-16 or UTF-32 from the first bytes).
-        data = json.loads(request.body.decode('utf-8'))
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError
-        raise errors.bad_request(f'Malformed JSON: {exc}')
+    # A body over DATA_UPLOAD_MAX_MEMORY_SIZE raises RequestDataTooBig here:
+    # the middleware answers 413.
+    data = parse_json(request.body)
     validate(data, schema, 'JSON does not validate: {}')
     _refuse_unstorable(data)
     return data
+
+
+# Placement's deepest body (a reshape) nests 6 levels; anything far deeper
+# is hostile, and would exhaust the recursion of the validator.
+MAX_JSON_DEPTH = 32
+
+
+def parse_json(raw):
+    """Bytes -> JSON value, refusing with a 400 what no Placement body is:
+    NaN and the infinities (Python's parser takes them, databases and other
+    clients do not) and nesting deeper than MAX_JSON_DEPTH."""
+    try:
+        # Always UTF-8, as Placement reads bodies (json.loads alone would
+        # guess UTF-16 or UTF-32 from the first bytes).
+        data = json.loads(raw.decode('utf-8') if isinstance(raw, bytes) else raw,
+                          parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise errors.bad_request(f'Malformed JSON: nested more than {MAX_JSON_DEPTH} levels deep')
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
+        raise errors.bad_request(f'Malformed JSON: {exc}')
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise errors.bad_request(f'Malformed JSON: nested more than {MAX_JSON_DEPTH} levels deep')
+    return data
+
+
+def _refuse_constant(name):
+    raise ValueError(f'{name} is not a number JSON allows')
+
+
+def _finite(text):
+    """A JSON number as a float, refusing one too large for any float
+    (1e400 would become infinity)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f'{text} is out of range for a number')
+    return value
+
+
+def _depth(value):
+    """How deeply lists and objects nest in a parsed value (iteratively)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _refuse_unstorable(value):

@@ -24,6 +24,17 @@ def env_bool(name, default):
     raise ValueError(f'{name} must be one of true/false/1/0/yes/no/on/off, got {raw!r}')
 
 
+def env_int(name, default):
+    """A whole-number environment variable; anything else is an error."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f'{name} must be a whole number, not {raw!r}')
+
+
 def env_list(name, default=''):
     """A comma-separated environment variable, blanks dropped."""
     raw = os.environ.get(name, default)

@@ -52,6 +52,8 @@ _STATUSES = {
           'browser\n(content of type ${HTTP_ACCEPT}. <br /><br />\n${detail}'),
     409: ('Conflict',
           'There was a conflict when trying to complete your request.', _STANDARD),
+    413: ('Request Entity Too Large',
+          'The body of your request was too large for this server.', _STANDARD),
     415: ('Unsupported Media Type', '',
           'The request media type ${CONTENT_TYPE} is not supported by this '
           'server.\n<br /><br />\n${detail}'),

@@ -11,7 +11,7 @@ import logging
 import uuid
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost, SuspiciousOperation
+from django.core.exceptions import DisallowedHost, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse
 from oslo_context import context as oslo_context
 
@@ -248,6 +248,9 @@ class MicroversionMiddleware:
             return None
         if isinstance(exception, errors.PlacementError):
             return render_error(request, exception)
+        if isinstance(exception, RequestDataTooBig):
+            return render_error(request, errors.PlacementError(
+                413, f'The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.'))
         if isinstance(exception, SuspiciousOperation):
             return render_error(request, errors.bad_request(str(exception)))
         if isinstance(exception, ValueError) and 'NUL (0x00)' in str(exception):

@@ -173,6 +173,9 @@ PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY = os.environ.get(
 if PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY not in ('depth-first', 'breadth-first'):
     raise ValueError('PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY must be '
                      "'depth-first' or 'breadth-first'")
+# Request bodies larger than this many bytes are refused with 413 (0: no limit).
+PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None
 # Consumers written before microversion 1.8 carry no project or user.
 PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
 PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = '00000000-0000-0000-0000-000000000000'

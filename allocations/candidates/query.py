@@ -117,7 +117,10 @@ def parse(query, version):
 def _request_wide(query):
     params = RequestWideParams()
     if 'limit' in query:
-        params.limit = int(query.getlist('limit')[0])
+        try:
+            params.limit = int(query.getlist('limit')[0])
+        except ValueError as exc:  # digits past Python's int conversion limit
+            raise errors.bad_request(f'Invalid query string parameters: limit: {exc}')
     if 'group_policy' in query:
         params.group_policy = query.getlist('group_policy')[0]
     root_required = query.getlist('root_required')

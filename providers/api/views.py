@@ -1,14 +1,13 @@
 """Placement API: resource providers, inventories, aggregates, traits and
 resource classes."""
 import contextlib
-import json
 import uuid as uuid_lib
 
 from django.utils import timezone
 
 from placement_site import errors, exceptions, microversion, querystring
-from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
-                                require_json, validate, versions)
+from placement_site.api import (PlacementViewSet, accept_json, json_body, parse_json,
+                                query_params, require_json, validate, versions)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers import schemas, services
@@ -453,10 +452,7 @@ class ResourceClassViewSet(PlacementViewSet):
         self.authorize(self.POLICY % 'update')
         # The name is validated as the body {"name": ...} would be, quirks
         # included: a name that breaks the JSON is "Malformed JSON".
-        try:
-            data = json.loads('{"name": "%s"}' % name)
-        except ValueError as exc:
-            raise errors.bad_request(f'Malformed JSON: {exc}')
+        data = parse_json('{"name": "%s"}' % name)
         validate(data, schemas.RESOURCE_CLASS_PUT, 'JSON does not validate: {}')
         rc, created = services.resource_class_ensure(name=name)
         return self.no_content(status=201 if created else 204,

@@ -602,11 +602,15 @@ def test_put_refuses_an_empty_json_body(api, db_snapshot):
     assert db_snapshot() == before
 
 
-@pytest.mark.parametrize('literal', ['NaN', 'Infinity', '1e400'])
-def test_put_refuses_non_finite_amounts(api, rp, db_snapshot, literal):
+@pytest.mark.parametrize('literal, detail', [
+    ('NaN', 'NaN is not a number JSON allows'),
+    ('Infinity', 'Infinity is not a number JSON allows'),
+    ('1e400', '1e400 is out of range for a number'),
+])
+def test_put_refuses_non_finite_amounts(api, rp, db_snapshot, literal, detail):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).replace('"VCPU": 1', f'"VCPU": {literal}')
     before = db_snapshot()
-    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, "is not of type 'integer'")
+    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, f'Malformed JSON: {detail}')
     assert db_snapshot() == before
 
 
