@@ -1,6 +1,7 @@
 """JSON Schemas of allocation bodies and usage queries, per microversion."""
 import copy
 
+from placement_site.microversion import ByVersion
 from placement_site.validation import (CONSUMER_TYPE_PATTERN, CONSUMER_TYPE_QUERY_PATTERN,
                                        GROUP_SUFFIX_1_33, NAME_PATTERN, UUID_PATTERN)
 from providers.schemas import INVENTORIES_PUT
@@ -153,3 +154,17 @@ def _reshaper(allocations_schema):
 RESHAPER_POST = _reshaper(ALLOCATIONS_POST_1_28)
 RESHAPER_POST_1_34 = _reshaper(ALLOCATIONS_POST_1_34)
 RESHAPER_POST_1_38 = _reshaper(ALLOCATIONS_POST_1_38)
+
+# ---- the body of each operation at each microversion ------------------------------
+# (the views validate with these; the OpenAPI document publishes them)
+
+ALLOCATIONS_PUT_BY_VERSION = ByVersion([
+    ((1, 38), ALLOCATIONS_PUT_1_38), ((1, 34), ALLOCATIONS_PUT_1_34),
+    ((1, 28), ALLOCATIONS_PUT_1_28), ((1, 12), ALLOCATIONS_PUT_1_12),
+    ((1, 8), ALLOCATIONS_PUT_1_8)], ALLOCATIONS_PUT)
+ALLOCATIONS_POST_BY_VERSION = ByVersion([
+    ((1, 38), ALLOCATIONS_POST_1_38), ((1, 34), ALLOCATIONS_POST_1_34),
+    ((1, 28), ALLOCATIONS_POST_1_28)], ALLOCATIONS_POST_1_13, since=(1, 13))
+RESHAPER_POST_BY_VERSION = ByVersion([
+    ((1, 38), RESHAPER_POST_1_38), ((1, 34), RESHAPER_POST_1_34)], RESHAPER_POST,
+    since=(1, 30))

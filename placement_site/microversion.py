@@ -86,3 +86,26 @@ def for_version(version, choices, oldest):
         if version.matches(minimum):
             return value
     return oldest
+
+
+class ByVersion:
+    """Values that change with the microversion, such as the JSON Schema of a
+    body: the views take the one for their request and the OpenAPI document
+    the one for the microversion it describes, so both read one table.
+
+    choices: (minimum version, value) pairs, newest first; oldest: the value
+    below every minimum (from `since`, the first version that has one).
+    """
+
+    def __init__(self, choices, oldest, since=(1, 0)):
+        self.choices = list(choices)
+        self.oldest = oldest
+        self.since = since
+
+    def at(self, version):
+        return for_version(version, self.choices, self.oldest)
+
+    def spans(self):
+        """(first version, value) pairs, oldest first."""
+        return [(self.since, self.oldest)] + [
+            (minimum, value) for minimum, value in reversed(self.choices)]

@@ -5,6 +5,7 @@ each version's contract can be read on its own.
 """
 import copy
 
+from placement_site.microversion import ByVersion
 from placement_site.validation import (CUSTOM_NAME_PATTERN, MAX_INT, NAME_PATTERN,
                                        SQL_SP_FLOAT_MAX)
 
@@ -136,3 +137,14 @@ RESOURCE_CLASS_POST = {
     'additionalProperties': False,
 }
 RESOURCE_CLASS_PUT = RESOURCE_CLASS_POST
+
+# ---- the body of each operation at each microversion ------------------------------
+# (the views validate with these; the OpenAPI document publishes them)
+
+PROVIDER_POST_BY_VERSION = ByVersion([((1, 14), PROVIDER_POST_1_14)], PROVIDER_POST)
+PROVIDER_PUT_BY_VERSION = ByVersion([((1, 14), PROVIDER_PUT_1_14)], PROVIDER_PUT)
+AGGREGATES_PUT_BY_VERSION = ByVersion([((1, 19), AGGREGATES_PUT_1_19)], AGGREGATES_PUT_1_1,
+                                      since=(1, 1))
+# Before 1.7 a PUT renames the class to the name in the body; from 1.7 it
+# reads no body.
+RESOURCE_CLASS_PUT_BY_VERSION = ByVersion([((1, 7), None)], RESOURCE_CLASS_PUT, since=(1, 2))

@@ -5,7 +5,7 @@ import collections
 from django.utils import timezone
 
 from allocations import querysets, schemas, services
-from placement_site import errors, exceptions, microversion
+from placement_site import errors, exceptions
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, versions)
 from placement_site.validation import is_uuid_like, normalize_uuid
@@ -95,19 +95,13 @@ class AllocationViewSet(PlacementViewSet):
         return self.respond(consumer_allocations_body(allocations, self.version),
                             last_modified=latest(allocations))
 
-    def _put_schema(self):
-        return microversion.for_version(self.version, [
-            ((1, 38), schemas.ALLOCATIONS_PUT_1_38), ((1, 34), schemas.ALLOCATIONS_PUT_1_34),
-            ((1, 28), schemas.ALLOCATIONS_PUT_1_28), ((1, 12), schemas.ALLOCATIONS_PUT_1_12),
-            ((1, 8), schemas.ALLOCATIONS_PUT_1_8)], schemas.ALLOCATIONS_PUT)
-
     @require_json
     def update(self, request, consumer_uuid):
         self.authorize(POLICY % 'update')
         if not is_uuid_like(consumer_uuid):
             raise errors.bad_request(f'Malformed consumer_uuid: {consumer_uuid}')
         consumer_uuid = normalize_uuid(consumer_uuid)
-        data = json_body(request, self._put_schema())
+        data = json_body(request, schemas.ALLOCATIONS_PUT_BY_VERSION.at(self.version))
         write([request_for_consumer(consumer_uuid, data, self.version)],
               f'Unable to allocate inventory for consumer {consumer_uuid}: {{error}}')
         return self.no_content()
@@ -117,10 +111,7 @@ class AllocationViewSet(PlacementViewSet):
     def create(self, request):
         """POST /allocations: many consumers in one transaction."""
         self.authorize(POLICY % 'manage')
-        schema = microversion.for_version(self.version, [
-            ((1, 38), schemas.ALLOCATIONS_POST_1_38), ((1, 34), schemas.ALLOCATIONS_POST_1_34),
-            ((1, 28), schemas.ALLOCATIONS_POST_1_28)], schemas.ALLOCATIONS_POST_1_13)
-        data = json_body(request, schema)
+        data = json_body(request, schemas.ALLOCATIONS_POST_BY_VERSION.at(self.version))
         write([request_for_consumer(uuid, part, self.version) for uuid, part in data.items()],
               'Unable to allocate inventory {error}')
         return self.no_content()
@@ -185,10 +176,7 @@ class ReshaperViewSet(PlacementViewSet):
     @require_json
     def create(self, request):
         self.authorize('placement:reshaper:reshape')
-        schema = microversion.for_version(self.version, [
-            ((1, 38), schemas.RESHAPER_POST_1_38), ((1, 34), schemas.RESHAPER_POST_1_34)],
-            schemas.RESHAPER_POST)
-        data = json_body(request, schema)
+        data = json_body(request, schemas.RESHAPER_POST_BY_VERSION.at(self.version))
         providers = {p.uuid: p for p in ResourceProvider.objects.filter(
             uuid__in=list(data['inventories']))}
         inventories = {}

@@ -97,8 +97,7 @@ class ResourceProviderViewSet(PlacementViewSet):
     @require_json
     def create(self, request):
         self.authorize(RP_POLICY % 'create')
-        schema = schemas.PROVIDER_POST_1_14 if self.want((1, 14)) else schemas.PROVIDER_POST
-        data = json_body(request, schema)
+        data = json_body(request, schemas.PROVIDER_POST_BY_VERSION.at(self.version))
         provider_uuid = normalize_uuid(data['uuid']) if data.get('uuid') else str(uuid_lib.uuid4())
         try:
             provider = services.provider_create(
@@ -126,8 +125,7 @@ class ResourceProviderViewSet(PlacementViewSet):
     def update(self, request, uuid):
         self.authorize(RP_POLICY % 'update')
         provider = find_provider(uuid)
-        schema = schemas.PROVIDER_PUT_1_14 if self.want((1, 14)) else schemas.PROVIDER_PUT
-        data = json_body(request, schema)
+        data = json_body(request, schemas.PROVIDER_PUT_BY_VERSION.at(self.version))
         try:
             provider = services.provider_update(
                 provider=provider, name=data.get('name'),
@@ -318,9 +316,8 @@ class ProviderAggregatesViewSet(PlacementViewSet):
     def update(self, request, uuid):
         self.authorize(self.POLICY % 'update')
         with_generation = self.want((1, 19))
-        schema = schemas.AGGREGATES_PUT_1_19 if with_generation else schemas.AGGREGATES_PUT_1_1
         provider = find_provider(uuid)
-        data = json_body(request, schema)
+        data = json_body(request, schemas.AGGREGATES_PUT_BY_VERSION.at(self.version))
         if with_generation:
             if data['resource_provider_generation'] != provider.generation:
                 raise errors.conflict(
@@ -437,7 +434,7 @@ class ResourceClassViewSet(PlacementViewSet):
     def _rename(self, request, name):
         """PUT before 1.7: rename a custom class."""
         self.authorize(self.POLICY % 'update')
-        data = json_body(request, schemas.RESOURCE_CLASS_PUT)
+        data = json_body(request, schemas.RESOURCE_CLASS_PUT_BY_VERSION.at(self.version))
         rc = self._find(name)
         try:
             rc = services.resource_class_rename(resource_class=rc, name=data['name'])
