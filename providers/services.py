@@ -243,8 +243,11 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
     check_usage=False lets a reshape shrink inventory below usage for the
     moment before it replaces the allocations.
     """
+    # Classes first: a key that names no class (the schema lets any key
+    # outside the class-name pattern through, as Placement's does) is a 400
+    # whatever its value.
+    ids = resource_class_ids(list(inventories))
     records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
-    ids = resource_class_ids(list(records))
     for name, record in records.items():
         check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
     names_by_id = {class_id: name for name, class_id in ids.items()}
@@ -286,8 +289,11 @@ def check_inventories(*, provider, inventories, reserved_can_be_total=True):
     """Raise what inventories_replace would refuse for `inventories`
     (unknown class, bad capacity, deleting inventory in use, shrinking it
     below usage), with the same rules; reads only."""
+    # Classes first: a key that names no class (the schema lets any key
+    # outside the class-name pattern through, as Placement's does) is a 400
+    # whatever its value.
+    ids = resource_class_ids(list(inventories))
     records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
-    ids = resource_class_ids(list(records))
     for name, record in records.items():
         check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
     existing = dict(Inventory.objects.filter(resource_provider_id=provider.pk).values_list(

@@ -196,3 +196,18 @@ def test_ten_thousand_item_lists(api, rp, db_snapshot):
         400, f"Allocation for resource provider '{unknown}' that does not exist.")
     assert_error(api.get('/allocation_candidates?resources=VCPU:1&required=' + ','.join(names)),
                  400, 'No such trait(s): CUSTOM_T0')
+
+
+@pytest.mark.parametrize('value', [None, 7, 'x', [], {'total': 'lots'}])
+@pytest.mark.parametrize('name', ['', 'vcpu', 'NOT A CLASS'])
+def test_inventories_keyed_by_a_name_no_class_can_have(api, rp, db_snapshot, name, value):
+    # Keys outside the class-name pattern pass the schema unchecked (as in
+    # Placement's); the class lookup refuses them before their values are read.
+    generation = api.get(f'/resource_providers/{rp}').body['generation']
+    refused(api, db_snapshot, 'PUT', f'/resource_providers/{rp}/inventories', json.dumps({
+        'resource_provider_generation': generation, 'inventories': {name: value}}),
+        400, f'No such resource class {name}')
+    refused(api, db_snapshot, 'POST', '/reshaper', json.dumps({
+        'inventories': {rp: {'resource_provider_generation': generation,
+                             'inventories': {name: value}}},
+        'allocations': {}}), 400, f'No such resource class {name}')
