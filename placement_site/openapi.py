@@ -8,105 +8,191 @@ attach it to the viewsets, and the extensions below let drf-spectacular
 read Placement's views (microversions in a header, tokens checked by the
 middleware) and publish JSON Schemas as components.
 """
+import contextlib
+import contextvars
 import copy
 import functools
 
+import os_resource_classes
+import os_traits
+from django.http import JsonResponse
 from drf_spectacular.extensions import (OpenApiAuthenticationExtension,
                                         OpenApiSerializerExtension, OpenApiViewExtension)
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.views import SpectacularAPIView
 from drf_spectacular.utils import (OpenApiExample, OpenApiParameter, OpenApiResponse,
                                    extend_schema, extend_schema_view)
 
 from placement_site import microversion
 from placement_site.api import PlacementViewSet
+from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN, UUID_PATTERN
 from placement_site.views import RootViewSet
 
-# ---- JSON Schema in OpenAPI 3.0's dialect ----------------------------------------
+# ---- one document per microversion ------------------------------------------------
+# Operations, parameters, bodies and answers change with the microversion, so
+# the document describes one: GET /api/schema/?version=1.20 (latest without
+# it). Parts of the docs that exist only in some microversions say so with
+# `x-since` / `x-until` (first / last version, 'X.Y'), and parts that change
+# with `versioned()`; at_version() resolves both for the version described.
+
+_DOCUMENT_VERSION = contextvars.ContextVar('openapi_document_version', default=None)
+
+
+def document_version():
+    """The microversion the document being generated describes."""
+    return _DOCUMENT_VERSION.get() or microversion.parse(microversion.MAX_VERSION)
+
+
+@contextlib.contextmanager
+def describing(version):
+    """Generate the document of `version` (a Version) inside the block."""
+    token = _DOCUMENT_VERSION.set(version)
+    try:
+        yield
+    finally:
+        _DOCUMENT_VERSION.reset(token)
+
+
+def _version(text):
+    major, minor = text.split('.')
+    return int(major), int(minor)
+
+
+def versioned(*spans):
+    """A part that changes with the microversion: ('X.Y', value) pairs, oldest
+    first, each value holding from its version on (absent before the first)."""
+    return {'x-by-version': [[since, value] for since, value in spans]}
+
+
+_MISSING = object()
+
+
+def at_version(node, version):
+    """`node` (a schema, parameter or operation) as it is at `version`."""
+    version = tuple(version)
+    if isinstance(node, dict):
+        if 'x-by-version' in node:
+            chosen = _MISSING
+            for since, value in node['x-by-version']:
+                if version >= _version(since):
+                    chosen = value
+            return _MISSING if chosen is _MISSING else at_version(chosen, version)
+        if 'x-since' in node and version < _version(node['x-since']):
+            return _MISSING
+        if 'x-until' in node and version > _version(node['x-until']):
+            return _MISSING
+        result = {}
+        for key, value in node.items():
+            if key in ('x-since', 'x-until'):
+                continue
+            value = at_version(value, version)
+            if value is not _MISSING:
+                result[key] = value
+        properties = result.get('properties')
+        if isinstance(properties, dict) and isinstance(result.get('required'), list):
+            result['required'] = [name for name in result['required'] if name in properties]
+            if not result['required']:
+                del result['required']
+        return result
+    if isinstance(node, list):
+        values = [at_version(value, version) for value in node]
+        return [value for value in values if value is not _MISSING]
+    return node
+
+
+# ---- JSON Schema in the document -----------------------------------------------------
 
 
 class Component:
     """A schema published as #/components/schemas/<name> and used by $ref.
 
-    `schema` is a JSON Schema; it may hold other Components where a
+    `schema` is a JSON Schema, or a microversion.ByVersion of them (None
+    where the operation reads no body); it may hold other Components where a
     sub-schema goes, which become references too.
     """
 
-    def __init__(self, name, schema, description=None):
+    def __init__(self, name, schema, description=None, *, body=False):
         self.name = name
-        self.schema = openapi_schema(schema)
-        if description:
-            self.schema['description'] = _sentences(description, self.schema.get('description'))
+        self.schema = schema
+        self.description = description
+        self.body = body  # a request body: validation schemas, named as clients name
         # An answer of a 'list' action is still one object, never an array of them.
         self._spectacular_annotation = {'many': False}
+
+    def at(self, version):
+        """The schema at `version`; {} where there is none."""
+        schema = self.schema
+        if isinstance(schema, microversion.ByVersion):
+            schema = schema.at(version)
+        if schema is None:
+            return {}
+        schema = at_version(schema, version)
+        if self.body:
+            schema = openapi_schema(schema)
+        if self.description:
+            schema['description'] = _sentences(self.description, schema.get('description'))
+        return schema
 
     def __repr__(self):
         return f'Component({self.name!r})'
 
 
-def openapi_schema(schema):
-    """A copy of a JSON Schema in the dialect of OpenAPI 3.0.
+def request_body(name, schema, description=None):
+    """A Component for a request body: a validation schema (or a ByVersion
+    of them), published as openapi_schema() gives it."""
+    return Component(name, schema, description, body=True)
 
-    patternProperties become additionalProperties (the key patterns go in
-    the description); type lists and {"type": "null"} alternatives become
-    `nullable`. Validation stays with the original schema.
-    """
+
+# Names as the document gives them: resource classes are standard
+# (os-resource-classes) or custom, traits standard (os-traits) or custom. The
+# validation schemas only check the pattern; the rest is a 400 naming the
+# unknown class or trait.
+CLASS_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
+    {'enum': list(os_resource_classes.STANDARDS)}, {'pattern': CUSTOM_NAME_PATTERN}]}
+TRAIT_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
+    {'enum': sorted(os_traits.get_traits())}, {'pattern': CUSTOM_NAME_PATTERN}]}
+# Canonical uuids: bodies accept any 36 hex digits and dashes as a key, as
+# Placement does, but the document asks clients for real uuids.
+UUID_KEY = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+
+
+def openapi_schema(schema):
+    """A copy of a validation JSON Schema of a body for the document: JSON
+    Schema as it is (OpenAPI 3.1), but keys named by uuid ask for canonical
+    uuids, and resource class and trait names for real ones."""
+    if isinstance(schema, list):
+        return [openapi_schema(value) for value in schema]
     if not isinstance(schema, dict):
-        return schema
-    result = {}
-    for key, value in schema.items():
-        if key in ('properties', 'patternProperties'):
-            result[key] = {name: openapi_schema(sub) for name, sub in value.items()}
-        elif key in ('items', 'additionalProperties', 'not'):
-            result[key] = openapi_schema(value)
-        elif key in ('anyOf', 'oneOf', 'allOf'):
-            result[key] = [openapi_schema(sub) for sub in value]
-        else:
-            result[key] = copy.deepcopy(value)
-    _pattern_properties(result)
-    _type_list(result)
-    _null_alternative(result)
+        return copy.deepcopy(schema)
+    result = {key: openapi_schema(value) for key, value in schema.items()}
+    patterns = result.get('patternProperties', {})
+    if UUID_PATTERN in patterns:
+        patterns[UUID_KEY] = patterns.pop(UUID_PATTERN)
+    if NAME_PATTERN in patterns:  # a map keyed by resource class
+        result['propertyNames'] = copy.deepcopy(CLASS_NAME_SCHEMA)
+        result['additionalProperties'] = patterns.pop(NAME_PATTERN)
+    if 'patternProperties' in result and not patterns:
+        del result['patternProperties']
+    properties = result.get('properties', {})
+    if properties.get('resource_class', {}).get('pattern') == NAME_PATTERN:
+        properties['resource_class'] = copy.deepcopy(CLASS_NAME_SCHEMA)
+    traits = properties.get('traits', {})
+    if traits.get('type') == 'array' and 'pattern' not in traits.get('items', {}):
+        traits['items'] = copy.deepcopy(TRAIT_NAME_SCHEMA)
     return result
 
 
-def _pattern_properties(schema):
-    patterns = schema.pop('patternProperties', None)
-    if not patterns:
-        return
-    values = list(patterns.values())
-    extra = schema.get('additionalProperties')
-    if isinstance(extra, dict):
-        values.append(extra)
-    schema['additionalProperties'] = values[0] if len(values) == 1 else {'anyOf': values}
-    keys = ', '.join(f'`{pattern}`' for pattern in patterns)
-    schema['description'] = _sentences(schema.get('description'), f'Keys match {keys}.')
-
-
-def _type_list(schema):
-    types = schema.get('type')
-    if not isinstance(types, list):
-        return
-    kinds = [kind for kind in types if kind != 'null']
-    if len(kinds) == 1:
-        schema['type'] = kinds[0]
-    else:
-        del schema['type']
-        schema['anyOf'] = [{'type': kind} for kind in kinds]
-    if 'null' in types:
-        schema['nullable'] = True
-
-
-def _null_alternative(schema):
-    for key in ('anyOf', 'oneOf'):
-        alternatives = schema.get(key)
-        if not alternatives or {'type': 'null'} not in alternatives:
-            continue
-        others = [alt for alt in alternatives if alt != {'type': 'null'}]
-        if len(others) == 1:
-            del schema[key]
-            schema.update({k: v for k, v in others[0].items() if k not in schema})
-        else:
-            schema[key] = others
-        schema['nullable'] = True
+def closed(schema):
+    """A response schema whose objects have exactly the properties listed
+    (Placement's answers have no others)."""
+    if isinstance(schema, list):
+        return [closed(value) for value in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: closed(value) for key, value in schema.items()}
+    if 'properties' in result and 'additionalProperties' not in result:
+        result['additionalProperties'] = False
+    return result
 
 
 def _sentences(*parts):
@@ -118,7 +204,8 @@ def resources_map(description, value=None):
     return {
         'type': 'object',
         'description': _sentences(description, 'Keyed by resource class name.'),
-        'additionalProperties': value or {'type': 'integer', 'minimum': 0},
+        'patternProperties': {NAME_PATTERN: value or {'type': 'integer', 'minimum': 0}},
+        'additionalProperties': False,
     }
 
 
@@ -135,6 +222,7 @@ LINKS = {
         'type': 'object',
         'properties': {'rel': {'type': 'string'}, 'href': {'type': 'string'}},
         'required': ['rel', 'href'],
+        'additionalProperties': False,
     },
 }
 
@@ -147,7 +235,7 @@ class ComponentExtension(OpenApiSerializerExtension):
         return self.target.name
 
     def map_serializer(self, auto_schema, direction):
-        return _references(self.target.schema, auto_schema, direction)
+        return _references(self.target.at(document_version()), auto_schema, direction)
 
 
 def _references(node, auto_schema, direction):
@@ -299,6 +387,13 @@ ERROR_DESCRIPTIONS = {
 }
 
 
+# Not the service's answer but its HTTP server's (gunicorn's limit on the
+# request line; Apache's in front of OpenStack Placement), so not JSON.
+URI_TOO_LONG = OpenApiResponse(
+    {'type': 'string'}, 'The request line (method, path and query string) is longer than the '
+    'HTTP server in front of the service takes: an HTML page from that server.')
+
+
 def error(status, description=None):
     """A reusable error response: Placement's error body with a description."""
     body = UNAUTHORIZED if status == 401 else ERROR
@@ -310,35 +405,69 @@ ERRORS = {status: error(status) for status in ERROR_DESCRIPTIONS}
 # ---- one operation ------------------------------------------------------------------
 
 
+_SINCE = {}  # operation id -> the first microversion that has it
+
+
 class OperationSchema(AutoSchema):
-    """Marks a JSON request body required: Placement reads one whenever the
+    """One operation at the document's microversion: left out before `since`,
+    answers and headers of other microversions removed, links added; and a
+    JSON request body marked required, as Placement reads one whenever the
     operation documents a Component as its body (drf-spectacular would infer
     'optional' for bodies without required properties, such as maps)."""
     optional_body = False
+    since = microversion.MIN_VERSION
+    spans = {}   # status -> (first, last) microversion answering it, None for open
+    links = {}   # status -> OpenAPI links
 
     def get_operation(self, *args, **kwargs):
+        version = document_version()
+        if tuple(version) < _version(self.since):
+            return None   # the document of an older microversion has no such operation
         operation = super().get_operation(*args, **kwargs)
-        body = (operation or {}).get('requestBody')
+        if operation is None:
+            return None
+        operation = at_version(operation, version)
+        for parameter in operation.get('parameters', ()):
+            until = parameter.pop('x-required-until', None)
+            if until:
+                parameter['required'] = tuple(version) <= _version(until)
+        body = operation.get('requestBody')
         if body is not None:
             body.pop('required', None)
             if not self.optional_body:
                 body['required'] = True
+        responses = operation['responses']
+        for status, (first, last) in self.spans.items():
+            if (first and tuple(version) < _version(first)) or (
+                    last and tuple(version) > _version(last)):
+                responses.pop(str(status), None)
+        for status, links in self.links.items():
+            available = {name: link for name, link in links.items()
+                         if tuple(version) >= _version(_SINCE[link['operationId']])}
+            if str(status) in responses and available:
+                responses[str(status)]['links'] = copy.deepcopy(available)
+        if tuple(version) < (1, 15):
+            for response in responses.values():
+                for header in ('Last-Modified', 'Cache-Control'):
+                    response.get('headers', {}).pop(header, None)
         return operation
 
 
 def operation(operation_id, *, tag, summary, description, responses, since='1.0',
               changes=None, parameters=(), request=None, errors=None,
-              accept_json=True, location=(), cached=None, public=False, not_before=404):
+              accept_json=True, location=(), cached=None, public=False, links=None):
     """extend_schema for one Placement operation.
 
     request: a Component (a required JSON body) or a raw schema (an optional one).
-    responses: {status: (Component or None, description)} for the successes.
+    responses: {status: (Component or None, description[, first, last])} for
+    the successes; first / last: the microversions that answer it ('X.Y' or None).
     errors: {status: description}; 400, 401, 403 and 406 are always there
-    (the header checks), 415 with a JSON body, and `not_before` (404, or 405)
-    for a microversion older than `since`.
+    (the header checks), and 415 with a JSON body. The documents of
+    microversions older than `since` leave the operation out.
     changes: {microversion: what it changed}, listed under the description.
     location / cached: the success statuses that carry a Location header /
     Last-Modified and Cache-Control (from 1.15; default: those with a body).
+    links: {status: {name: OpenAPI link}} from this operation's answer to others.
     """
     texts = {status: ERROR_DESCRIPTIONS[status] for status in (400, 406)}
     if not public:
@@ -349,18 +478,20 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     if accept_json:
         texts[406] = ('The requested microversion is outside the supported range, or the '
                       'Accept header rules out application/json.')
-    if since != microversion.MIN_VERSION:
-        texts[not_before] = _sentences(
-            texts.get(not_before), f'Microversion {since} or later needed.')
     for status, text in (errors or {}).items():
         texts[status] = _sentences(texts.get(status) if status in (400, 406) else None, text)
-    answers = {status: OpenApiResponse(body, text) for status, (body, text) in responses.items()}
+    answers, spans = {}, {}
+    for status, (body, text, *span) in responses.items():
+        answers[status] = OpenApiResponse(body, text)
+        if span:
+            spans[status] = tuple(span)
     answers.update({status: ERRORS[status] if text == ERROR_DESCRIPTIONS[status]
                     else error(status, text) for status, text in sorted(texts.items())})
+    answers[(414, 'text/html')] = URI_TOO_LONG
 
     successes = sorted(responses)
     if cached is None:
-        cached = [status for status, (body, _) in responses.items() if body is not None]
+        cached = [status for status, (body, *_) in responses.items() if body is not None]
     headers = [
         _response_header('x-openstack-request-id', 'The id of the request, for the logs.'),
         _response_header('OpenStack-API-Version', 'The microversion that served the request.',
@@ -374,8 +505,10 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
                              'last changed (now for computed answers).', cached),
             _response_header('Cache-Control', 'From microversion 1.15: `no-cache`.', cached),
         ]
-    schema_class = type('OperationSchema', (OperationSchema,),
-                        {'optional_body': isinstance(request, dict)})
+    _SINCE[operation_id] = since
+    schema_class = type('OperationSchema', (OperationSchema,), {
+        'optional_body': isinstance(request, dict), 'since': since, 'spans': spans,
+        'links': links or {}})
     if request is not None:
         request = {'application/json': request}
     extended = extend_schema(
@@ -396,6 +529,12 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     return decorator
 
 
+def link(operation_id, description, **parameters):
+    """An OpenAPI link to `operation_id`, its parameters given by runtime
+    expressions such as '$response.body#/uuid'."""
+    return {'operationId': operation_id, 'parameters': parameters, 'description': description}
+
+
 def _description(text, since, changes):
     lines = [text.strip(), '', f'**Microversions:** available since {since}.']
     for version, change in (changes or {}).items():
@@ -410,17 +549,62 @@ def path(name, description, schema=None):
                             description=description)
 
 
-def query(name, description, schema=None, *, required=False, repeatable=False, **kwargs):
-    """A query parameter; a repeatable one is an array sent as name=a&name=b."""
+def query(name, description, schema=None, *, required=False, repeatable=False, since=None,
+          required_until=None, **kwargs):
+    """A query parameter, from microversion `since` ('X.Y') on, required up to
+    `required_until`; a repeatable one is an array sent as name=a&name=b.
+    `schema` may be versioned()."""
     schema = schema or {'type': 'string'}
     if repeatable:
         schema = {'type': 'array', 'items': schema}
         kwargs.update(style='form', explode=True)
+    extensions = {}
+    if since:
+        extensions['x-since'] = since
+    if required_until:
+        extensions['x-required-until'] = required_until
+    if extensions:
+        kwargs['extensions'] = extensions
     return OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=required,
                             description=description, **kwargs)
 
 
 PROVIDER_UUID = path('uuid', 'The uuid of the resource provider.', UUID)
+
+
+# ---- the grammars of Placement's structured query parameters ---------------------------
+# Regular expressions as exact as the parsers in placement_site.querystring:
+# resource classes are standard (os-resource-classes) or CUSTOM_; trait names
+# are checked against the traits that exist, so the grammar only says upper
+# case, digits and underscore.
+
+_CLASS = '(?:{}|CUSTOM_[A-Z0-9_]+)'.format('|'.join(os_resource_classes.STANDARDS))
+_AMOUNT = '[1-9][0-9]{0,8}'
+_TRAIT = '[A-Z0-9_]+'
+_AGGREGATE = UUID_KEY[1:-1]
+
+
+def _list_of(item):
+    return f'{item}(?:,{item})*'
+
+
+RESOURCES_GRAMMAR = {'type': 'string', 'pattern': f'^{_list_of(f"{_CLASS}:{_AMOUNT}")}$',
+                     'example': 'VCPU:2,MEMORY_MB:1024'}
+REQUIRED_GRAMMAR = versioned(
+    ('1.0', {'type': 'string', 'pattern': f'^{_list_of(_TRAIT)}$'}),
+    # !TRAIT forbids
+    ('1.22', {'type': 'string', 'pattern': f'^{_list_of(f"!?{_TRAIT}")}$'}),
+    # in:T1,T2 requires any of them
+    ('1.39', {'type': 'string',
+              'pattern': f'^(?:{_list_of(f"!?{_TRAIT}")}|in:{_list_of(_TRAIT)})$'}),
+)
+ROOT_REQUIRED_GRAMMAR = {'type': 'string', 'pattern': f'^{_list_of(f"!?{_TRAIT}")}$'}
+MEMBER_OF_GRAMMAR = versioned(
+    ('1.0', {'type': 'string', 'pattern': f'^(?:{_AGGREGATE}|in:{_list_of(_AGGREGATE)})$'}),
+    # !AGG and !in:AGG1,AGG2 forbid
+    ('1.32', {'type': 'string',
+              'pattern': f'^!?(?:{_AGGREGATE}|in:{_list_of(_AGGREGATE)})$'}),
+)
 
 # ---- GET / ----------------------------------------------------------------------------
 
@@ -451,3 +635,36 @@ extend_schema_view(retrieve=operation(
     description='The API version and its range of microversions. Needs no token.',
     responses={200: (VERSION_DOCUMENT, 'The version document.')},
 ))(RootViewSet)
+
+
+# ---- serving one microversion's document ----------------------------------------------
+
+class DocumentView(SpectacularAPIView):
+    """GET /api/schema/[?version=X.Y|latest]: the document of one microversion
+    (the latest by default); a version outside 1.0-1.39 is a 400."""
+    schema = None  # not an operation of the API
+
+    def get(self, request, *args, **kwargs):
+        asked = request.GET.get('version', 'latest')
+        try:
+            version = microversion.parse(
+                microversion.MAX_VERSION if asked == 'latest' else asked)
+            if not version.matches(microversion.parse(microversion.MIN_VERSION)):
+                raise ValueError(asked)
+        except (TypeError, ValueError):
+            return JsonResponse({'detail': f'Unknown microversion {asked!r}: use latest or '
+                                 f'{microversion.MIN_VERSION} to {microversion.MAX_VERSION}.'},
+                                status=400)
+        with describing(version):
+            return super().get(request, *args, **kwargs)
+
+
+def describe_version(result, generator, request, public):
+    """Postprocessing hook: the document names the microversion it describes."""
+    version = document_version()
+    result['info']['version'] = f'{version.major}.{version.minor}'
+    result['info']['description'] = _sentences(
+        result['info'].get('description'),
+        f'This document describes microversion {version.major}.{version.minor}; '
+        '`/api/schema/?version=X.Y` gives the document of another.')
+    return result

@@ -147,6 +147,10 @@ SPECTACULAR_SETTINGS = {
     'SWAGGER_UI_FAVICON_HREF': 'SIDECAR',
     'REDOC_DIST': 'SIDECAR',
     'COMPONENT_SPLIT_REQUEST': True,
+    # JSON Schema as the views validate with it (patternProperties, type lists).
+    'OAS_VERSION': '3.1.0',
+    'POSTPROCESSING_HOOKS': ['drf_spectacular.hooks.postprocess_schema_enums',
+                             'placement_site.openapi.describe_version'],
 }
 
 # ---- Placement options -------------------------------------------------

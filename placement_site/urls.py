@@ -4,12 +4,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
 import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
 from allocations.api import views as allocation_views
+from placement_site import openapi
 from placement_site import views as site_views
 from placement_site.static import serve_static
 from providers.api import views as provider_views
@@ -63,7 +64,7 @@ urlpatterns = [
     path('accounts/login/', auth_views.LoginView.as_view(), name='login'),
     path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
     path('accounts/', RedirectView.as_view(url='/ui/')),
-    path('api/schema/', SpectacularAPIView.as_view(), name='schema'),
+    path('api/schema/', openapi.DocumentView.as_view(), name='schema'),
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),
     path('admin/', admin.site.urls),
     re_path(r'^static/(?P<path>.*)$', serve_static, name='static'),

@@ -1,18 +1,23 @@
 """OpenAPI descriptions of the allocation operations: allocations of
-consumers and on providers, usages of providers and projects, allocation candidates and the reshaper.
+consumers and on providers, usages of providers and projects, allocation
+candidates and the reshaper.
 
-Request bodies are the JSON Schemas the views validate at the latest
-microversion (allocations.schemas); answers are described here.
+Request bodies are the JSON Schemas the views validate at each microversion
+(allocations.schemas); answers are described here.
 """
 from drf_spectacular.utils import extend_schema_view
 
 from allocations import schemas
 from allocations.api import candidates, views
 from allocations.candidates.explain import STAGE_LABELS
-from placement_site.openapi import (GENERATION, PROVIDER_UUID, UUID, Component, operation,
-                                    path, query, resources_map)
-from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX_1_33
-from providers.api.docs import MEMBER_OF, NO_PROVIDER, REQUIRED, RESOURCES
+from placement_site.openapi import (GENERATION, MEMBER_OF_GRAMMAR, PROVIDER_UUID,
+                                    REQUIRED_GRAMMAR, RESOURCES_GRAMMAR, ROOT_REQUIRED_GRAMMAR,
+                                    UUID, UUID_KEY, Component, closed, link, operation, path,
+                                    query, request_body, resources_map, versioned)
+from placement_site.validation import (CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX,
+                                       GROUP_SUFFIX_1_33, MAX_INT, NAME_PATTERN)
+from providers.api.docs import (NO_PROVIDER, RESOURCES, member_of_parameter,
+                                required_parameter)
 
 # ---- answers ----------------------------------------------------------------------
 
@@ -22,31 +27,33 @@ CONSUMER_GENERATION = {
                    'allocations. Writers send the value they read (null for a new consumer).',
 }
 
-CONSUMER_ALLOCATIONS = Component('ConsumerAllocations', {
+CONSUMER_ALLOCATIONS = Component('ConsumerAllocations', closed({
     'type': 'object',
     'properties': {
         'allocations': {
             'type': 'object',
             'description': 'Keyed by resource provider uuid.',
-            'additionalProperties': {
+            'patternProperties': {UUID_KEY: {
                 'type': 'object',
                 'properties': {
                     'resources': resources_map('The amounts allocated.'),
                     'generation': GENERATION,
                 },
                 'required': ['resources', 'generation'],
-            },
+            }},
+            'additionalProperties': False,
         },
-        'project_id': {'type': 'string', 'description': 'From 1.12.'},
-        'user_id': {'type': 'string', 'description': 'From 1.12.'},
-        'consumer_generation': CONSUMER_GENERATION,
-        'consumer_type': {'type': 'string', 'description': 'From 1.38, e.g. INSTANCE.'},
+        'project_id': {'type': 'string', 'x-since': '1.12', 'description': 'From 1.12.'},
+        'user_id': {'type': 'string', 'x-since': '1.12', 'description': 'From 1.12.'},
+        'consumer_generation': {**CONSUMER_GENERATION, 'x-since': '1.28'},
+        'consumer_type': {'type': 'string', 'x-since': '1.38',
+                          'description': 'From 1.38, e.g. INSTANCE.'},
     },
     'required': ['allocations'],
-}, description='The allocations of one consumer. The other fields are left out while the '
+}), description='The allocations of one consumer. The other fields are left out while the '
                'consumer has no allocations.')
 
-PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', {
+PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', closed({
     'type': 'object',
     'properties': {
         'allocations': {
@@ -56,17 +63,17 @@ PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', {
                 'type': 'object',
                 'properties': {
                     'resources': resources_map('The amounts allocated.'),
-                    'consumer_generation': CONSUMER_GENERATION,
+                    'consumer_generation': {**CONSUMER_GENERATION, 'x-since': '1.28'},
                 },
-                'required': ['resources'],
+                'required': ['resources', 'consumer_generation'],
             },
         },
         'resource_provider_generation': GENERATION,
     },
     'required': ['allocations', 'resource_provider_generation'],
-})
+}))
 
-PROVIDER_USAGES = Component('ResourceProviderUsages', {
+PROVIDER_USAGES = Component('ResourceProviderUsages', closed({
     'type': 'object',
     'properties': {
         'resource_provider_generation': GENERATION,
@@ -74,59 +81,70 @@ PROVIDER_USAGES = Component('ResourceProviderUsages', {
                                 'inventory of.'),
     },
     'required': ['resource_provider_generation', 'usages'],
-})
+}))
 
-USAGES = Component('Usages', {
+USAGES = Component('Usages', closed({
     'type': 'object',
     'properties': {
-        'usages': {
-            'type': 'object',
-            'description': 'Before 1.38: {resource class: amount}. From 1.38: {consumer type: '
-                           '{resource class: amount, consumer_count: consumers}}, where the '
-                           'consumer type is a name, `unknown` (consumers written before 1.38) '
-                           'or `all` (when asked for).',
-            'additionalProperties': {
-                'oneOf': [
-                    {'type': 'integer', 'description': 'Before 1.38: the amount used.'},
-                    {
-                        'type': 'object',
-                        'description': 'From 1.38: the amounts this consumer type uses.',
-                        'properties': {'consumer_count': {'type': 'integer'}},
-                        'additionalProperties': {'type': 'integer'},
-                        'required': ['consumer_count'],
-                    },
-                ],
-            },
-        },
+        'usages': versioned(
+            ('1.0', resources_map('The amount used of each resource class.')),
+            ('1.38', {
+                'type': 'object',
+                'description': '{consumer type: {resource class: amount, consumer_count: '
+                               'consumers}}, where the consumer type is a name, `unknown` '
+                               '(consumers written before 1.38) or `all` (when asked for).',
+                'additionalProperties': {
+                    'type': 'object',
+                    'properties': {'consumer_count': {'type': 'integer', 'minimum': 0}},
+                    'patternProperties': {NAME_PATTERN: {'type': 'integer', 'minimum': 0}},
+                    'additionalProperties': False,
+                    'required': ['consumer_count'],
+                },
+            })),
     },
     'required': ['usages'],
-})
+}))
 
-ALLOCATION_REQUEST = Component('AllocationRequest', {
+_AMOUNTS = {'resources': resources_map('The amounts to allocate.')}
+ALLOCATION_REQUEST = Component('AllocationRequest', closed({
     'type': 'object',
     'properties': {
-        'allocations': {
-            'type': 'object',
-            'description': 'Keyed by resource provider uuid: the body of a PUT '
-                           '/allocations/{consumer_uuid} needs this as it is. Before 1.12 a '
-                           'list of {"resource_provider": {"uuid"}, "resources"}.',
-            'additionalProperties': {
+        'allocations': versioned(
+            ('1.0', {
+                'type': 'array',
+                'description': 'Before 1.12: the body of a PUT /allocations/{consumer_uuid} '
+                               'needs this list as it is.',
+                'items': {
+                    'type': 'object',
+                    'properties': {
+                        'resource_provider': {
+                            'type': 'object', 'properties': {'uuid': UUID},
+                            'required': ['uuid']},
+                        **_AMOUNTS,
+                    },
+                    'required': ['resource_provider', 'resources'],
+                },
+            }),
+            ('1.12', {
                 'type': 'object',
-                'properties': {'resources': resources_map('The amounts to allocate.')},
-                'required': ['resources'],
-            },
-        },
+                'description': 'Keyed by resource provider uuid: the body of a PUT '
+                               '/allocations/{consumer_uuid} needs this as it is.',
+                'patternProperties': {UUID_KEY: {
+                    'type': 'object', 'properties': _AMOUNTS, 'required': ['resources']}},
+                'additionalProperties': False,
+            })),
         'mappings': {
             'type': 'object',
+            'x-since': '1.34',
             'description': 'From 1.34: the providers that satisfied each request group, keyed '
                            'by group suffix ("" for the unsuffixed group).',
             'additionalProperties': {'type': 'array', 'items': UUID},
         },
     },
-    'required': ['allocations'],
-})
+    'required': ['allocations', 'mappings'],
+}))
 
-PROVIDER_SUMMARY = Component('ProviderSummary', {
+PROVIDER_SUMMARY = Component('ProviderSummary', closed({
     'type': 'object',
     'properties': {
         'resources': resources_map(
@@ -135,14 +153,16 @@ PROVIDER_SUMMARY = Component('ProviderSummary', {
                 'properties': {'capacity': {'type': 'integer'}, 'used': {'type': 'integer'}},
                 'required': ['capacity', 'used'],
             }),
-        'traits': {'type': 'array', 'items': {'type': 'string'}, 'description': 'From 1.17.'},
-        'parent_provider_uuid': {**UUID, 'nullable': True, 'description': 'From 1.29.'},
-        'root_provider_uuid': {**UUID, 'description': 'From 1.29.'},
+        'traits': {'type': 'array', 'items': {'type': 'string'}, 'x-since': '1.17',
+                   'description': 'From 1.17.'},
+        'parent_provider_uuid': {**UUID, 'type': ['string', 'null'], 'x-since': '1.29',
+                                 'description': 'From 1.29.'},
+        'root_provider_uuid': {**UUID, 'x-since': '1.29', 'description': 'From 1.29.'},
     },
-    'required': ['resources'],
-})
+    'required': ['resources', 'traits', 'parent_provider_uuid', 'root_provider_uuid'],
+}))
 
-ALLOCATION_CANDIDATES = Component('AllocationCandidates', {
+ALLOCATION_CANDIDATES = Component('AllocationCandidates', closed({
     'type': 'object',
     'properties': {
         'allocation_requests': {'type': 'array', 'items': ALLOCATION_REQUEST},
@@ -150,13 +170,14 @@ ALLOCATION_CANDIDATES = Component('AllocationCandidates', {
             'type': 'object',
             'description': 'Every provider in an allocation request (from 1.29 with the rest '
                            'of their trees), keyed by uuid.',
-            'additionalProperties': PROVIDER_SUMMARY,
+            'patternProperties': {UUID_KEY: PROVIDER_SUMMARY},
+            'additionalProperties': False,
         },
     },
     'required': ['allocation_requests', 'provider_summaries'],
-})
+}))
 
-EXPLANATION = Component('AllocationCandidatesExplanation', {
+EXPLANATION = Component('AllocationCandidatesExplanation', closed({
     'type': 'object',
     'properties': {
         'microversion': {'type': 'string', 'description': 'The microversion whose rules applied.'},
@@ -212,63 +233,79 @@ EXPLANATION = Component('AllocationCandidatesExplanation', {
     },
     'required': ['microversion', 'allocation_candidates', 'groups', 'search_stages',
                  'explanation'],
-})
+}))
 
-# ---- request bodies (the views' schemas at the latest microversion) ----------------
+# ---- request bodies (the views' schemas at the microversion described) ------------
 
-ALLOCATIONS_UPDATE = Component(
-    'ConsumerAllocationsUpdate', schemas.ALLOCATIONS_PUT_1_38,
-    'From 1.38; the operation lists the earlier shapes. `allocations` is keyed by resource '
-    'provider uuid.')
-ALLOCATIONS_MANAGE = Component(
-    'AllocationsManage', schemas.ALLOCATIONS_POST_1_38,
-    'From 1.38, keyed by consumer uuid. Earlier: no consumer_type; before 1.34 no mappings; '
-    'before 1.28 no consumer_generation.')
-RESHAPE = Component(
-    'Reshape', schemas.RESHAPER_POST_1_38,
-    'From 1.38. Earlier: no consumer_type; before 1.34 no mappings. `inventories` is keyed '
-    'by resource provider uuid, `allocations` by consumer uuid.')
+ALLOCATIONS_UPDATE = request_body(
+    'ConsumerAllocationsUpdate', schemas.ALLOCATIONS_PUT_BY_VERSION,
+    'From 1.12 `allocations` is keyed by resource provider uuid.')
+ALLOCATIONS_MANAGE = request_body(
+    'AllocationsManage', schemas.ALLOCATIONS_POST_BY_VERSION, 'Keyed by consumer uuid.')
+RESHAPE = request_body(
+    'Reshape', schemas.RESHAPER_POST_BY_VERSION,
+    '`inventories` is keyed by resource provider uuid, `allocations` by consumer uuid.')
 
 # ---- parameters --------------------------------------------------------------------
 
 CONSUMER_UUID = path('consumer_uuid', 'The uuid of the consumer.', UUID)
 
+_OWNER_ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 USAGE_QUERY = [
-    query('project_id', 'The project whose usage to sum.', required=True),
-    query('user_id', "Only this user's consumers."),
+    query('project_id', 'The project whose usage to sum.', _OWNER_ID, required=True),
+    query('user_id', "Only this user's consumers.", _OWNER_ID),
     query('consumer_type', 'From 1.38. Only this consumer type; `all` sums every type under '
           '`all`, `unknown` only consumers without a type.',
-          {'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN}),
+          {'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN, 'maxLength': 255},
+          since='1.38'),
 ]
 
 SUFFIX = (f'From 1.33 a suffix is 1-64 characters matching `{GROUP_SUFFIX_1_33}`; from 1.25 '
           'to 1.32 a positive integer.')
 
+
+def _groups(suffix, kinds):
+    grammars = {'resources': RESOURCES_GRAMMAR, 'required': REQUIRED_GRAMMAR,
+                'member_of': MEMBER_OF_GRAMMAR, 'in_tree': UUID}
+    return {'type': 'object',
+            'patternProperties': {f'^{kind}{suffix}$': grammars[kind] for kind in kinds},
+            'additionalProperties': False,
+            'example': {'resources1': 'SRIOV_NET_VF:1', 'required1': 'HW_NIC_SRIOV'}}
+
+
 CANDIDATE_QUERY = [
     query('resources', f'The unsuffixed request group: {RESOURCES} One provider or several in '
           'a tree or aggregate may satisfy it together. Before 1.25 required; from 1.25 '
           'there must be this or a suffixed group.',
-          {'type': 'string', 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'}),
-    query('required', f'From 1.17. {REQUIRED}', repeatable=True),
-    query('member_of', f'From 1.21. {MEMBER_OF}', repeatable=True),
-    query('in_tree', 'From 1.31. Only providers in the tree of this provider.', UUID),
+          {**RESOURCES_GRAMMAR, 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'},
+          required_until='1.24'),
+    required_parameter('required', '1.17'),
+    member_of_parameter('member_of', '1.21'),
+    query('in_tree', 'From 1.31. Only providers in the tree of this provider.', UUID,
+          since='1.31'),
     query('groups', 'From 1.25. Suffixed request groups, each satisfied by a single provider: '
           '`resources{S}`, `required{S}`, `member_of{S}` and (from 1.31) `in_tree{S}`, '
           'with the same syntax as the unsuffixed parameters. '
           f'{SUFFIX} From 1.36 a group without resources is allowed when `same_subtree` '
           'names it.',
-          {'type': 'object', 'additionalProperties': {'type': 'string'},
-           'example': {'resources1': 'SRIOV_NET_VF:1', 'required1': 'CUSTOM_PHYSNET_A'}},
-          style='form', explode=True),
+          versioned(
+              ('1.25', _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of'))),
+              ('1.31', _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of', 'in_tree'))),
+              ('1.33', _groups(GROUP_SUFFIX_1_33,
+                               ('resources', 'required', 'member_of', 'in_tree')))),
+          since='1.25', style='form', explode=True),
     query('limit', 'From 1.16. At most this many allocation requests.',
-          {'type': 'integer', 'minimum': 1}),
+          {'type': 'integer', 'minimum': 1, 'maximum': MAX_INT}, since='1.16'),
     query('group_policy', 'From 1.25. `isolate`: suffixed groups use different providers; '
           '`none`: they may share. Required with more than one suffixed group with resources.',
-          {'type': 'string', 'enum': ['none', 'isolate']}),
+          {'type': 'string', 'enum': ['none', 'isolate']}, since='1.25'),
     query('root_required', 'From 1.35. Traits the root provider of every candidate must have '
-          '(or, with `!`, lack), comma-separated. At most once.'),
+          '(or, with `!`, lack), comma-separated. At most once.', ROOT_REQUIRED_GRAMMAR,
+          since='1.35'),
     query('same_subtree', 'From 1.36. Comma-separated group suffixes whose providers must '
-          'be in one subtree; may repeat.', repeatable=True),
+          'be in one subtree; may repeat.',
+          {'type': 'string', 'pattern': f'^{GROUP_SUFFIX_1_33}(?:,{GROUP_SUFFIX_1_33})*$'},
+          repeatable=True, since='1.36'),
 ]
 
 # ---- operations --------------------------------------------------------------------
@@ -304,6 +341,11 @@ extend_schema_view(
                     "provider's capacity.",
         parameters=[CONSUMER_UUID], request=ALLOCATIONS_UPDATE,
         responses={204: (None, 'The allocations are set.')}, accept_json=False,
+        links={204: {name: link(name, text, consumer_uuid='$request.path.consumer_uuid')
+                     for name, text in (
+                         ('showConsumerAllocations', "The consumer's allocations."),
+                         ('updateConsumerAllocations', 'Change them.'),
+                         ('deleteConsumerAllocations', 'Delete them.'))}},
         errors={400: WRITE_400, 409: WRITE_409},
         changes=BODY_CHANGES,
     ),

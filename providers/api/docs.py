@@ -6,37 +6,41 @@ microversion (providers.schemas); answers are described here.
 """
 from drf_spectacular.utils import extend_schema_view
 
-from placement_site.openapi import (GENERATION, LINKS, PROVIDER_UUID, UUID, Component,
-                                    operation, path, query, resources_map)
+from placement_site.openapi import (CLASS_NAME_SCHEMA, GENERATION, LINKS, MEMBER_OF_GRAMMAR,
+                                    PROVIDER_UUID, REQUIRED_GRAMMAR, RESOURCES_GRAMMAR,
+                                    TRAIT_NAME_SCHEMA, UUID, Component, closed, link, operation,
+                                    path, query, request_body, resources_map, versioned)
 from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN
 from providers import schemas
 from providers.api import views
 
 # ---- answers ----------------------------------------------------------------------
 
-PROVIDER = Component('ResourceProvider', {
+PROVIDER = Component('ResourceProvider', closed({
     'type': 'object',
     'properties': {
         'uuid': UUID,
         'name': {'type': 'string', 'maxLength': 200},
         'generation': GENERATION,
         'parent_provider_uuid': {
-            **UUID, 'nullable': True,
+            **UUID, 'type': ['string', 'null'], 'x-since': '1.14',
             'description': 'From 1.14: the parent provider, null for a root provider.'},
-        'root_provider_uuid': {**UUID, 'description': 'From 1.14: the root of the tree.'},
+        'root_provider_uuid': {**UUID, 'x-since': '1.14',
+                               'description': 'From 1.14: the root of the tree.'},
         'links': {
             **LINKS,
             'description': 'self, inventories and usages; aggregates from 1.1, traits from '
                            '1.6, allocations from 1.11.'},
     },
-    'required': ['uuid', 'name', 'generation', 'links'],
-})
+    'required': ['uuid', 'name', 'generation', 'links', 'parent_provider_uuid',
+                 'root_provider_uuid'],
+}))
 
-PROVIDER_LIST = Component('ResourceProviderList', {
+PROVIDER_LIST = Component('ResourceProviderList', closed({
     'type': 'object',
     'properties': {'resource_providers': {'type': 'array', 'items': PROVIDER}},
     'required': ['resource_providers'],
-})
+}))
 
 _INVENTORY_FIELDS = {
     'total': {'type': 'integer', 'description': 'The amount the provider has.'},
@@ -45,17 +49,17 @@ _INVENTORY_FIELDS = {
     'max_unit': {'type': 'integer', 'description': 'The largest amount one allocation may take.'},
     'step_size': {'type': 'integer', 'description': 'Allocations take multiples of this.'},
     'allocation_ratio': {
-        'type': 'number', 'format': 'float',
+        'type': 'number',
         'description': 'Overcommit factor: capacity = (total - reserved) * allocation_ratio.'},
 }
 
-INVENTORY_RECORD = Component('InventoryRecord', {
+INVENTORY_RECORD = Component('InventoryRecord', closed({
     'type': 'object',
     'properties': _INVENTORY_FIELDS,
     'required': list(_INVENTORY_FIELDS),
-}, description='One resource class of a provider\'s inventory.')
+}), description='One resource class of a provider\'s inventory.')
 
-INVENTORY = Component('Inventory', {
+INVENTORY = Component('Inventory', closed({
     'type': 'object',
     'properties': {
         **_INVENTORY_FIELDS,
@@ -63,80 +67,84 @@ INVENTORY = Component('Inventory', {
             **GENERATION, 'description': "The provider's generation (left out while it is 0)."},
     },
     'required': list(_INVENTORY_FIELDS),
-})
+}))
 
-INVENTORIES = Component('Inventories', {
+INVENTORIES = Component('Inventories', closed({
     'type': 'object',
     'properties': {
         'resource_provider_generation': GENERATION,
         'inventories': resources_map('The inventory of each resource class.', INVENTORY_RECORD),
     },
     'required': ['resource_provider_generation', 'inventories'],
-})
+}))
 
-AGGREGATES = Component('ResourceProviderAggregates', {
+AGGREGATES = Component('ResourceProviderAggregates', closed({
     'type': 'object',
     'properties': {
         'aggregates': {'type': 'array', 'items': UUID, 'uniqueItems': True},
         'resource_provider_generation': {
-            'type': 'integer', 'description': "From 1.19: the provider's generation."},
+            **GENERATION, 'x-since': '1.19',
+            'description': "From 1.19: the provider's generation."},
     },
-    'required': ['aggregates'],
-})
+    'required': ['aggregates', 'resource_provider_generation'],
+}))
 
-PROVIDER_TRAITS = Component('ResourceProviderTraits', {
+PROVIDER_TRAITS = Component('ResourceProviderTraits', closed({
     'type': 'object',
     'properties': {
         'traits': {'type': 'array', 'items': {'type': 'string'}},
         'resource_provider_generation': GENERATION,
     },
     'required': ['traits', 'resource_provider_generation'],
-})
+}))
 
-RESOURCE_CLASS = Component('ResourceClass', {
+RESOURCE_CLASS = Component('ResourceClass', closed({
     'type': 'object',
     'properties': {
         'name': {'type': 'string', 'pattern': NAME_PATTERN, 'example': 'CUSTOM_FPGA'},
         'links': LINKS,
     },
     'required': ['name', 'links'],
-})
+}))
 
-RESOURCE_CLASS_LIST = Component('ResourceClassList', {
+RESOURCE_CLASS_LIST = Component('ResourceClassList', closed({
     'type': 'object',
     'properties': {'resource_classes': {'type': 'array', 'items': RESOURCE_CLASS}},
     'required': ['resource_classes'],
-})
+}))
 
-TRAIT_LIST = Component('TraitList', {
+TRAIT_LIST = Component('TraitList', closed({
     'type': 'object',
     'properties': {'traits': {'type': 'array', 'items': {'type': 'string'}}},
     'required': ['traits'],
-})
+}))
 
-# ---- request bodies (the views' schemas at the latest microversion) ----------------
+# ---- request bodies (the views' schemas at the microversion described) ------------
 
-PROVIDER_CREATE = Component('ResourceProviderCreate', schemas.PROVIDER_POST_1_14,
-                            'From 1.14; before, without parent_provider_uuid.')
-PROVIDER_UPDATE = Component('ResourceProviderUpdate', schemas.PROVIDER_PUT_1_14,
-                            'From 1.14; before, without parent_provider_uuid.')
-INVENTORY_CREATE = Component('InventoryCreate', schemas.INVENTORY_POST,
+PROVIDER_CREATE = request_body('ResourceProviderCreate', schemas.PROVIDER_POST_BY_VERSION)
+PROVIDER_UPDATE = request_body('ResourceProviderUpdate', schemas.PROVIDER_PUT_BY_VERSION)
+INVENTORY_CREATE = request_body('InventoryCreate', schemas.INVENTORY_POST,
                              'resource_provider_generation is accepted and not checked.')
-INVENTORY_UPDATE = Component('InventoryUpdate', schemas.INVENTORY_PUT)
-INVENTORIES_REPLACE = Component('InventoriesReplace', schemas.INVENTORIES_PUT,
+INVENTORY_UPDATE = request_body('InventoryUpdate', schemas.INVENTORY_PUT)
+INVENTORIES_REPLACE = request_body('InventoriesReplace', schemas.INVENTORIES_PUT,
                                 'The inventories are keyed by resource class name.')
-AGGREGATES_UPDATE = Component('ResourceProviderAggregatesUpdate', schemas.AGGREGATES_PUT_1_19,
-                              'From 1.19; from 1.1 to 1.18 the bare list of aggregate uuids.')
-PROVIDER_TRAITS_UPDATE = Component('ResourceProviderTraitsUpdate', schemas.PROVIDER_TRAITS_PUT)
-RESOURCE_CLASS_CREATE = Component('ResourceClassCreate', schemas.RESOURCE_CLASS_POST)
+AGGREGATES_UPDATE = request_body('ResourceProviderAggregatesUpdate',
+                              schemas.AGGREGATES_PUT_BY_VERSION,
+                              'Before 1.19 the bare list of aggregate uuids.')
+PROVIDER_TRAITS_UPDATE = request_body('ResourceProviderTraitsUpdate', schemas.PROVIDER_TRAITS_PUT)
+RESOURCE_CLASS_CREATE = request_body('ResourceClassCreate', schemas.RESOURCE_CLASS_POST)
+RESOURCE_CLASS_RENAME = request_body('ResourceClassRename', schemas.RESOURCE_CLASS_PUT_BY_VERSION,
+                                  'Before 1.7 only: the new name.')
 
 # ---- parameters --------------------------------------------------------------------
 
+_CUSTOM_NAME = {'type': 'string', 'pattern': CUSTOM_NAME_PATTERN, 'maxLength': 255}
 RESOURCE_CLASS_NAME = path('resource_class', 'The name of a resource class, e.g. VCPU.',
-                           {'type': 'string', 'pattern': NAME_PATTERN})
-CLASS_NAME = path('name', 'The name of the resource class.',
-                  {'type': 'string', 'pattern': NAME_PATTERN})
-TRAIT_NAME = path('name', 'The name of the trait.', {'type': 'string', 'maxLength': 255})
+                           CLASS_NAME_SCHEMA)
+CLASS_NAME = path('name', 'The name of the resource class.', CLASS_NAME_SCHEMA)
+CUSTOM_CLASS_NAME = path('name', 'The name of a custom resource class.', _CUSTOM_NAME)
+TRAIT_NAME = path('name', 'The name of the trait.', TRAIT_NAME_SCHEMA)
+CUSTOM_TRAIT_NAME = path('name', 'The name of a custom trait.', _CUSTOM_NAME)
 
 MEMBER_OF = (
     'Aggregate uuid(s) the provider must be in: `AGG` or `in:AGG1,AGG2` (any of). From '
@@ -144,19 +152,37 @@ MEMBER_OF = (
     'forbid aggregates.')
 REQUIRED = (
     'Traits the provider must have, comma-separated. From 1.22 `!TRAIT` forbids a trait; '
-    'from 1.39 `in:T1,T2` requires any of them and the parameter may repeat.')
+    'from 1.39 `in:T1,T2` requires any of them and the parameter may repeat. Unknown '
+    'traits are a 400.')
 RESOURCES = (
     'Amounts the provider must have capacity for, as `CLASS:amount,...`, e.g. '
-    '`VCPU:2,MEMORY_MB:1024`.')
+    '`VCPU:2,MEMORY_MB:1024`. Unknown classes are a 400.')
+
+
+def member_of_parameter(name, since):
+    """`member_of`: one value before 1.24, repeatable from 1.24."""
+    return query(name, f'From {since}. {MEMBER_OF}', versioned(
+        (since, MEMBER_OF_GRAMMAR),
+        ('1.24', {'type': 'array', 'items': MEMBER_OF_GRAMMAR})), since=since,
+        style='form', explode=True)
+
+
+def required_parameter(name, since):
+    """`required`: one value before 1.39, repeatable from 1.39."""
+    return query(name, f'From {since}. {REQUIRED}', versioned(
+        (since, REQUIRED_GRAMMAR),
+        ('1.39', {'type': 'array', 'items': REQUIRED_GRAMMAR})), since=since,
+        style='form', explode=True)
+
 
 PROVIDER_QUERY = [
-    query('name', 'Only the provider with this name.'),
+    query('name', 'Only the provider with this name.', {'type': 'string', 'maxLength': 200}),
     query('uuid', 'Only the provider with this uuid.', UUID),
-    query('member_of', f'From 1.3. {MEMBER_OF}', repeatable=True),
-    query('resources', f'From 1.4. {RESOURCES}',
-          {'type': 'string', 'example': 'VCPU:2,MEMORY_MB:1024'}),
-    query('in_tree', 'From 1.14. Only providers in the tree of this provider.', UUID),
-    query('required', f'From 1.18. {REQUIRED}', repeatable=True),
+    member_of_parameter('member_of', '1.3'),
+    query('resources', f'From 1.4. {RESOURCES}', RESOURCES_GRAMMAR, since='1.4'),
+    query('in_tree', 'From 1.14. Only providers in the tree of this provider.', UUID,
+          since='1.14'),
+    required_parameter('required', '1.18'),
 ]
 
 TRAIT_QUERY = [
@@ -165,6 +191,38 @@ TRAIT_QUERY = [
     query('associated', '`true`: only traits some provider has; `false`: only traits no '
           'provider has.', {'type': 'string', 'enum': ['true', 'false']}),
 ]
+
+# ---- links between operations ------------------------------------------------------
+
+
+def provider_links(uuid):
+    """From an answer naming a provider (uuid: a runtime expression) to what
+    can be done with it."""
+    return {
+        'showResourceProvider': link('showResourceProvider', 'The provider.', uuid=uuid),
+        'updateResourceProvider': link('updateResourceProvider', 'Rename it.', uuid=uuid),
+        'deleteResourceProvider': link('deleteResourceProvider', 'Delete it.', uuid=uuid),
+        'listInventories': link('listInventories', 'Its inventories.', uuid=uuid),
+        'createInventory': link('createInventory', 'Add an inventory.', uuid=uuid),
+        'updateInventories': link('updateInventories', 'Set its inventories.', uuid=uuid),
+        'listProviderAggregates': link('listProviderAggregates', 'Its aggregates.', uuid=uuid),
+        'updateProviderAggregates': link('updateProviderAggregates', 'Set its aggregates.',
+                                         uuid=uuid),
+        'listProviderTraits': link('listProviderTraits', 'Its traits.', uuid=uuid),
+        'updateProviderTraits': link('updateProviderTraits', 'Set its traits.', uuid=uuid),
+        'listProviderUsages': link('listProviderUsages', 'Its usages.', uuid=uuid),
+        'listProviderAllocations': link('listProviderAllocations', 'Its allocations.',
+                                        uuid=uuid),
+    }
+
+
+def inventory_links(resource_class):
+    return {
+        name: link(name, text, uuid='$request.path.uuid', resource_class=resource_class)
+        for name, text in (('showInventory', 'The inventory.'),
+                           ('updateInventory', 'Change it.'),
+                           ('deleteInventory', 'Remove it.'))}
+
 
 # ---- operations --------------------------------------------------------------------
 
@@ -196,9 +254,10 @@ extend_schema_view(
                     'optionally the child of `parent_provider_uuid`.',
         request=PROVIDER_CREATE,
         responses={
-            200: (PROVIDER, 'From 1.20: the new provider.'),
-            201: (None, 'Before 1.20: created; no body.'),
+            200: (PROVIDER, 'From 1.20: the new provider.', '1.20', None),
+            201: (None, 'Before 1.20: created; no body.', None, '1.19'),
         },
+        links={200: provider_links('$response.body#/uuid')},
         location=[200, 201], cached=[200], accept_json=False,
         errors={400: 'The parent provider does not exist.',
                 409: 'A provider with this name or uuid exists (placement.duplicate_name).'},
@@ -210,6 +269,7 @@ extend_schema_view(
         description='One provider.',
         parameters=[PROVIDER_UUID],
         responses={200: (PROVIDER, 'The provider.')},
+        links={200: provider_links('$response.body#/uuid')},
         errors={404: 'No provider has this uuid.'},
         changes={'1.14': 'parent_provider_uuid and root_provider_uuid.'},
     ),
@@ -255,6 +315,7 @@ extend_schema_view(
         description='Add the inventory of one resource class to the provider.',
         parameters=[PROVIDER_UUID], request=INVENTORY_CREATE,
         responses={201: (INVENTORY, 'The new inventory.')},
+        links={201: inventory_links('$request.body#/resource_class')},
         location=[201], accept_json=False,
         errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
                 409: 'The provider has an inventory of this class already, or it changed '
@@ -309,7 +370,7 @@ operation(
 operation(
     'deleteInventories', tag=INVENTORIES_TAG, summary="Delete a provider's inventories",
     description='Remove every inventory of the provider.',
-    parameters=[PROVIDER_UUID], since='1.5', not_before=405,
+    parameters=[PROVIDER_UUID], since='1.5',
     responses={204: (None, 'Deleted.')}, accept_json=False,
     errors={404: NO_PROVIDER,
             409: 'The provider has allocations (placement.inventory.inuse), or it '
@@ -378,6 +439,9 @@ extend_schema_view(
         description='A new custom resource class; the name starts with `CUSTOM_`.',
         since='1.2', request=RESOURCE_CLASS_CREATE,
         responses={201: (None, 'Created; no body.')},
+        links={201: {name: link(name, text, name='$request.body#/name') for name, text in (
+            ('showResourceClass', 'The class.'), ('updateResourceClass', 'Verify it.'),
+            ('deleteResourceClass', 'Delete it.'))}},
         location=[201], accept_json=False,
         errors={409: 'The resource class exists.'},
     ),
@@ -392,13 +456,11 @@ extend_schema_view(
         description='From 1.7: create the custom class if missing (201) or confirm it exists '
                     '(204); no body. Before 1.7: rename a custom class to the name in the '
                     'body (200).',
-        since='1.2', parameters=[CLASS_NAME],
-        request={**RESOURCE_CLASS_CREATE.schema,
-                 'description': 'Before 1.7 only: the new name. From 1.7 no body is read.'},
+        since='1.2', parameters=[CUSTOM_CLASS_NAME], request=RESOURCE_CLASS_RENAME,
         responses={
-            200: (RESOURCE_CLASS, 'Before 1.7: the renamed class.'),
-            201: (None, 'From 1.7: created.'),
-            204: (None, 'From 1.7: the class exists.'),
+            200: (RESOURCE_CLASS, 'Before 1.7: the renamed class.', None, '1.6'),
+            201: (None, 'From 1.7: created.', '1.7', None),
+            204: (None, 'From 1.7: the class exists.', '1.7', None),
         },
         location=[201, 204], cached=[], accept_json=False,
         errors={400: f'The name is not a custom class name (`{CUSTOM_NAME_PATTERN}`), or '
@@ -410,7 +472,7 @@ extend_schema_view(
     destroy=operation(
         'deleteResourceClass', tag=CLASSES, summary='Delete a custom resource class',
         description='Delete a custom resource class no inventory uses.',
-        since='1.2', parameters=[CLASS_NAME],
+        since='1.2', parameters=[CUSTOM_CLASS_NAME],
         responses={204: (None, 'Deleted.')}, accept_json=False,
         errors={400: 'A standard class cannot be deleted.', 404: 'No such resource class.',
                 409: 'Inventories of this class exist.'},
@@ -435,8 +497,11 @@ extend_schema_view(
     update=operation(
         'updateTrait', tag='Traits', summary='Create or verify a custom trait',
         description='Create the custom trait if missing (201) or confirm it exists (204).',
-        since='1.6', parameters=[TRAIT_NAME],
+        since='1.6', parameters=[CUSTOM_TRAIT_NAME],
         responses={201: (None, 'Created.'), 204: (None, 'The trait exists.')},
+        links={status: {name: link(name, text, name='$request.path.name') for name, text in (
+            ('showTrait', 'Check it exists.'), ('deleteTrait', 'Delete it.'))}
+            for status in (201, 204)},
         location=[201, 204], cached=[201, 204], accept_json=False,
         errors={400: f'Not a custom trait name (`{CUSTOM_NAME_PATTERN}`, at most 255 '
                      'characters).'},
@@ -444,7 +509,7 @@ extend_schema_view(
     destroy=operation(
         'deleteTrait', tag='Traits', summary='Delete a custom trait',
         description='Delete a custom trait no provider has.', since='1.6',
-        parameters=[TRAIT_NAME],
+        parameters=[CUSTOM_TRAIT_NAME],
         responses={204: (None, 'Deleted.')}, accept_json=False,
         errors={400: 'A standard trait cannot be deleted.', 404: 'No such trait.',
                 409: 'A provider has the trait.'},
