@@ -129,6 +129,7 @@ class Component:
         schema = at_version(schema, version)
         if self.body:
             schema = openapi_schema(schema)
+        schema = keyed_maps(schema)
         if self.description:
             schema['description'] = _sentences(self.description, schema.get('description'))
         return schema
@@ -179,6 +180,31 @@ def openapi_schema(schema):
     traits = properties.get('traits', {})
     if traits.get('type') == 'array' and 'pattern' not in traits.get('items', {}):
         traits['items'] = copy.deepcopy(TRAIT_NAME_SCHEMA)
+    return result
+
+
+def keyed_maps(schema):
+    """`schema` with its maps (objects whose keys follow patterns) given as
+    propertyNames plus an additionalProperties schema: the same constraint
+    in JSON Schema, and the form code generators read (they drop objects
+    described by patternProperties alone). A map whose values differ by key
+    pattern keeps its patternProperties, exact, beside the union of them."""
+    if isinstance(schema, list):
+        return [keyed_maps(value) for value in schema]
+    if not isinstance(schema, dict) or isinstance(schema, Component):
+        return schema
+    result = {key: keyed_maps(value) for key, value in schema.items()}
+    patterns = result.get('patternProperties')
+    if not patterns or result.get('additionalProperties', False) is not False:
+        return result
+    names = [{'pattern': pattern} for pattern in patterns]
+    if result.get('properties'):
+        names.append({'enum': list(result['properties'])})
+    values = list(patterns.values())
+    if len(patterns) == 1:
+        del result['patternProperties']
+    result['propertyNames'] = names[0] if len(names) == 1 else {'anyOf': names}
+    result['additionalProperties'] = values[0] if len(values) == 1 else {'anyOf': values}
     return result
 
 
@@ -305,13 +331,16 @@ MICROVERSION_HEADER = OpenApiParameter(
         f'({microversion.MAX_VERSION}). Without the header the request is served at '
         f'{microversion.MIN_VERSION}. A malformed value is a 400, a version outside the '
         'range a 406. The answer names the version used in the same header.'),
-    default=f'placement {microversion.MIN_VERSION}',
-    examples=[
-        OpenApiExample('latest', value='placement latest'),
-        OpenApiExample(microversion.MAX_VERSION, value=f'placement {microversion.MAX_VERSION}'),
-        OpenApiExample(microversion.MIN_VERSION, value=f'placement {microversion.MIN_VERSION}'),
-    ],
 )
+
+
+def _describe_microversion_header(parameter, version):
+    """The header as the document of `version` has it: that version, which
+    a request must name (but at 1.0, the version of a request without it)."""
+    value = f'placement {version.major}.{version.minor}'
+    parameter['schema'] = {'type': 'string', 'enum': [value], 'default': value}
+    parameter['required'] = tuple(version) > (1, 0)
+    parameter['description'] += (f' This document describes requests sent with `{value}`.')
 
 
 def _response_header(name, description, codes=True):
@@ -431,6 +460,10 @@ class OperationSchema(AutoSchema):
             until = parameter.pop('x-required-until', None)
             if until:
                 parameter['required'] = tuple(version) <= _version(until)
+            if 'schema' in parameter:
+                parameter['schema'] = keyed_maps(parameter['schema'])
+            if parameter['in'] == 'header' and parameter['name'] == MICROVERSION_HEADER.name:
+                _describe_microversion_header(parameter, version)
         body = operation.get('requestBody')
         if body is not None:
             body.pop('required', None)
