@@ -58,7 +58,9 @@ INVENTORY_RECORD = {
         'min_unit': {'type': 'integer', 'maximum': MAX_INT, 'minimum': 1},
         'max_unit': {'type': 'integer', 'maximum': MAX_INT, 'minimum': 1},
         'step_size': {'type': 'integer', 'maximum': MAX_INT, 'minimum': 1},
-        'allocation_ratio': {'type': 'number', 'maximum': SQL_SP_FLOAT_MAX},
+        # The column's range (a single-precision float on PostgreSQL).
+        'allocation_ratio': {'type': 'number', 'minimum': -SQL_SP_FLOAT_MAX,
+                             'maximum': SQL_SP_FLOAT_MAX},
     },
     'required': ['total', 'resource_provider_generation'],
     'additionalProperties': False,

@@ -197,8 +197,9 @@ def resource_class_ids(names):
 
 
 def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
-    """Refuse an inventory whose capacity is negative (or zero before 1.26)."""
-    usable = capacity(record['total'], record['reserved'], record['allocation_ratio'])
+    """Refuse an inventory whose capacity, truncated to a whole number as
+    Placement does, is negative (or zero before 1.26)."""
+    usable = int(capacity(record['total'], record['reserved'], record['allocation_ratio']))
     if usable < 0 or (usable == 0 and not reserved_can_be_total):
         error = (exceptions.InvalidInventoryCapacityReservedCanBeTotal if reserved_can_be_total
                  else exceptions.InvalidInventoryCapacity)

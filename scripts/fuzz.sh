@@ -31,8 +31,9 @@ export PLACEMENT_DATA_DIR="$WORK"
 .venv/bin/python manage.py sync_standards >/dev/null
 .venv/bin/python manage.py load_demo >/dev/null
 
+# The service logs unexpected errors (with their tracebacks) to stderr.
 .venv/bin/python -m gunicorn placement_site.wsgi:application --bind "127.0.0.1:$PORT" \
-    --workers "${WORKERS:-2}" --timeout 120 --error-logfile "$WORK/server.log" &
+    --workers "${WORKERS:-2}" --timeout 120 >"$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
 

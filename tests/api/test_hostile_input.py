@@ -211,3 +211,26 @@ def test_inventories_keyed_by_a_name_no_class_can_have(api, rp, db_snapshot, nam
         'inventories': {rp: {'resource_provider_generation': generation,
                              'inventories': {name: value}}},
         'allocations': {}}), 400, f'No such resource class {name}')
+
+
+def test_allocation_ratios_stay_in_the_columns_range(api, rp, db_snapshot):
+    # A ratio below the single-precision range once reached the database and
+    # then made every candidate request compute an infinite capacity (500).
+    generation = api.get(f'/resource_providers/{rp}').body['generation']
+    refused(api, db_snapshot, 'PUT', f'/resource_providers/{rp}/inventories', json.dumps({
+        'resource_provider_generation': generation,
+        'inventories': {'VCPU': {'total': 8}, 'DISK_GB': {
+            'total': 1, 'reserved': 2147483647, 'allocation_ratio': -1.1e308}}}),
+        400, 'JSON does not validate: -1.1e+308 is less than the minimum of -3.40282e+38')
+    # At the edge of the range Placement's rule accepts it (reserved above
+    # total times a negative ratio is a positive capacity); candidates still
+    # answer, with a finite capacity.
+    edge = api.put(f'/resource_providers/{rp}/inventories', {
+        'resource_provider_generation': generation,
+        'inventories': {'VCPU': {'total': 8}, 'DISK_GB': {
+            'total': 1, 'reserved': 2147483647, 'allocation_ratio': -3.40282e38}}})
+    assert edge.status_code == 200, edge.body
+    found = api.get('/allocation_candidates?resources=DISK_GB:1')
+    assert found.status_code == 200, found.body
+    [summary] = found.body['provider_summaries'].values()
+    assert summary['resources']['DISK_GB']['capacity'] == int(2147483646 * 3.40282e38)
