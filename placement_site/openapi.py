@@ -335,12 +335,14 @@ MICROVERSION_HEADER = OpenApiParameter(
 
 
 def _describe_microversion_header(parameter, version):
-    """The header as the document of `version` has it: that version, which
-    a request must name (but at 1.0, the version of a request without it)."""
+    """The header as the document of `version` has it: the one value its
+    requests send, also the default of clients generated from it. Not
+    `required`: a request without it is valid, only another microversion's
+    (1.0), described by that version's document."""
     value = f'placement {version.major}.{version.minor}'
     parameter['schema'] = {'type': 'string', 'enum': [value], 'default': value}
-    parameter['required'] = tuple(version) > (1, 0)
-    parameter['description'] += (f' This document describes requests sent with `{value}`.')
+    parameter['required'] = False
+    parameter['description'] += f' This document describes requests sent with `{value}`.'
 
 
 def _response_header(name, description, codes=True):
