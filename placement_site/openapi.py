@@ -19,9 +19,9 @@ from django.http import JsonResponse
 from drf_spectacular.extensions import (OpenApiAuthenticationExtension,
                                         OpenApiSerializerExtension, OpenApiViewExtension)
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import (OpenApiParameter, OpenApiResponse, extend_schema,
+                                   extend_schema_view)
 from drf_spectacular.views import SpectacularAPIView
-from drf_spectacular.utils import (OpenApiExample, OpenApiParameter, OpenApiResponse,
-                                   extend_schema, extend_schema_view)
 
 from placement_site import microversion
 from placement_site.api import PlacementViewSet
@@ -152,6 +152,7 @@ CLASS_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
     {'enum': list(os_resource_classes.STANDARDS)}, {'pattern': CUSTOM_NAME_PATTERN}]}
 TRAIT_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
     {'enum': sorted(os_traits.get_traits())}, {'pattern': CUSTOM_NAME_PATTERN}]}
+NO_NUL = '^[^\\x00]*$'
 # Canonical uuids: bodies accept any 36 hex digits and dashes as a key, as
 # Placement does, but the document asks clients for real uuids.
 UUID_KEY = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
@@ -174,12 +175,16 @@ def openapi_schema(schema):
         result['additionalProperties'] = patterns.pop(NAME_PATTERN)
     if 'patternProperties' in result and not patterns:
         del result['patternProperties']
+    # (read from the validation schema: the copy's strings have NO_NUL)
+    original = schema.get('properties', {})
     properties = result.get('properties', {})
-    if properties.get('resource_class', {}).get('pattern') == NAME_PATTERN:
+    if original.get('resource_class', {}).get('pattern') == NAME_PATTERN:
         properties['resource_class'] = copy.deepcopy(CLASS_NAME_SCHEMA)
-    traits = properties.get('traits', {})
+    traits = original.get('traits', {})
     if traits.get('type') == 'array' and 'pattern' not in traits.get('items', {}):
-        traits['items'] = copy.deepcopy(TRAIT_NAME_SCHEMA)
+        properties['traits']['items'] = copy.deepcopy(TRAIT_NAME_SCHEMA)
+    if result.get('type') == 'string' and not {'pattern', 'format', 'enum'} & set(result):
+        result['pattern'] = NO_NUL  # the service refuses NUL characters in any string
     return result
 
 
@@ -195,8 +200,8 @@ def keyed_maps(schema):
         return schema
     result = {key: keyed_maps(value) for key, value in schema.items()}
     patterns = result.get('patternProperties')
-    if not patterns or result.get('additionalProperties', False) is not False:
-        return result
+    if not patterns or result.get('additionalProperties', True) is not False:
+        return result  # other keys allowed (any value): nothing to rewrite
     names = [{'pattern': pattern} for pattern in patterns]
     if result.get('properties'):
         names.append({'enum': list(result['properties'])})
@@ -467,11 +472,13 @@ class OperationSchema(AutoSchema):
             if parameter['in'] == 'header' and parameter['name'] == MICROVERSION_HEADER.name:
                 _describe_microversion_header(parameter, version)
         body = operation.get('requestBody')
+        responses = operation['responses']
         if body is not None:
             body.pop('required', None)
             if not self.optional_body:
                 body['required'] = True
-        responses = operation['responses']
+        else:
+            responses.pop('415', None)  # no body at this microversion
         for status, (first, last) in self.spans.items():
             if (first and tuple(version) < _version(first)) or (
                     last and tuple(version) > _version(last)):
@@ -496,7 +503,8 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     request: a Component (a required JSON body) or a raw schema (an optional one).
     responses: {status: (Component or None, description[, first, last])} for
     the successes; first / last: the microversions that answer it ('X.Y' or None).
-    errors: {status: description}; 400, 401, 403 and 406 are always there
+    errors: {status: description, or (description, first, last)}; 400, 401,
+    403 and 406 are always there
     (the header checks), and 415 with a JSON body. The documents of
     microversions older than `since` leave the operation out.
     changes: {microversion: what it changed}, listed under the description.
@@ -513,9 +521,12 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     if accept_json:
         texts[406] = ('The requested microversion is outside the supported range, or the '
                       'Accept header rules out application/json.')
-    for status, text in (errors or {}).items():
-        texts[status] = _sentences(texts.get(status) if status in (400, 406) else None, text)
     answers, spans = {}, {}
+    for status, text in (errors or {}).items():
+        if isinstance(text, tuple):
+            text, *span = text
+            spans[status] = tuple(span)
+        texts[status] = _sentences(texts.get(status) if status in (400, 406) else None, text)
     for status, (body, text, *span) in responses.items():
         answers[status] = OpenApiResponse(body, text)
         if span:

@@ -394,7 +394,7 @@ extend_schema_view(
         parameters=[PROVIDER_UUID], since='1.1', request=AGGREGATES_UPDATE,
         responses={200: (AGGREGATES, 'The aggregates.')},
         accept_json=False,
-        errors={404: NO_PROVIDER, 409: CONFLICT},
+        errors={404: NO_PROVIDER, 409: (f'From 1.19: {CONFLICT}', '1.19', None)},
         changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
                          'against the provider; the change increments the generation.'},
     ),
@@ -465,8 +465,8 @@ extend_schema_view(
         location=[201, 204], cached=[], accept_json=False,
         errors={400: f'The name is not a custom class name (`{CUSTOM_NAME_PATTERN}`), or '
                      '(before 1.7) names a standard class.',
-                404: 'Before 1.7: no such resource class.',
-                409: 'Before 1.7: a class with the new name exists.'},
+                404: ('Before 1.7: no such resource class.', None, '1.6'),
+                409: ('Before 1.7: a class with the new name exists.', None, '1.6')},
         changes={'1.7': 'create-or-verify without a body, instead of renaming.'},
     ),
     destroy=operation(
