@@ -619,10 +619,12 @@ PROVIDER_UUID = path('uuid', 'The uuid of the resource provider.', UUID)
 
 
 # ---- the grammars of Placement's structured query parameters ---------------------------
-# Regular expressions as exact as the parsers in placement_site.querystring:
-# resource classes are standard (os-resource-classes) or CUSTOM_; trait names
-# are checked against the traits that exist, so the grammar only says upper
-# case, digits and underscore.
+# Regular expressions for the parsers in placement_site.querystring: resource
+# classes are standard (os-resource-classes) or CUSTOM_; trait names are
+# checked against the traits that exist, so the grammar only says upper case,
+# digits and underscore. Amounts are plain numbers below 10**9 (the parser,
+# Python's int(), also takes leading zeros, signs and larger numbers; the
+# document asks clients for the plain form).
 
 _CLASS = '(?:{}|CUSTOM_[A-Z0-9_]+)'.format('|'.join(os_resource_classes.STANDARDS))
 _AMOUNT = '[1-9][0-9]{0,8}'
@@ -654,7 +656,7 @@ MEMBER_OF_GRAMMAR = versioned(
 
 # ---- GET / ----------------------------------------------------------------------------
 
-VERSION_DOCUMENT = Component('VersionDocument', {
+VERSION_DOCUMENT = Component('VersionDocument', closed({
     'type': 'object',
     'properties': {
         'versions': {
@@ -673,7 +675,7 @@ VERSION_DOCUMENT = Component('VersionDocument', {
         },
     },
     'required': ['versions'],
-})
+}))
 
 extend_schema_view(retrieve=operation(
     'listVersions', tag='Version', public=True, accept_json=False,
