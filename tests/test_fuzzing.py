@@ -11,7 +11,7 @@ import sys
 import pytest
 from django.core.management import call_command
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 CHECKS = ('not_a_server_error,response_schema_conformance,status_code_conformance,'
           'content_type_conformance')
@@ -20,7 +20,7 @@ SECONDS = int(os.environ.get('PLACEMENT_FUZZ_SECONDS', '25'))
 
 @pytest.fixture
 def seeded_server(live_server):
-    # A transactional test starts from an empty database: standards first.
+    # Standards first (idempotent): a transactional test may start from a flushed database.
     call_command('sync_standards', stdout=io.StringIO())
     call_command('load_demo', stdout=io.StringIO())
     return live_server.url

@@ -27,7 +27,7 @@ import pytest
 import requests
 from django.core.management import call_command
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 PACKAGE = 'placement_client'
 MODULES = {
@@ -63,7 +63,7 @@ def _forget_package():
 def pc(live_server, tmp_path):
     """The package generated from the live server's latest document, its
     modules by short name, and an authenticated client for the server."""
-    # A transactional test starts from an empty database: standards first.
+    # Standards first (idempotent): a transactional test may start from a flushed database.
     call_command('sync_standards', stdout=io.StringIO())
     answer = requests.get(f'{live_server.url}/api/schema/',
                           params={'version': 'latest', 'format': 'json'}, timeout=30)
