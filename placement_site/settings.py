@@ -165,6 +165,10 @@ PLACEMENT_ENFORCE_SCOPE = config.env_bool('PLACEMENT_ENFORCE_SCOPE', True)
 PLACEMENT_POLICY_FILE = os.environ.get('PLACEMENT_POLICY_FILE') or None
 PLACEMENT_CORS_ALLOWED_ORIGINS = config.env_list('PLACEMENT_CORS_ALLOWED_ORIGINS')
 PLACEMENT_CORS_ALLOW_HEADERS = config.env_list('PLACEMENT_CORS_ALLOW_HEADERS')
+# Placement accepts an inventory that leaves allocations over capacity (with
+# a warning); true refuses it with a 409, the resource-pool design's rule.
+PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = config.env_bool(
+    'PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY', False)
 # Allocation candidates, as OpenStack Placement's [placement] options:
 # shuffle (or sample, with limit) the candidates; stop generating after this
 # many (-1: no limit); visit trees one after another (depth-first) or one

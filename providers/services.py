@@ -6,8 +6,10 @@ UPDATE ... SET generation = generation + 1 WHERE id = ? AND generation = ?:
 the row stays locked until commit, so concurrent writers serialise, and a
 writer that read a stale generation gets ProviderConcurrentUpdate (409).
 """
+import logging
 import uuid as uuid_lib
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Sum
 from django.utils import timezone
@@ -17,6 +19,8 @@ from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait, capacity)
+
+LOG = logging.getLogger('placement.inventories')
 
 INVENTORY_DEFAULTS = {
     'reserved': 0,
@@ -215,21 +219,39 @@ def _usage_by_class(provider, class_ids):
         'resource_class_id').annotate(used=Sum('used')).values_list('resource_class_id', 'used'))
 
 
-def _refuse_below_usage(provider, records_by_id, names_by_id):
-    """An inventory may not shrink below what its consumers already hold."""
+def _over_capacity(provider, records_by_id, names_by_id):
+    """(class name, used, capacity) of each class whose allocations the new
+    records leave over capacity, by class id."""
     used = _usage_by_class(provider, records_by_id)
-    for class_id, record in records_by_id.items():
+    exceeded = []
+    for class_id, record in sorted(records_by_id.items()):
         in_use = used.get(class_id, 0)
         limit = capacity(record['total'], record['reserved'], record['allocation_ratio'])
         if in_use > limit:
-            raise exceptions.InventoryBelowUsage(
-                resource_class=names_by_id[class_id], resource_provider=provider.uuid,
-                used=in_use, capacity=limit)
+            exceeded.append((names_by_id[class_id], in_use, limit))
+    return exceeded
+
+
+def _check_overcommit(provider, records_by_id, names_by_id, *, warn):
+    """Placement's rule: an inventory may shrink below what its consumers
+    hold (nova-compute reports what the hypervisor has, and that report must
+    not fail forever); the change goes through with a warning and the
+    provider is over capacity. PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY
+    refuses it instead (the resource-pool design's rule)."""
+    exceeded = _over_capacity(provider, records_by_id, names_by_id)
+    if exceeded and settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY:
+        name, used, limit = exceeded[0]
+        raise exceptions.InventoryBelowUsage(resource_class=name, resource_provider=provider.uuid,
+                                             used=used, capacity=limit)
+    for name, used, limit in exceeded if warn else ():
+        LOG.warning('Resource provider %s is now over-capacity for %s: %s used, capacity %s',
+                    provider.uuid, name, used, limit)
 
 
 def _refuse_deleting_used(provider, class_ids, names_by_id):
     used = _usage_by_class(provider, class_ids)
-    in_use = [names_by_id[c] for c in class_ids if used.get(c)]
+    # By class id, as Placement lists them: standard classes first.
+    in_use = [names_by_id[c] for c in sorted(class_ids) if used.get(c)]
     if in_use:
         raise exceptions.InventoryInUse(resource_classes=', '.join(in_use),
                                         resource_provider=provider.uuid)
@@ -241,8 +263,9 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
 
     The caller has checked the generation the client sent against
     `provider.generation`; the claim below detects a writer in between.
-    check_usage=False lets a reshape shrink inventory below usage for the
-    moment before it replaces the allocations.
+    check_usage=False lets a reshape shrink inventory below usage, even
+    under PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY, for the moment before it
+    replaces the allocations.
     """
     # Classes first: a key that names no class (the schema lets any key
     # outside the class-name pattern through, as Placement's does) is a 400
@@ -250,7 +273,8 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
     ids = resource_class_ids(list(inventories))
     records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
     for name, record in records.items():
-        check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
+        check_inventory_capacity(provider, name, record,
+                                 reserved_can_be_total=reserved_can_be_total)
     names_by_id = {class_id: name for name, class_id in ids.items()}
     with transaction.atomic():
         claim_generation(provider)
@@ -266,7 +290,7 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
                                      resource_class_id__in=to_delete).delete()
         to_update = {c: r for c, r in wanted.items() if c in existing}
         if check_usage:
-            _refuse_below_usage(provider, to_update, names_by_id)
+            _check_overcommit(provider, to_update, names_by_id, warn=True)
         now = timezone.now()
         changed = []
         for class_id, record in to_update.items():
@@ -288,15 +312,17 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
 
 def check_inventories(*, provider, inventories, reserved_can_be_total=True):
     """Raise what inventories_replace would refuse for `inventories`
-    (unknown class, bad capacity, deleting inventory in use, shrinking it
-    below usage), with the same rules; reads only."""
+    (unknown class, bad capacity, deleting inventory in use, and, under
+    PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY, shrinking it below usage),
+    with the same rules; reads only."""
     # Classes first: a key that names no class (the schema lets any key
     # outside the class-name pattern through, as Placement's does) is a 400
     # whatever its value.
     ids = resource_class_ids(list(inventories))
     records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
     for name, record in records.items():
-        check_inventory_capacity(provider, name, record, reserved_can_be_total=reserved_can_be_total)
+        check_inventory_capacity(provider, name, record,
+                                 reserved_can_be_total=reserved_can_be_total)
     existing = dict(Inventory.objects.filter(resource_provider_id=provider.pk).values_list(
         'resource_class_id', 'resource_class__name'))
     names_by_id = {**existing, **{class_id: name for name, class_id in ids.items()}}
@@ -304,7 +330,8 @@ def check_inventories(*, provider, inventories, reserved_can_be_total=True):
     to_delete = [class_id for class_id in existing if class_id not in wanted]
     if to_delete:
         _refuse_deleting_used(provider, to_delete, names_by_id)
-    _refuse_below_usage(provider, {c: r for c, r in wanted.items() if c in existing}, names_by_id)
+    _check_overcommit(provider, {c: r for c, r in wanted.items() if c in existing}, names_by_id,
+                      warn=False)
 
 
 def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):
@@ -336,7 +363,7 @@ def inventory_update(*, provider, resource_class, record, reserved_can_be_total=
                                              resource_class_id=class_id).first()
         if inventory is None:
             raise exceptions.InventoryNotFound(resource_class=resource_class)
-        _refuse_below_usage(provider, {class_id: record}, {class_id: resource_class})
+        _check_overcommit(provider, {class_id: record}, {class_id: resource_class}, warn=True)
         for field in INVENTORY_FIELDS:
             setattr(inventory, field, record[field])
         inventory.updated_at = timezone.now()

@@ -365,6 +365,21 @@ def test_deleting_all_in_use_is_409(api, in_use, db_snapshot):
     assert db_snapshot() == before
 
 
+def test_classes_in_use_are_listed_by_class_id_as_placement_does(api, rp, db_snapshot):
+    # Written custom class first: the detail still lists standard classes
+    # first, in os-resource-classes' order, then custom ones.
+    assert api.put('/resource_classes/CUSTOM_FPGA', version='1.7').status_code == 201
+    api.set_inventory(rp, {'CUSTOM_FPGA': {'total': 2}, 'MEMORY_MB': {'total': 1024},
+                           'VCPU': {'total': 8}})
+    assert api.allocate(new_uuid(), {rp: {'CUSTOM_FPGA': 1, 'MEMORY_MB': 512,
+                                          'VCPU': 1}}).status_code == 204
+    before = db_snapshot()
+    response = api.delete(inv_path(rp))
+    assert_error(response, 409, f"Inventory for 'VCPU, MEMORY_MB, CUSTOM_FPGA' on resource "
+                                f"provider '{rp}' in use.", code=INUSE)
+    assert db_snapshot() == before
+
+
 def test_replacing_all_without_a_class_in_use_is_409(api, in_use, db_snapshot):
     before = db_snapshot()
     response = api.put(inv_path(in_use), {'resource_provider_generation': generation(api, in_use),
@@ -389,7 +404,36 @@ def test_an_unused_class_can_go_while_another_is_in_use(api, in_use):
     # The capacity is shown as computed, a float: 3.9000000000000004.
     ({'total': 6, 'reserved': 3, 'allocation_ratio': 1.3}, (6 - 3) * 1.3),
 ], ids=['total', 'reserved', 'ratio', 'mixed'])
-def test_shrinking_below_usage_is_409(api, in_use, db_snapshot, change, capacity):
+def test_shrinking_below_usage_is_accepted_with_a_warning(api, in_use, caplog, change,
+                                                          capacity):
+    # Placement's rule, which nova-compute's inventory reports rely on.
+    gen = generation(api, in_use)
+    single = api.put(inv_path(in_use, 'VCPU'), {'resource_provider_generation': gen, **change})
+    assert single.status_code == 200, single.content
+    assert single.body == {**DEFAULTS, **change, 'resource_provider_generation': gen + 1}
+    bulk = api.put(inv_path(in_use), {'resource_provider_generation': gen + 1, 'inventories': {
+        'VCPU': change, 'DISK_GB': {'total': 100}}})
+    assert bulk.status_code == 200, bulk.content
+    assert bulk.body['inventories']['VCPU'] == {**DEFAULTS, **change}
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name == 'placement.inventories' and r.levelname == 'WARNING']
+    assert warnings == [f'Resource provider {in_use} is now over-capacity for VCPU: '
+                        f'4 used, capacity {capacity}'] * 2
+    # The allocations stay; the provider is over capacity, so nothing more fits.
+    assert api.get(f'/resource_providers/{in_use}/usages').body['usages']['VCPU'] == 4
+    more = api.allocate(new_uuid(), {in_use: {'VCPU': 1}})
+    assert more.status_code == 409, more.content
+
+
+@pytest.mark.parametrize('change, capacity', [
+    ({'total': 3}, 3.0), ({'total': 8, 'reserved': 5}, 3.0),
+    ({'total': 8, 'allocation_ratio': 0.25}, 2.0),
+    # The capacity is shown as computed, a float: 3.9000000000000004.
+    ({'total': 6, 'reserved': 3, 'allocation_ratio': 1.3}, (6 - 3) * 1.3),
+], ids=['total', 'reserved', 'ratio', 'mixed'])
+def test_shrinking_below_usage_is_409_when_the_site_refuses_it(api, in_use, db_snapshot, settings,
+                                                               change, capacity):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     gen = generation(api, in_use)
     before = db_snapshot()
     refused = ('There was a conflict when trying to complete your request.\n\n update conflict: '

@@ -319,7 +319,19 @@ def test_replace_refuses_deleting_inventory_in_use(db, refused):
         services.inventories_replace(provider=provider, inventories={'DISK_GB': {'total': 50}})
 
 
-def test_replace_refuses_shrinking_inventory_below_usage(db, refused):
+def test_replace_may_shrink_inventory_below_usage(db, caplog):
+    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
+    allocate(provider, {'VCPU': 6})
+    services.inventories_replace(provider=provider,
+                                 inventories={'VCPU': {'total': 8, 'reserved': 4}})
+    assert inventories_of(provider) == {'VCPU': record(8, reserved=4)}
+    assert [r.getMessage() for r in caplog.records if r.name == 'placement.inventories'] == [
+        f'Resource provider {ROOT_UUID} is now over-capacity for VCPU: 6 used, capacity 4.0']
+
+
+def test_replace_refuses_shrinking_inventory_below_usage_when_the_site_does(db, refused,
+                                                                            settings):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
     allocate(provider, {'VCPU': 6})
     with refused(exceptions.InventoryBelowUsage,
@@ -408,7 +420,15 @@ def test_update_inventory_the_provider_lacks_is_refused(db, refused):
         services.inventory_update(provider=provider, resource_class='VCPU', record={'total': 4})
 
 
-def test_update_inventory_below_usage_is_refused(db, refused):
+def test_update_inventory_below_usage_is_accepted(db):
+    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
+    allocate(provider, {'VCPU': 6})
+    services.inventory_update(provider=provider, resource_class='VCPU', record={'total': 5})
+    assert inventories_of(provider) == {'VCPU': record(5)}
+
+
+def test_update_inventory_below_usage_is_refused_when_the_site_does(db, refused, settings):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
     allocate(provider, {'VCPU': 6})
     with refused(exceptions.InventoryBelowUsage,
@@ -454,7 +474,8 @@ def test_delete_inventory_the_provider_lacks_is_not_found(db, refused):
       "The reserved value is greater than total.")),
 ], ids=['deleting-used', 'below-usage', 'unknown-class', 'reserved-above-total'])
 def test_check_inventories_refuses_what_replace_refuses_and_writes_nothing(
-        db, refused, inventories, error, message):
+        db, refused, settings, inventories, error, message):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
     allocate(provider, {'VCPU': 4})
     with refused(error, message):

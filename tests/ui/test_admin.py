@@ -232,7 +232,19 @@ def test_provider_page_shows_usage_and_members(admin_client, cloud):
 
 # ---- refused edits change nothing -------------------------------------------------
 
-def test_inventory_below_usage_is_refused(admin_client, cloud, db_snapshot):
+def test_inventory_below_usage_is_saved_as_placement_does(admin_client, cloud):
+    def shrink(data):
+        data[inventory_key(data, 'VCPU', 'total')] = 4
+
+    response = edit_provider(admin_client, 'busy', shrink)
+    assert response.status_code == 302, form_errors(response)
+    provider = ResourceProvider.objects.get(name='busy')
+    assert provider.inventories.get(resource_class__name='VCPU').total == 4
+
+
+def test_inventory_below_usage_is_refused_when_the_site_does(admin_client, cloud, db_snapshot,
+                                                             settings):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     before = db_snapshot()
 
     def shrink(data):
@@ -244,7 +256,9 @@ def test_inventory_below_usage_is_refused(admin_client, cloud, db_snapshot):
     assert db_snapshot() == before
 
 
-def test_reserving_below_usage_is_refused(admin_client, cloud, db_snapshot):
+def test_reserving_below_usage_is_refused_when_the_site_does(admin_client, cloud, db_snapshot,
+                                                             settings):
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     before = db_snapshot()
 
     def reserve(data):
@@ -302,9 +316,10 @@ def test_inventory_out_of_bounds_is_refused(admin_client, cloud, db_snapshot):
 
 
 def test_inventory_refused_while_saving_is_an_error_message(admin_client, cloud, db_snapshot,
-                                                            monkeypatch):
+                                                            monkeypatch, settings):
     """A change the form's check let through (another writer allocated
     meanwhile) is refused by the service: an error message, not a 500."""
+    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     monkeypatch.setattr(InventoryFormSet, 'check', lambda self, provider, rows: None)
     before = db_snapshot()
 
