@@ -147,7 +147,12 @@ class InventoryInline(admin.TabularInline):
 
     @admin.display(description='capacity')
     def capacity(self, inventory):
-        return inventory.capacity if inventory.pk is not None else None
+        if inventory.pk is None:
+            return None
+        # Placement accepts an inventory lowered below what is allocated.
+        if (getattr(inventory, 'used', None) or 0) > inventory.capacity:
+            return f'{inventory.capacity:g} (over capacity)'
+        return inventory.capacity
 
 
 class ProviderTraitInline(admin.TabularInline):

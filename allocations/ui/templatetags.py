@@ -28,13 +28,18 @@ def utilization_bar(used, capacity, reserved=0, width=160):
     title = f'{used:g} of {capacity:g} used ({fraction:.0%})'
     if reserved:
         title += f', {float(reserved):g} reserved'
+    # An inventory lowered below what is allocated (Placement accepts it).
+    over = used > capacity
+    if over:
+        title += f', over capacity by {used - capacity:g}'
     return format_html(
         '<svg class="bar" width="{w}" height="12" role="img" aria-label="{t}">'
         '<title>{t}</title>'
         '<rect class="bar-free" width="{w}" height="12" rx="2"/>'
         '<rect class="bar-{lvl}" width="{uw}" height="12" rx="2"/></svg>'
-        ' <span class="pct pct-{lvl}">{p}</span>',
-        w=width, t=title, lvl=level(fraction), uw=f'{used_width:.1f}', p=f'{fraction:.0%}')
+        ' <span class="pct pct-{lvl}">{p}</span>{o}',
+        w=width, t=title, lvl=level(fraction), uw=f'{used_width:.1f}', p=f'{fraction:.0%}',
+        o=format_html(' <strong class="over-capacity">over capacity</strong>') if over else '')
 
 
 @register.filter

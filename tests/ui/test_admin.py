@@ -242,6 +242,18 @@ def test_inventory_below_usage_is_saved_as_placement_does(admin_client, cloud):
     assert provider.inventories.get(resource_class__name='VCPU').total == 4
 
 
+def test_an_inventory_below_its_usage_shows_as_over_capacity(admin_client, cloud):
+    busy = ResourceProvider.objects.get(name='busy')
+    services.inventory_update(provider=busy, resource_class='VCPU', record={'total': 4})
+    response = admin_client.get(admin_url(ResourceProvider, 'change', busy.pk))
+    inventories = response.context['inline_admin_formsets'][0]
+    shown = {form.form.instance.resource_class.name: [
+        str(field.contents()) for fieldset in form for line in fieldset for field in line
+        if field.is_readonly] for form in inventories if form.form.instance.pk}
+    assert shown['VCPU'] == ['6', '4 (over capacity)']
+    assert shown['MEMORY_MB'][1] != '' and 'over' not in shown['MEMORY_MB'][1]
+
+
 def test_inventory_below_usage_is_refused_when_the_site_does(admin_client, cloud, db_snapshot,
                                                              settings):
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True

@@ -148,6 +148,20 @@ def test_provider_page_spells_out_the_capacity_formula(staff):
         ('INSTANCE', 'VCPU 8')]
 
 
+def test_a_provider_lowered_below_its_usage_shows_as_over_capacity(staff, api):
+    # Placement accepts the change (nova-compute reports what it has).
+    root = grow_cloud(1)[0]
+    numa = ResourceProvider.objects.get(parent_provider=root)
+    assert 'over capacity' not in staff.get(f'/ui/providers/{numa.uuid}/').content.decode()
+    lowered = api.put(f'/resource_providers/{numa.uuid}/inventories/VCPU', {
+        'resource_provider_generation': numa.generation, 'total': 4})
+    assert lowered.status_code == 200, lowered.content
+    for page in (f'/ui/providers/{numa.uuid}/', '/ui/providers/'):
+        html = staff.get(page).content.decode()
+        assert re.findall(r'used \(200%\), over capacity by 4<', html), page
+        assert html.count('<strong class="over-capacity">over capacity</strong>') == 1, page
+
+
 def test_explorer_finds_candidates_and_explains_an_empty_answer(staff):
     grow_cloud(3)
     html = staff.get('/ui/explorer/?resources=VCPU:1,DISK_GB:10').content.decode()
