@@ -1,6 +1,7 @@
 """Template tags of the dashboards: one utilization bar, used everywhere."""
 from django import template
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -39,7 +40,7 @@ def utilization_bar(used, capacity, reserved=0, width=160):
         '<rect class="bar-{lvl}" width="{uw}" height="12" rx="2"/></svg>'
         ' <span class="pct pct-{lvl}">{p}</span>{o}',
         w=width, t=title, lvl=level(fraction), uw=f'{used_width:.1f}', p=f'{fraction:.0%}',
-        o=format_html(' <strong class="over-capacity">over capacity</strong>') if over else '')
+        o=mark_safe(' <strong class="over-capacity">over capacity</strong>') if over else '')
 
 
 @register.filter
