@@ -398,12 +398,16 @@ def test_an_unused_class_can_go_while_another_is_in_use(api, in_use):
                              'inventories': {'VCPU': {**DEFAULTS, 'total': 8}}}
 
 
-@pytest.mark.parametrize('change, capacity', [
+# Changes that leave cn1's 4 allocated VCPU over capacity, with that capacity.
+SHRINKS = pytest.mark.parametrize('change, capacity', [
     ({'total': 3}, 3.0), ({'total': 8, 'reserved': 5}, 3.0),
     ({'total': 8, 'allocation_ratio': 0.25}, 2.0),
     # The capacity is shown as computed, a float: 3.9000000000000004.
     ({'total': 6, 'reserved': 3, 'allocation_ratio': 1.3}, (6 - 3) * 1.3),
 ], ids=['total', 'reserved', 'ratio', 'mixed'])
+
+
+@SHRINKS
 def test_shrinking_below_usage_is_accepted_with_a_warning(api, in_use, caplog, change,
                                                           capacity):
     # Placement's rule, which nova-compute's inventory reports rely on.
@@ -425,12 +429,7 @@ def test_shrinking_below_usage_is_accepted_with_a_warning(api, in_use, caplog, c
     assert more.status_code == 409, more.content
 
 
-@pytest.mark.parametrize('change, capacity', [
-    ({'total': 3}, 3.0), ({'total': 8, 'reserved': 5}, 3.0),
-    ({'total': 8, 'allocation_ratio': 0.25}, 2.0),
-    # The capacity is shown as computed, a float: 3.9000000000000004.
-    ({'total': 6, 'reserved': 3, 'allocation_ratio': 1.3}, (6 - 3) * 1.3),
-], ids=['total', 'reserved', 'ratio', 'mixed'])
+@SHRINKS
 def test_shrinking_below_usage_is_409_when_the_site_refuses_it(api, in_use, db_snapshot, settings,
                                                                change, capacity):
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
