@@ -18,6 +18,7 @@ from django.utils import timezone
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
 from placement_site.queries import storable
+from providers import events
 from providers import services as provider_services
 from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
 
@@ -40,6 +41,7 @@ class ConsumerAllocations:
     consumer_type: str = None
     # filled in while writing
     consumer: Consumer = field(default=None, repr=False)
+    created: bool = field(default=False, repr=False)
 
 
 def allocations_replace(requests):
@@ -80,10 +82,16 @@ def allocations_delete(*, consumer_uuid):
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if consumer is None:
             return False
+        held = set(Allocation.objects.filter(consumer_id=consumer.pk).values_list(
+            'resource_provider__uuid', 'resource_provider__generation'))
         deleted, _ = Allocation.objects.filter(consumer_id=consumer.pk).delete()
         if not deleted:
             return False
         consumer.delete()
+        events.record(events.ALLOCATION_DELETE,
+                      providers=sorted((uuid, gen, gen) for uuid, gen in held),
+                      consumer=(consumer.uuid, consumer.generation, None),
+                      payload={'allocations': {}})
     return True
 
 
@@ -174,6 +182,40 @@ def _replace(requests):
         consumer.generation += 1
     if emptied:
         Consumer.objects.filter(pk__in=emptied, allocations__isnull=True).delete()
+    _record_events(requests, providers, found, previous)
+
+
+def _record_events(requests, bumped, found, previous):
+    """One event per consumer written, naming the providers it now holds
+    and those it held, with their generations."""
+    held = collections.defaultdict(set)
+    for consumer_id, provider_id, _, _ in previous:
+        held[consumer_id].add(provider_id)
+    # Providers a consumer moved away from keep their generation (and were
+    # not locked): read them as they stand.
+    left = {p for ids in held.values() for p in ids} - set(bumped)
+    unbumped = {p.pk: p for p in ResourceProvider.objects.filter(pk__in=left).only(
+        'id', 'uuid', 'generation')} if left else {}
+    changes = []
+    for request in requests:
+        consumer = request.consumer
+        provider_ids = {found[uuid] for uuid in request.allocations} | held[consumer.pk]
+        providers = sorted(
+            (bumped[p].uuid, bumped[p].generation - 1, bumped[p].generation) if p in bumped
+            else (unbumped[p].uuid, unbumped[p].generation, unbumped[p].generation)
+            for p in provider_ids)
+        before = None if request.created else consumer.generation - 1
+        if request.allocations:
+            event_type, after = events.ALLOCATION_UPDATE, consumer.generation
+        else:  # emptied: the consumer is gone
+            event_type, after = events.ALLOCATION_DELETE, None
+        project_id, user_id = _owner(request)
+        changes.append((event_type, providers, {
+            'allocations': {uuid: {'resources': resources}
+                            for uuid, resources in request.allocations.items()},
+            'project_id': project_id, 'user_id': user_id, 'consumer_type': request.consumer_type,
+        }, (consumer.uuid, before, after)))
+    events.record_many(changes)
 
 
 def _ensure_consumers(requests):
@@ -186,10 +228,7 @@ def _ensure_consumers(requests):
     uuids = sorted({r.consumer_uuid for r in requests})
     existing = {c.uuid: c for c in Consumer.objects.select_for_update().filter(
         uuid__in=uuids).order_by('uuid')}
-    owners = [(r.project_id, r.user_id) if r.project_id is not None else
-              # written before 1.8: no owner given
-              (settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID,
-               settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID) for r in requests]
+    owners = [_owner(r) for r in requests]
     projects = {pid: _get_or_create(Project, external_id=pid)
                 for pid in sorted({project for project, _ in owners})}
     users = {uid: _get_or_create(User, external_id=uid) for uid in sorted({u for _, u in owners})}
@@ -200,6 +239,7 @@ def _ensure_consumers(requests):
         project, user = projects[project_id], users[user_id]
         consumer_type = types.get(request.consumer_type)
         consumer = existing.get(request.consumer_uuid)
+        request.created = consumer is None
         if consumer is None:
             if request.generation not in (NOT_CHECKED, None):
                 raise exceptions.ConsumerGenerationConflict(expected='null', got=request.generation)
@@ -225,6 +265,15 @@ def _ensure_consumers(requests):
                 uuid=request.consumer_uuid, project=project, user=user,
                 consumer_type=consumer_type)
         request.consumer = consumer
+
+
+def _owner(request):
+    """(project, user) the consumer is written with; before 1.8 clients gave
+    none and the configured placeholders stand in."""
+    if request.project_id is not None:
+        return request.project_id, request.user_id
+    return (settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID,
+            settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID)
 
 
 def _get_or_create(model, **lookup):

@@ -15,7 +15,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig, Suspicious
 from django.http import HttpResponse
 from oslo_context import context as oslo_context
 
-from placement_site import errors, microversion
+from placement_site import actor, errors, microversion
 
 LOG = logging.getLogger('placement.requests')
 
@@ -196,7 +196,24 @@ class AuthMiddleware:
         if ctx.user_id is None and not _is_root(path):
             return unauthorized_response(request)
         request.placement_context = ctx
-        return self.get_response(request)
+        with actor.acting(actor.Actor(request.placement_request_id, ctx.user_id,
+                                      ctx.project_id)):
+            return self.get_response(request)
+
+
+class StaffActorMiddleware:
+    """Changes made through the admin are the signed-in staff user's, with a
+    request id of their own (the API's are set by AuthMiddleware)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user = getattr(request, 'user', None)
+        if is_api_path(request.path_info) or user is None or not user.is_authenticated:
+            return self.get_response(request)
+        with actor.acting(actor.Actor(f'req-{uuid.uuid4()}', f'staff:{user.get_username()}')):
+            return self.get_response(request)
 
 
 class MicroversionMiddleware:

@@ -53,6 +53,7 @@ MIDDLEWARE = [
     'django.contrib.auth.middleware.AuthenticationMiddleware',
     'django.contrib.messages.middleware.MessageMiddleware',
     'django.middleware.clickjacking.XFrameOptionsMiddleware',
+    'placement_site.middleware.StaffActorMiddleware',
 ]
 
 ROOT_URLCONF = 'placement_site.urls'

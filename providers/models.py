@@ -6,8 +6,10 @@ the invariants: generations bumped, no inventory below usage, no deleting a
 provider that holds allocations or children.
 """
 from django.db import models
+from django.db.models import Q
+from django.utils import timezone
 
-from providers.querysets import InventoryQuerySet, ResourceProviderQuerySet
+from providers.querysets import EventQuerySet, InventoryQuerySet, ResourceProviderQuerySet
 
 
 class ResourceClass(models.Model):
@@ -181,3 +183,56 @@ class ProviderAggregate(models.Model):
         ]
         indexes = [models.Index(fields=['aggregate', 'resource_provider'],
                                 name='rp_aggregates_agg_rp_idx')]
+
+
+class Event(models.Model):
+    """One change to the books: a provider created, changed or deleted, its
+    inventories, traits or aggregates changed, or a consumer's allocations
+    written or removed.
+
+    Written in the transaction that makes the change (providers.events), so
+    a refused or rolled-back request leaves none. Uuids are kept as text:
+    the event outlives a deleted provider. The notification dispatcher sends
+    unsent events in id order and stamps `sent_at`.
+    """
+    event_type = models.CharField(max_length=64)
+    consumer_uuid = models.CharField(max_length=36, null=True, blank=True)
+    consumer_generation_before = models.IntegerField(null=True, blank=True)
+    consumer_generation_after = models.IntegerField(null=True, blank=True)
+    payload = models.JSONField(default=dict)
+    request_id = models.CharField(max_length=64, null=True, blank=True)
+    user_id = models.CharField(max_length=255, null=True, blank=True)
+    project_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        db_table = 'events'
+        ordering = ['id']
+        indexes = [
+            models.Index(fields=['consumer_uuid', 'id'], name='events_consumer_idx'),
+            models.Index(fields=['created_at'], name='events_created_idx'),
+            models.Index(fields=['event_type', 'id'], name='events_type_idx'),
+            # The dispatcher's queue: small however long the history grows.
+            models.Index(fields=['id'], condition=Q(sent_at__isnull=True),
+                         name='events_unsent_idx'),
+        ]
+
+    def __str__(self):
+        return f'{self.event_type} #{self.pk}'
+
+
+class EventProvider(models.Model):
+    """A provider an event concerns, with its generation before and after
+    the change (None before a create, after a delete)."""
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name='providers')
+    provider_uuid = models.CharField(max_length=36)
+    generation_before = models.IntegerField(null=True, blank=True)
+    generation_after = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = 'event_providers'
+        ordering = ['id']
+        indexes = [models.Index(fields=['provider_uuid', 'event'], name='event_providers_rp_idx')]

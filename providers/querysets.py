@@ -234,3 +234,17 @@ class ResourceProviderQuerySet(models.QuerySet):
             qs = qs.having_capacity(class_id, amount)
         return qs
 
+
+
+class EventQuerySet(models.QuerySet):
+    """The event log, filtered as GET /events and the admin read it."""
+
+    def about_provider(self, provider_uuid):
+        return self.filter(Exists(_model('EventProvider').objects.filter(
+            event_id=OuterRef('pk'), provider_uuid=provider_uuid)))
+
+    def of_types(self, event_types):
+        return self.filter(event_type__in=list(event_types))
+
+    def unsent(self):
+        return self.filter(sent_at__isnull=True)

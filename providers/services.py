@@ -17,6 +17,7 @@ from django.utils import timezone
 from placement_site import exceptions
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
+from providers import events
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait, capacity)
 
@@ -77,10 +78,14 @@ def provider_create(*, name, uuid=None, parent_provider_uuid=None):
         provider.root_provider_id = parent.root_provider_id if parent else provider.pk
         ResourceProvider.objects.filter(pk=provider.pk).update(
             root_provider_id=provider.root_provider_id)
-    provider.parent_provider_uuid = parent.uuid if parent else None
-    provider.root_provider_uuid = (
-        ResourceProvider.objects.values_list('uuid', flat=True).get(pk=provider.root_provider_id)
-        if parent else provider.uuid)
+        provider.parent_provider_uuid = parent.uuid if parent else None
+        provider.root_provider_uuid = (
+            ResourceProvider.objects.values_list('uuid', flat=True).get(
+                pk=provider.root_provider_id)
+            if parent else provider.uuid)
+        events.provider_changed(events.PROVIDER_CREATE, provider, before=None, payload={
+            'name': provider.name, 'parent_provider_uuid': provider.parent_provider_uuid,
+            'root_provider_uuid': provider.root_provider_uuid})
     return provider
 
 
@@ -106,6 +111,7 @@ def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_repa
             _refuse_duplicates(provider.uuid, name, exclude_pk=provider.pk)
             updates['name'] = name
         subtree_ids, new_root_id = [], None
+        changes = {'name': name} if 'name' in updates else {}
         if parent_provider_uuid is not ...:
             current_parent_id = provider.parent_provider_id
             if parent_provider_uuid is not None:
@@ -126,6 +132,7 @@ def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_repa
                             reason='creating loop in the provider tree is not allowed.')
                     updates['parent_provider_id'] = parent.pk
                     new_root_id = parent.root_provider_id
+                    changes['parent_provider_uuid'] = parent.uuid
             elif current_parent_id is not None:
                 if not allow_reparenting:
                     raise exceptions.ObjectActionError(
@@ -134,6 +141,7 @@ def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_repa
                 subtree_ids = subtree_provider_ids(provider)
                 updates['parent_provider_id'] = None
                 new_root_id = provider.pk
+                changes['parent_provider_uuid'] = None
         if not updates:
             return provider
         updates['updated_at'] = timezone.now()
@@ -144,6 +152,9 @@ def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_repa
             raise exceptions.DuplicateProvider(duplicate=name)
         if new_root_id is not None:
             ResourceProvider.objects.filter(pk__in=subtree_ids).update(root_provider_id=new_root_id)
+        # Renaming or moving a provider leaves its generation alone, as in Placement.
+        events.provider_changed(events.PROVIDER_UPDATE, provider, before=provider.generation,
+                                payload=changes)
     return ResourceProvider.objects.with_tree_uuids().get(pk=provider.pk)
 
 
@@ -171,6 +182,8 @@ def provider_delete(*, provider):
         if locked is None:
             raise exceptions.ResourceProviderNotFound(uuid=provider.uuid)
         check_provider_delete(provider)
+        events.provider_changed(events.PROVIDER_DELETE, provider, before=locked.generation,
+                                payload={'name': locked.name})
         Inventory.objects.filter(resource_provider_id=provider.pk).delete()
         ProviderTrait.objects.filter(resource_provider_id=provider.pk).delete()
         ProviderAggregate.objects.filter(resource_provider_id=provider.pk).delete()
@@ -302,10 +315,19 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
                 changed.append(inventory)
         if changed:
             Inventory.objects.bulk_update(changed, INVENTORY_FIELDS + ('updated_at',))
+        added = {class_id: record for class_id, record in wanted.items()
+                 if class_id not in existing}
         Inventory.objects.bulk_create([
             Inventory(resource_provider_id=provider.pk, resource_class_id=class_id, **record)
-            for class_id, record in wanted.items() if class_id not in existing
+            for class_id, record in added.items()
         ])
+        event_type = (events.INVENTORY_DELETE if existing and not wanted
+                      else events.INVENTORY_UPDATE)
+        events.provider_changed(event_type, provider, before=provider.generation - 1, payload={
+            'added': {names_by_id[c]: events.inventory_record(r) for c, r in added.items()},
+            'updated': {names_by_id[i.resource_class_id]: events.inventory_record(i)
+                        for i in changed},
+            'removed': [names_by_id[c] for c in sorted(to_delete)]})
     return list(Inventory.objects.filter(resource_provider_id=provider.pk)
                 .select_related('resource_class'))
 
@@ -348,6 +370,9 @@ def inventory_add(*, provider, resource_class, record, reserved_can_be_total=Tru
                 f'Inventory of class {resource_class} already exists on provider {provider.uuid}')
         inventory = Inventory.objects.create(
             resource_provider_id=provider.pk, resource_class_id=class_id, **record)
+        events.provider_changed(events.INVENTORY_CREATE, provider, before=provider.generation - 1,
+                                payload={'added': {resource_class: events.inventory_record(record)},
+                                         'updated': {}, 'removed': []})
     return inventory
 
 
@@ -368,6 +393,9 @@ def inventory_update(*, provider, resource_class, record, reserved_can_be_total=
             setattr(inventory, field, record[field])
         inventory.updated_at = timezone.now()
         inventory.save()
+        events.provider_changed(events.INVENTORY_UPDATE, provider, before=provider.generation - 1,
+                                payload={'added': {}, 'removed': [],
+                                         'updated': {resource_class: events.inventory_record(record)}})
     return inventory
 
 
@@ -381,6 +409,8 @@ def inventory_delete(*, provider, resource_class):
                                               resource_class_id=class_id).delete()
         if not deleted:
             raise exceptions.NotFound(f'No inventory of class {resource_class} found for delete')
+        events.provider_changed(events.INVENTORY_DELETE, provider, before=provider.generation - 1,
+                                payload={'added': {}, 'updated': {}, 'removed': [resource_class]})
 
 
 # ---- traits ----------------------------------------------------------------
@@ -398,9 +428,11 @@ def trait_ids(names):
 
 def traits_replace(*, provider, trait_names):
     """Make the provider's traits exactly `trait_names` (all must exist)."""
-    wanted = set(trait_ids(trait_names).values())
-    existing = set(ProviderTrait.objects.filter(
-        resource_provider_id=provider.pk).values_list('trait_id', flat=True))
+    wanted_names = trait_ids(trait_names)
+    wanted = set(wanted_names.values())
+    existing_names = dict(ProviderTrait.objects.filter(
+        resource_provider_id=provider.pk).values_list('trait__name', 'trait_id'))
+    existing = set(existing_names.values())
     if wanted == existing:
         return
     with transaction.atomic():
@@ -410,6 +442,10 @@ def traits_replace(*, provider, trait_names):
         ProviderTrait.objects.bulk_create(
             [ProviderTrait(resource_provider_id=provider.pk, trait_id=trait_id)
              for trait_id in wanted - existing])
+        added = sorted(name for name, i in wanted_names.items() if i not in existing)
+        removed = sorted(name for name, i in existing_names.items() if i not in wanted)
+        events.provider_changed(events.TRAIT_UPDATE, provider, before=provider.generation - 1,
+                                payload={'added': added, 'removed': removed})
 
 
 def trait_ensure(*, name):
@@ -452,13 +488,25 @@ def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
         for agg_uuid in wanted_uuids - set(known):
             known[agg_uuid] = _aggregate_ensure(agg_uuid)
         wanted = {known[u] for u in wanted_uuids}
-        existing = set(ProviderAggregate.objects.filter(
-            resource_provider_id=provider.pk).values_list('aggregate_id', flat=True))
+        existing_uuids = dict(ProviderAggregate.objects.filter(
+            resource_provider_id=provider.pk).values_list('aggregate__uuid', 'aggregate_id'))
+        existing = set(existing_uuids.values())
         ProviderAggregate.objects.filter(resource_provider_id=provider.pk,
                                          aggregate_id__in=existing - wanted).delete()
         ProviderAggregate.objects.bulk_create(
             [ProviderAggregate(resource_provider_id=provider.pk, aggregate_id=agg_id)
              for agg_id in wanted - existing], ignore_conflicts=True)
+        added = sorted(u for u in wanted_uuids if known[u] not in existing)
+        removed = sorted(u for u, i in existing_uuids.items() if i not in wanted)
+        # One event per change: an add, a remove, or (both, or neither, as
+        # when the same set is written again at a new generation) an update.
+        event_type = (events.AGGREGATE_ADD if added and not removed else
+                      events.AGGREGATE_REMOVE if removed and not added else
+                      events.AGGREGATE_UPDATE)
+        events.provider_changed(
+            event_type, provider,
+            before=provider.generation - 1 if bump_generation else provider.generation,
+            payload={'added': added, 'removed': removed})
 
 
 def _aggregate_ensure(agg_uuid):

@@ -173,6 +173,13 @@ def snapshot():
     return state
 
 
+def without_event_log(state):
+    """A snapshot without the event log, which keeps the history of what
+    was undone."""
+    return {table: rows for table, rows in state.items()
+            if table not in ('events', 'event_providers')}
+
+
 @pytest.fixture
 def db_snapshot(db):
     return snapshot
