@@ -32,11 +32,13 @@ class FakeKeystone:
 
     `service` holds the service user's credentials (what the middleware is
     configured with); `add_token` registers a user token that validation
-    will accept.
+    will accept. `services` ({service type: url}) adds endpoints to the
+    catalog, for clients that look them up there.
     """
 
     def __init__(self, username='placement', password='placement-secret',
-                 project_name='service'):
+                 project_name='service', services=None):
+        self.services = dict(services or {})
         self.service = {'username': username, 'password': password,
                         'project_name': project_name, 'user_id': uuid.uuid4().hex,
                         'project_id': uuid.uuid4().hex}
@@ -102,7 +104,12 @@ class FakeKeystone:
                            'region': 'RegionOne', 'region_id': 'RegionOne',
                            'url': endpoint}
                           for interface in ('public', 'internal', 'admin')],
-        }]
+        }] + [{
+            'id': f'{kind}-service', 'type': kind, 'name': kind,
+            'endpoints': [{'id': f'{kind}-{interface}', 'interface': interface,
+                           'region': 'RegionOne', 'region_id': 'RegionOne', 'url': url}
+                          for interface in ('public', 'internal', 'admin')],
+        } for kind, url in self.services.items()]
 
     def version(self):
         return {'id': 'v3.14', 'status': 'stable', 'updated': '2020-04-07T00:00:00Z',
