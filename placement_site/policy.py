@@ -15,6 +15,7 @@ from oslo_policy import policy as oslo_policy
 
 from placement_site import errors
 
+ADMIN = 'rule:admin_api'
 ADMIN_OR_SERVICE = 'rule:admin_or_service_api'
 SERVICE = 'rule:service_api'
 ADMIN_OR_PROJECT_READER_OR_SERVICE = 'rule:admin_or_project_reader_or_service_api'
@@ -92,6 +93,8 @@ API_RULES = [
      '/resource_providers/{uuid}/allocations'),
     ('placement:allocation_candidates:list', ADMIN_OR_SERVICE, 'GET', '/allocation_candidates'),
     ('placement:reshaper:reshape', SERVICE, 'POST', '/reshaper'),
+    # Not part of OpenStack Placement: the event log, for operators.
+    ('placement:events:list', ADMIN, 'GET', '/events'),
 ]
 
 

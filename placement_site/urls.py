@@ -59,6 +59,8 @@ urlpatterns = [
     # Not part of OpenStack Placement: why a request does or does not fit.
     route('explain/allocation_candidates', candidate_views.ExplainViewSet,
           {'get': 'list'}, 'explain-allocation-candidates'),
+    # Not part of OpenStack Placement: the change log notifications are sent from.
+    route('events', P.EventViewSet, {'get': 'list'}, 'events'),
 
     path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', auth_views.LoginView.as_view(), name='login'),

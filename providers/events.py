@@ -5,6 +5,8 @@ Event types follow OpenStack's versioned-notification names (object.action);
 the notification dispatcher (providers.notifications) sends them under these
 names.
 """
+from datetime import timezone
+
 from placement_site import actor
 from providers.models import Event, EventProvider
 
@@ -72,3 +74,31 @@ def inventory_record(inventory_or_record):
            else lambda name: getattr(inventory_or_record, name))
     return {name: get(name) for name in ('total', 'reserved', 'min_unit', 'max_unit',
                                          'step_size', 'allocation_ratio')}
+
+
+def describe(event):
+    """An event as GET /events and the notifications show it (the event's
+    providers prefetched)."""
+    consumer = None
+    if event.consumer_uuid is not None:
+        consumer = {'uuid': event.consumer_uuid,
+                    'generation_before': event.consumer_generation_before,
+                    'generation_after': event.consumer_generation_after}
+    return {
+        'id': event.pk,
+        'event_type': event.event_type,
+        'created_at': _timestamp(event.created_at),
+        'request_id': event.request_id,
+        'user_id': event.user_id,
+        'project_id': event.project_id,
+        'providers': [{'uuid': p.provider_uuid, 'generation_before': p.generation_before,
+                       'generation_after': p.generation_after}
+                      for p in event.providers.all()],
+        'consumer': consumer,
+        'payload': event.payload,
+        'sent_at': _timestamp(event.sent_at) if event.sent_at else None,
+    }
+
+
+def _timestamp(moment):
+    return moment.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')

@@ -150,3 +150,23 @@ AGGREGATES_PUT_BY_VERSION = ByVersion([((1, 19), AGGREGATES_PUT_1_19)], AGGREGAT
 # Before 1.7 a PUT renames the class to the name in the body; from 1.7 it
 # reads no body.
 RESOURCE_CLASS_PUT_BY_VERSION = ByVersion([((1, 7), None)], RESOURCE_CLASS_PUT, since=(1, 2))
+
+
+# ---- the event log (not part of OpenStack Placement) ------------------------------
+
+EVENT_PAGE_SIZE = 100
+EVENT_PAGE_MAX = 1000
+EVENT_LIST_QUERY = {
+    'type': 'object',
+    'properties': {
+        'provider': {'type': 'string', 'format': 'uuid'},
+        'consumer': {'type': 'string', 'format': 'uuid'},
+        # One event type or several, comma-separated.
+        'type': {'type': 'string', 'pattern': r'^[a-z_.]+(,[a-z_.]+)*$'},
+        # An ISO 8601 time; parsed by the view.
+        'since': {'type': 'string', 'minLength': 1},
+        'marker': {'type': 'string', 'pattern': '^[0-9]{1,18}$'},
+        'limit': {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'},
+    },
+    'additionalProperties': False,
+}

@@ -93,6 +93,7 @@ OPERATIONS = {
     ('/allocations/{consumer_uuid}', 'delete'): '1.0',
     ('/allocation_candidates', 'get'): '1.10',
     ('/explain/allocation_candidates', 'get'): '1.10',
+    ('/events', 'get'): '1.0',
     ('/usages', 'get'): '1.9',
     ('/reshaper', 'post'): '1.30',
 }
@@ -142,6 +143,7 @@ ANSWERS = {
     ('/allocations/{consumer_uuid}', 'delete'): {'204', '404'},
     ('/allocation_candidates', 'get'): {'200'},
     ('/explain/allocation_candidates', 'get'): {'200'},
+    ('/events', 'get'): {'200'},
     ('/usages', 'get'): {'200'},
     ('/reshaper', 'post'): {'204', '409', '415'},
 }
@@ -180,6 +182,8 @@ QUERY_PARAMETERS = {
     '/explain/allocation_candidates': CANDIDATE_QUERY,
     '/usages': {'project_id': '1.9', 'user_id': '1.9', 'consumer_type': '1.38'},
     '/traits': {'name': '1.6', 'associated': '1.6'},
+    '/events': {name: '1.0' for name in ('provider', 'consumer', 'type', 'since', 'marker',
+                                         'limit')},
 }
 
 
@@ -1128,6 +1132,8 @@ def exercise_every_operation(api, version):
             '/explain/allocation_candidates?resources=VCPU:99', 200)
         run('get', '/explain/allocation_candidates',
             '/explain/allocation_candidates?resources=VCPU:1,DISK_GB:5', 200)
+    run('get', '/events', '/events?type=resource_provider.create&limit=1', 200)
+    run('get', '/events', '/events?type=resource_provider.created', 400)
     if run.since('1.9'):
         run('get', '/usages', '/usages?project_id=proj', 200)
         run('get', '/usages', '/usages', 400)

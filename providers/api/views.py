@@ -2,17 +2,19 @@
 resource classes."""
 import contextlib
 import uuid as uuid_lib
+from datetime import timezone as dt_timezone
 
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from placement_site import errors, exceptions, microversion, querystring
 from placement_site.api import (PlacementViewSet, accept_json, json_body, parse_json,
                                 query_params, require_json, validate, versions)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers import schemas, services
+from providers import events, schemas, services
 from providers.api import serializers
-from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
+from providers.models import Event, Inventory, ResourceClass, ResourceProvider, Trait
 
 RP_POLICY = 'placement:resource_providers:%s'
 INVENTORY_POLICY = 'placement:resource_providers:inventories:%s'
@@ -532,3 +534,51 @@ class TraitViewSet(PlacementViewSet):
         with custom_name_deletion():
             services.trait_delete(trait=trait)
         return self.no_content()
+
+
+class EventViewSet(PlacementViewSet):
+    """GET /events: the event log, oldest first, a page at a time. Not part
+    of OpenStack Placement; admin only."""
+
+    @accept_json
+    def list(self, request):
+        self.authorize('placement:events:list')
+        params = query_params(request, schemas.EVENT_LIST_QUERY)
+        found = Event.objects.prefetch_related('providers')
+        if 'provider' in params:
+            found = found.about_provider(normalize_uuid(params['provider']))
+        if 'consumer' in params:
+            found = found.filter(consumer_uuid=normalize_uuid(params['consumer']))
+        if 'type' in params:
+            wanted = params['type'].split(',')
+            unknown = [name for name in wanted if name not in events.EVENT_TYPES]
+            if unknown:
+                raise errors.bad_request(
+                    f'Invalid query string parameters: unknown event type(s) {", ".join(unknown)}')
+            found = found.of_types(wanted)
+        if 'since' in params:
+            found = found.filter(created_at__gte=_moment(params['since']))
+        if 'marker' in params:
+            found = found.filter(pk__gt=int(params['marker']))
+        limit = min(int(params.get('limit', schemas.EVENT_PAGE_SIZE)), schemas.EVENT_PAGE_MAX)
+        page = list(found.order_by('pk')[:limit + 1])
+        links = []
+        if len(page) > limit:
+            page = page[:limit]
+            query = request.GET.copy()
+            query['marker'] = str(page[-1].pk)
+            links.append({'rel': 'next', 'href': f'{request.path}?{query.urlencode()}'})
+        return self.respond({'events': [events.describe(e) for e in page], 'links': links},
+                            cache_headers=False)
+
+
+def _moment(text):
+    """An ISO 8601 time (UTC unless it says otherwise), or 400."""
+    try:
+        moment = parse_datetime(text)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise errors.bad_request(
+            f"Invalid query string parameters: 'since' must be an ISO 8601 time, not {text!r}")
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)
