@@ -24,8 +24,8 @@ from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, Se
 from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (Aggregate, Event, EventProvider, Inventory, ProviderAggregate,
+                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
 
 # ---- inline formsets written by one service call each ---------------------------
 
@@ -489,3 +489,41 @@ class AggregateAdmin(ReadOnlyAdmin):
             member_count=count_of(ProviderAggregate, 'aggregate'))
 
     member_count = count_column('member_count', 'members')
+
+
+# ---- the event log -----------------------------------------------------------------
+
+class EventProviderInline(ReadOnlyInline):
+    model = EventProvider
+    fields = ('provider_uuid', 'generation_before', 'generation_after')
+
+
+class SentFilter(YesNoFilter):
+    title = 'sent'
+    parameter_name = 'sent'
+
+    def condition(self):
+        return Q(sent_at__isnull=False)
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    """The event log, newest first: what changed, who asked and whether the
+    notification went out. Events are written by the services only."""
+    list_display = ('id', 'event_type', 'created_at', 'provider_list', 'consumer_uuid',
+                    'user_id', 'project_id', 'request_id', 'sent_at')
+    list_filter = ('event_type', SentFilter, 'created_at')
+    search_fields = ('=providers__provider_uuid', '=consumer_uuid', '=request_id', '=user_id')
+    ordering = ('-id',)
+    date_hierarchy = 'created_at'
+    inlines = (EventProviderInline,)
+    fields = ('event_type', 'created_at', 'consumer_uuid', 'consumer_generation_before',
+              'consumer_generation_after', 'payload', 'request_id', 'user_id', 'project_id',
+              'sent_at')
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related('providers')
+
+    @admin.display(description='providers')
+    def provider_list(self, event):
+        return ', '.join(p.provider_uuid for p in event.providers.all())
