@@ -182,6 +182,17 @@ PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY = os.environ.get(
 if PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY not in ('depth-first', 'breadth-first'):
     raise ValueError('PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY must be '
                      "'depth-first' or 'breadth-first'")
+# Change notifications, sent from the event log by `manage.py
+# send_notifications` through oslo.messaging: 'noop' sends nothing (the log
+# still keeps every event), 'log' writes them to the log, 'messagingv2' sends
+# them to the broker at PLACEMENT_TRANSPORT_URL (rabbit://user:pass@host:5672/)
+# on these topics.
+PLACEMENT_NOTIFICATIONS_DRIVER = os.environ.get('PLACEMENT_NOTIFICATIONS_DRIVER', 'noop')
+if PLACEMENT_NOTIFICATIONS_DRIVER not in ('noop', 'log', 'messagingv2'):
+    raise ValueError("PLACEMENT_NOTIFICATIONS_DRIVER must be 'noop', 'log' or 'messagingv2'")
+PLACEMENT_TRANSPORT_URL = os.environ.get('PLACEMENT_TRANSPORT_URL') or None
+PLACEMENT_NOTIFICATIONS_TOPICS = config.env_list('PLACEMENT_NOTIFICATIONS_TOPICS') or [
+    'notifications']
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

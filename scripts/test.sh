@@ -18,4 +18,13 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "test.sh: the browser tests need chromium: sudo apt-get install chromium" >&2
     fi
 fi
+# The notification tests start a throw-away broker from Debian's rabbitmq-server.
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing rabbitmq-server (Debian package) for the notification tests" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
+    else
+        echo "test.sh: the notification tests need rabbitmq-server: sudo apt-get install rabbitmq-server" >&2
+    fi
+fi
 exec .venv/bin/python -m pytest "$@"
