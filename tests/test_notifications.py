@@ -4,13 +4,15 @@ real RabbitMQ broker (Debian's rabbitmq-server, started here: tests/broker.py)
 and through oslo.messaging's log driver."""
 import logging
 import tempfile
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from providers import events, notifications
-from providers.models import Event
+from providers.models import Event, EventProvider
 from tests.broker import Broker
 from tests.conftest import new_uuid
 
@@ -158,3 +160,20 @@ def test_each_event_type_has_its_payload_name(db):
         expected = ('AllocationPayload' if event_type.startswith('allocation.')
                     else 'ResourceProviderPayload')
         assert notifications.payload_name(event_type) == expected
+
+
+def test_pruning_deletes_only_old_sent_events(api, capsys):
+    make_pool(api)
+    old, sent_recently, unsent_old = Event.objects.order_by('pk')[:3]
+    long_ago = timezone.now() - timedelta(days=40)
+    Event.objects.filter(pk__in=[old.pk, unsent_old.pk]).update(created_at=long_ago)
+    Event.objects.filter(pk__in=[old.pk, sent_recently.pk]).update(sent_at=timezone.now())
+
+    call_command('prune_events', '--older-than-days', '30')
+
+    assert 'Deleted 1 sent event(s)' in capsys.readouterr().out
+    assert not Event.objects.filter(pk=old.pk).exists()
+    assert not EventProvider.objects.filter(event_id=old.pk).exists()
+    assert Event.objects.count() == 4
+    with pytest.raises(CommandError, match='must not be negative'):
+        call_command('prune_events', '--older-than-days', '-1')
