@@ -82,14 +82,17 @@ def allocations_delete(*, consumer_uuid):
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if consumer is None:
             return False
-        held = set(Allocation.objects.filter(consumer_id=consumer.pk).values_list(
-            'resource_provider__uuid', 'resource_provider__generation'))
+        # Locked (in id order, as writers lock them) so that the generations
+        # recorded below stay current until commit.
+        held = sorted(ResourceProvider.objects.select_for_update().filter(
+            pk__in=Allocation.objects.filter(consumer_id=consumer.pk).values(
+                'resource_provider_id')).order_by('pk').values_list('uuid', 'generation'))
         deleted, _ = Allocation.objects.filter(consumer_id=consumer.pk).delete()
         if not deleted:
             return False
         consumer.delete()
         events.record(events.ALLOCATION_DELETE,
-                      providers=sorted((uuid, gen, gen) for uuid, gen in held),
+                      providers=[(uuid, gen, gen) for uuid, gen in held],
                       consumer=(consumer.uuid, consumer.generation, None),
                       payload={'allocations': {}})
     return True
@@ -154,8 +157,11 @@ def _replace(requests):
     # their generation bumped (as in OpenStack Placement; a provider that
     # merely loses a consumer's allocations to another provider does not).
     emptied = {r.consumer.pk for r in requests if not r.allocations}
-    providers = _lock_providers(
-        set(found.values()) | {p for c, p, _, _ in previous if c in emptied})
+    bumped_ids = set(found.values()) | {p for c, p, _, _ in previous if c in emptied}
+    # Those it leaves are locked too, so the generations the event log
+    # records for them are current until commit.
+    locked = _lock_providers(bumped_ids | {p for _, p, _, _ in previous})
+    providers = {pk: locked[pk] for pk in bumped_ids}
 
     wanted = []  # (request, provider, class name, class id, amount)
     for request in requests:
@@ -182,28 +188,32 @@ def _replace(requests):
         consumer.generation += 1
     if emptied:
         Consumer.objects.filter(pk__in=emptied, allocations__isnull=True).delete()
-    _record_events(requests, providers, found, previous)
+    _record_events(requests, providers, locked, found, previous)
 
 
-def _record_events(requests, bumped, found, previous):
+def _record_events(requests, bumped, locked, found, previous):
     """One event per consumer written, naming the providers it now holds
-    and those it held, with their generations."""
+    and those it held, with their generations: a provider bumped by the
+    write shows the step once, in the first consumer's event; a provider a
+    consumer merely left keeps its generation."""
     held = collections.defaultdict(set)
     for consumer_id, provider_id, _, _ in previous:
         held[consumer_id].add(provider_id)
-    # Providers a consumer moved away from keep their generation (and were
-    # not locked): read them as they stand.
-    left = {p for ids in held.values() for p in ids} - set(bumped)
-    unbumped = {p.pk: p for p in ResourceProvider.objects.filter(pk__in=left).only(
-        'id', 'uuid', 'generation')} if left else {}
+    stepped = set()
     changes = []
     for request in requests:
         consumer = request.consumer
-        provider_ids = {found[uuid] for uuid in request.allocations} | held[consumer.pk]
-        providers = sorted(
-            (bumped[p].uuid, bumped[p].generation - 1, bumped[p].generation) if p in bumped
-            else (unbumped[p].uuid, unbumped[p].generation, unbumped[p].generation)
-            for p in provider_ids)
+        if request.created and not request.allocations:
+            continue  # emptying a consumer that never held anything changes nothing
+        providers = []
+        for provider_id in {found[uuid] for uuid in request.allocations} | held[consumer.pk]:
+            provider = locked[provider_id]
+            before = provider.generation
+            if provider_id in bumped and provider_id not in stepped:
+                stepped.add(provider_id)
+                before -= 1
+            providers.append((provider.uuid, before, provider.generation))
+        providers.sort()
         before = None if request.created else consumer.generation - 1
         if request.allocations:
             event_type, after = events.ALLOCATION_UPDATE, consumer.generation

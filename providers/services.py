@@ -152,7 +152,11 @@ def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_repa
             raise exceptions.DuplicateProvider(duplicate=name)
         if new_root_id is not None:
             ResourceProvider.objects.filter(pk__in=subtree_ids).update(root_provider_id=new_root_id)
-        # Renaming or moving a provider leaves its generation alone, as in Placement.
+        # Renaming or moving a provider leaves its generation alone, as in
+        # Placement; read it under the row lock the UPDATE took, not as the
+        # caller saw it before.
+        provider.generation = ResourceProvider.objects.values_list(
+            'generation', flat=True).get(pk=provider.pk)
         events.provider_changed(events.PROVIDER_UPDATE, provider, before=provider.generation,
                                 payload=changes)
     return ResourceProvider.objects.with_tree_uuids().get(pk=provider.pk)
@@ -498,6 +502,8 @@ def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
              for agg_id in wanted - existing], ignore_conflicts=True)
         added = sorted(u for u in wanted_uuids if known[u] not in existing)
         removed = sorted(u for u, i in existing_uuids.items() if i not in wanted)
+        if not (bump_generation or added or removed):
+            return  # the same set again before 1.19: nothing changed
         # One event per change: an add, a remove, or (both, or neither, as
         # when the same set is written again at a new generation) an update.
         event_type = (events.AGGREGATE_ADD if added and not removed else
