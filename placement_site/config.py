@@ -35,6 +35,17 @@ def env_int(name, default):
         raise ValueError(f'{name} must be a whole number, not {raw!r}')
 
 
+def env_float(name, default):
+    """A number environment variable; anything else is an error."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f'{name} must be a number, not {raw!r}')
+
+
 def env_list(name, default=''):
     """A comma-separated environment variable, blanks dropped."""
     raw = os.environ.get(name, default)
@@ -87,6 +98,22 @@ def database_from_url(url, *, data_dir):
         }
     raise ValueError(f'DATABASE_URL scheme {parts.scheme!r} is not supported '
                      '(use sqlite:// or postgresql://)')
+
+
+def replica_databases(urls, *, data_dir, connect_timeout=2):
+    """DATABASES entries replica0, replica1, ... for read replica URLs
+    (PostgreSQL only). A replica that does not answer is given up on after
+    connect_timeout seconds (unless the URL sets its own); tests see the
+    primary's test database under each alias."""
+    databases = {}
+    for index, url in enumerate(urls):
+        database = database_from_url(url, data_dir=data_dir)
+        if database['ENGINE'] != 'django.db.backends.postgresql':
+            raise ValueError(f'PLACEMENT_READ_DATABASE_URLS: {url!r} is not a PostgreSQL URL')
+        database['OPTIONS'].setdefault('connect_timeout', connect_timeout)
+        database['TEST'] = {'MIRROR': 'default'}
+        databases[f'replica{index}'] = database
+    return databases
 
 
 def secret_key(*, debug, data_dir):

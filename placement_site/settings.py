@@ -94,6 +94,16 @@ if DATABASES['default']['ENGINE'] == 'django.db.backends.sqlite3':
     }
 DEFAULT_AUTO_FIELD = 'django.db.models.BigAutoField'
 
+# Read replicas (docs/replicas.md): PLACEMENT_READ_DATABASE_URLS, comma-separated
+# PostgreSQL URLs, become aliases replica0, replica1, ... that serve advisory
+# reads (allocation candidates, explain, dashboards) while they lag no more
+# than PLACEMENT_REPLICA_MAX_LAG_SECONDS. Without them, no router at all.
+PLACEMENT_READ_DATABASE_URLS = config.env_list('PLACEMENT_READ_DATABASE_URLS')
+PLACEMENT_REPLICA_MAX_LAG_SECONDS = config.env_float('PLACEMENT_REPLICA_MAX_LAG_SECONDS', 5.0)
+DATABASES.update(config.replica_databases(PLACEMENT_READ_DATABASE_URLS, data_dir=DATA_DIR))
+PLACEMENT_READ_DATABASES = [alias for alias in DATABASES if alias != 'default']
+DATABASE_ROUTERS = ['placement_site.replicas.ReplicaRouter'] if PLACEMENT_READ_DATABASES else []
+
 AUTH_PASSWORD_VALIDATORS = [
     {'NAME': 'django.contrib.auth.password_validation.UserAttributeSimilarityValidator'},
     {'NAME': 'django.contrib.auth.password_validation.MinimumLengthValidator'},

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from allocations.candidates import explain, parse, select_candidates
 from allocations.candidates.selector import no_cycle_collection
-from placement_site import errors, exceptions, microversion
+from placement_site import errors, exceptions, microversion, replicas
 from placement_site.api import PlacementViewSet, accept_json, check_query_encoding, versions
 
 
@@ -73,6 +73,7 @@ def answer_body(result, groups, version):
 class AllocationCandidatesViewSet(PlacementViewSet):
     """/allocation_candidates"""
 
+    @replicas.advisory
     @versions('1.10')
     @accept_json
     def list(self, request):
@@ -90,6 +91,7 @@ class ExplainViewSet(PlacementViewSet):
     constraint and, when nothing fits, what eliminated them. Without an
     OpenStack-API-Version header the latest microversion's rules apply."""
 
+    @replicas.advisory
     @accept_json
     def list(self, request):
         version = self.version

@@ -12,7 +12,7 @@ from allocations.models import Allocation, Consumer, ConsumerType
 from allocations.ui import reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, ordering
 from allocations.ui.forms import ExplorerForm, UsageFilter
-from placement_site import errors, exceptions, microversion
+from placement_site import errors, exceptions, microversion, replicas
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 staff_only = staff_member_required(login_url='login')
@@ -21,6 +21,7 @@ TOP_CONSUMERS = 20
 
 
 @staff_only
+@replicas.advisory
 def overview(request):
     return render(request, 'ui/overview.html', {
         'classes': reports.class_summary(),
@@ -34,6 +35,7 @@ def overview(request):
 # ---- providers and pools --------------------------------------------------------
 
 @staff_only
+@replicas.advisory
 def provider_list(request):
     providers = ResourceProvider.objects.select_related(
         'parent_provider', 'root_provider').with_max_utilization()
@@ -49,6 +51,7 @@ def provider_list(request):
 
 
 @staff_only
+@replicas.advisory
 def provider_detail(request, uuid):
     provider = get_object_or_404(
         ResourceProvider.objects.select_related('parent_provider', 'root_provider'), uuid=uuid)
@@ -78,6 +81,7 @@ def provider_detail(request, uuid):
 
 
 @staff_only
+@replicas.advisory
 def aggregate_list(request):
     page = Paginator(reports.aggregates_with_counts(), PAGE_SIZE).get_page(request.GET.get('page'))
     books = reports.pools(page)
@@ -87,6 +91,7 @@ def aggregate_list(request):
 
 
 @staff_only
+@replicas.advisory
 def aggregate_detail(request, uuid):
     aggregate = get_object_or_404(Aggregate, uuid=uuid)
     members = ResourceProvider.objects.member_of_any([aggregate.uuid])
@@ -103,6 +108,7 @@ def aggregate_detail(request, uuid):
 # ---- usage by owner ----------------------------------------------------------------
 
 @staff_only
+@replicas.advisory
 def usage(request):
     form = UsageFilter(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
@@ -132,6 +138,7 @@ def _classes_in(rows):
 # ---- the candidate explorer ---------------------------------------------------------
 
 @staff_only
+@replicas.advisory
 def explorer(request):
     form = ExplorerForm(request.GET or None)
     context = {'form': form}

@@ -1,0 +1,220 @@
+"""A throw-away PostgreSQL primary with a streaming replica, and Placement
+servers (gunicorn) in front of them, for the read replica tests.
+
+The primary is initdb'd with wal_level=replica and trust authentication
+(replication included); the replica is a pg_basebackup -R of it, started
+hot_standby on the next port. Both run from Debian's PostgreSQL (as the
+postgres user when we are root, as scripts/pg-test-server.sh does), from a
+directory under /tmp that stop() removes."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg2
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
+           'Accept': 'application/json'}
+
+
+def postgres_bin():
+    """Debian's newest PostgreSQL bin directory, or None."""
+    found = sorted(Path('/usr/lib/postgresql').glob('*/bin/initdb'),
+                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    return found[-1].parent if found else None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A primary on `port` and its replica on `port + 1`."""
+
+    def __init__(self, port=25460, base=None):
+        self.bin = postgres_bin()
+        self.primary_port = port
+        self.replica_port = port + 1
+        self.base = Path(base or f'/tmp/placement-replica-test-{port}')
+        self.primary_dir = self.base / 'primary'
+        self.replica_dir = self.base / 'replica'
+
+    def url(self, port):
+        return f'postgresql://placement:placement@127.0.0.1:{port}/placement'
+
+    @property
+    def primary_url(self):
+        return self.url(self.primary_port)
+
+    @property
+    def replica_url(self):
+        return self.url(self.replica_port)
+
+    def _run(self, *args, **kwargs):
+        command = [str(a) for a in args]
+        if os.geteuid() == 0:
+            command = ['runuser', '-u', 'postgres', '--', *command]
+        return subprocess.run(command, check=True, capture_output=True, text=True,
+                              timeout=kwargs.pop('timeout', 60), **kwargs)
+
+    def _pg_ctl(self, data, *args):
+        return self._run(self.bin / 'pg_ctl', '-D', data, *args)
+
+    def start(self):
+        self.stop()
+        self.base.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.base, 'postgres')
+        self._run(self.bin / 'initdb', '-D', self.primary_dir, '-U', 'postgres', '--auth=trust')
+        with open(self.primary_dir / 'pg_hba.conf', 'a') as hba:
+            hba.write('host replication all 127.0.0.1/32 trust\n')
+        self.start_server(self.primary_dir, self.primary_port,
+                          '-c wal_level=replica -c max_wal_senders=5')
+        self.sql(self.primary_port, "CREATE ROLE placement LOGIN SUPERUSER PASSWORD 'placement'",
+                 dbname='postgres')
+        self.sql(self.primary_port, 'CREATE DATABASE placement OWNER placement', dbname='postgres')
+        self._run(self.bin / 'pg_basebackup', '-h', '127.0.0.1', '-p', self.primary_port,
+                  '-U', 'postgres', '-D', self.replica_dir, '-R', '-X', 'stream', '-c', 'fast')
+        self.start_replica()
+
+    def start_server(self, data, port, options=''):
+        self._pg_ctl(data, '-l', data.parent / f'{data.name}.log', '-w', '-o',
+                     f'-p {port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off '
+                     f'-c full_page_writes=off -c max_connections=100 {options}', 'start')
+
+    def start_replica(self):
+        self.start_server(self.replica_dir, self.replica_port, '-c hot_standby=on')
+
+    def stop_replica(self):
+        self._pg_ctl(self.replica_dir, '-m', 'fast', '-w', 'stop')
+
+    def stop(self):
+        """Stop both servers and remove their files."""
+        for data in (self.replica_dir, self.primary_dir):
+            if (data / 'postmaster.pid').exists():
+                try:
+                    self._pg_ctl(data, '-m', 'immediate', '-w', 'stop')
+                except subprocess.CalledProcessError:
+                    pass
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    # ---- talking to the servers directly ----
+
+    def sql(self, port, sql, *params, dbname='placement'):
+        """Rows of one statement, run as postgres in autocommit."""
+        conn = psycopg2.connect(host='127.0.0.1', port=port, user='postgres', dbname=dbname,
+                                connect_timeout=5)
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cursor:
+                cursor.execute(sql, params or None)
+                return cursor.fetchall() if cursor.description else None
+        finally:
+            conn.close()
+
+    def replica_sql(self, sql, *params):
+        return self.sql(self.replica_port, sql, *params)
+
+    def primary_sql(self, sql, *params):
+        return self.sql(self.primary_port, sql, *params)
+
+    def pause_replay(self):
+        """Stop applying WAL on the replica (it keeps receiving it)."""
+        self.replica_sql('SELECT pg_wal_replay_pause()')
+        wait_for(lambda: self.replica_sql('SELECT pg_get_wal_replay_pause_state()')[0][0]
+                 == 'paused', 'replay to pause')
+
+    def resume_replay(self):
+        self.replica_sql('SELECT pg_wal_replay_resume()')
+
+    def wait_caught_up(self, timeout=30):
+        """Until the replica has replayed everything the primary has written."""
+        target = self.primary_sql('SELECT pg_current_wal_lsn()::text')[0][0]
+        wait_for(lambda: self.replica_sql(
+            'SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn', target)[0][0],
+            'the replica to catch up', timeout)
+
+
+def wait_for(condition, what, timeout=30, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():
+                return
+        except (psycopg2.Error, requests.RequestException):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f'timed out waiting for {what}')
+        time.sleep(interval)
+
+
+class Server:
+    """`manage.py migrate`-ed Placement under gunicorn, as
+    ../shared/compat/servers/project.sh runs it, on a free port."""
+
+    def __init__(self, base, *, database_url, read_urls, max_lag, workers=2, threads=4):
+        self.port = free_port()
+        self.url = f'http://127.0.0.1:{self.port}'
+        self.data = Path(base) / f'server-{self.port}'
+        self.data.mkdir(parents=True)
+        self.env = {**os.environ,
+                    'DATABASE_URL': database_url,
+                    'PLACEMENT_READ_DATABASE_URLS': ','.join(read_urls),
+                    'PLACEMENT_REPLICA_MAX_LAG_SECONDS': str(max_lag),
+                    'PLACEMENT_DATA_DIR': str(self.data),
+                    'DJANGO_SECURE_COOKIES': 'false',
+                    'DJANGO_SECRET_KEY': 'replica-tests',
+                    'PLACEMENT_LOG_LEVEL': 'WARNING'}
+        self.env.pop('DJANGO_SETTINGS_MODULE', None)
+        self.workers, self.threads = workers, threads
+        self.process = None
+        self.session = requests.Session()
+
+    def manage(self, *args):
+        return subprocess.run([sys.executable, 'manage.py', *args], cwd=REPO, env=self.env,
+                              check=True, capture_output=True, text=True, timeout=120)
+
+    def start(self):
+        with open(self.data / 'gunicorn.log', 'ab') as log:
+            self.process = subprocess.Popen(
+                [sys.executable, '-m', 'gunicorn', 'placement_site.wsgi:application',
+                 '-b', f'127.0.0.1:{self.port}', '--workers', str(self.workers),
+                 '--threads', str(self.threads), '--log-level', 'warning'],
+                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        wait_for(lambda: requests.get(self.url + '/', timeout=5).status_code == 200,
+                 'the Placement server to start', timeout=60)
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log(self):
+        return (self.data / 'gunicorn.log').read_text(errors='replace')
+
+    def call(self, method, path, body=None, *, session=None):
+        return (session or requests).request(method, self.url + path, json=body,
+                                             headers=HEADERS, timeout=60)
+
+    def login(self, username, password):
+        """A requests.Session logged in to the dashboards."""
+        session = requests.Session()
+        session.get(self.url + '/accounts/login/', timeout=30).raise_for_status()
+        answer = session.post(self.url + '/accounts/login/', data={
+            'username': username, 'password': password,
+            'csrfmiddlewaretoken': session.cookies['csrftoken']}, timeout=30,
+            allow_redirects=False)
+        assert answer.status_code == 302, answer.text[:2000]
+        return session
