@@ -281,9 +281,13 @@ class PlacementViewSet(viewsets.ViewSet):
         policy.authorize(self.context, rule, target)
 
     def respond(self, body, *, status=200, last_modified=None, location=None,
-                cache_headers=True):
-        """A JSON answer; Last-Modified and Cache-Control from 1.15."""
-        response = HttpResponse(json.dumps(body), status=status,
+                cache_headers=True, dumps=json.dumps):
+        """A JSON answer; Last-Modified and Cache-Control from 1.15.
+
+        dumps=orjson.dumps serialises a large answer ten times faster; only
+        for bodies that are ASCII anyway (json.dumps escapes the rest, as
+        Placement's answers do)."""
+        response = HttpResponse(dumps(body), status=status,
                                 content_type='application/json')
         if cache_headers:
             self._cache_headers(response, last_modified)

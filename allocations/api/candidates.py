@@ -3,6 +3,7 @@ views and their answers. Parsing and the search itself live in
 allocations.candidates."""
 import contextlib
 
+import orjson
 from django.utils import timezone
 
 from allocations.candidates import explain, parse, select_candidates
@@ -80,9 +81,15 @@ class AllocationCandidatesViewSet(PlacementViewSet):
         self.authorize('placement:allocation_candidates:list')
         candidate_query = parsed_query(request, self.version)
         with no_cycle_collection(), unknown_names_refused():
-            result = select_candidates(candidate_query)
-            return self.respond(answer_body(result, candidate_query.groups, self.version),
-                                last_modified=timezone.now())
+            return self._answer(candidate_query)
+
+    def _answer(self, candidate_query):
+        # A call of its own: the search's objects are freed when it returns,
+        # before the cycle collector is back on (it would walk every one).
+        result = select_candidates(candidate_query)
+        # The answer is uuids, class and trait names and numbers: ASCII.
+        return self.respond(answer_body(result, candidate_query.groups, self.version),
+                            last_modified=timezone.now(), dumps=orjson.dumps)
 
 
 class ExplainViewSet(PlacementViewSet):

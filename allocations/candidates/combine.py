@@ -22,7 +22,8 @@ class Combination:
         self.params = query.params
         self.nested_aware = query.nested_aware
         self.research = research
-        self.summaries = summaries.by_id
+        self.loader = summaries
+        self.summaries = summaries.by_id   # filled in by loader.load_for
         self.settings = settings
         self.class_totals = collections.Counter()
         self.multi_group_classes = set()
@@ -68,6 +69,9 @@ class Combination:
                     break
             self.research.record(Stage.COMBINED, '', len(merged))
             return merged
+        # Combining checks the capacity of each combination: it needs the
+        # summaries of every tree involved.
+        self.loader.load_for(r for requests in by_suffix.values() for r in requests)
         by_anchor = collections.defaultdict(lambda: collections.defaultdict(list))
         for suffix, requests in by_suffix.items():
             for request in requests:
@@ -177,6 +181,7 @@ class Combination:
         in Placement, before any limit applies)."""
         if self.nested_aware or not self.research.has_trees:
             return requests
+        self.loader.load_for(requests)
         kept = []
         for request in requests:
             providers = {p for p, _, _ in request.resources}

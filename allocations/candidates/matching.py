@@ -78,7 +78,7 @@ def single_provider_requests(research, found, summaries):
     pairs = providers_matching(research, found)
     if not pairs:
         return []
-    summaries.load({root for _, root in pairs})
+    summaries.note_roots(pairs)
     served = research.trees_served([p for p, _ in pairs if p in research.sharing])
     suffix = found.suffix
     resources = list(found.resources.items())
@@ -162,8 +162,7 @@ def tree_requests(research, found, summaries):
     combined = trees_matching(research, found)
     if not combined:
         return []
-    real_roots = {p: root for pairs in found.capacity.values() for p, root in pairs}
-    summaries.load({real_roots[c[0]] for c in combined})
+    summaries.note_roots(pair for pairs in found.capacity.values() for pair in pairs)
     amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
     trees = collections.defaultdict(lambda: collections.defaultdict(list))
     for provider_id, root_id, class_id in combined:

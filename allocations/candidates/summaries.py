@@ -1,10 +1,13 @@
 """Provider summaries: capacity, usage, max_unit and traits of every provider
-in the trees the candidates come from. Matching and combining read them to
-check the capacity of a combination; the answer lists them.
+in the trees the candidates come from. Combining several groups reads them
+to check the capacity of a combination; the answer lists them.
 
-Loading is a fixed number of queries per call (providers, inventories with
-usage, traits, and once the class and trait names), whatever the number of
-trees; constructing Summaries does no I/O.
+They are loaded only for the trees that need them: those of the candidates
+returned (after any limit), and, when several groups are combined, those
+being combined. Matching only notes each provider's root. Loading is a fixed
+number of queries per call (providers, inventories with usage, and once the
+class names), whatever the number of trees; traits are read once, for the
+answer's providers only. Constructing Summaries does no I/O.
 """
 from providers.models import Inventory, ProviderTrait, ResourceClass, ResourceProvider, Trait
 
@@ -29,9 +32,19 @@ class Summaries:
 
     def __init__(self):
         self.by_id = {}      # provider id -> ProviderSummary
+        self.root_of = {}    # provider id -> root id, for every provider matched
         self.loaded_roots = set()
         self._class_names = None
         self._trait_names = None
+
+    def note_roots(self, pairs):
+        """Remember the root of each (provider id, root id) matched, so the
+        trees of any request can be loaded later."""
+        self.root_of.update(pairs)
+
+    def load_for(self, requests):
+        """Load the trees of every provider the requests use."""
+        self.load({self.root_of[p] for r in requests for p, _, _ in r.resources})
 
     def load(self, root_ids):
         """Add every provider of the trees not loaded yet."""
@@ -41,12 +54,9 @@ class Summaries:
         self.loaded_roots |= new_roots
         providers = ResourceProvider.objects.all()
         inventories = Inventory.objects.all()
-        provider_traits = ProviderTrait.objects.all()
         if len(new_roots) <= WHOLE_TABLE_THRESHOLD:
             providers = providers.filter(root_provider_id__in=new_roots)
             inventories = inventories.filter(resource_provider__root_provider_id__in=new_roots)
-            provider_traits = provider_traits.filter(
-                resource_provider__root_provider_id__in=new_roots)
         added = {}
         for pk, uuid, parent_id, root_id in providers.values_list(
                 'id', 'uuid', 'parent_provider_id', 'root_provider_id'):
@@ -61,14 +71,25 @@ class Summaries:
             if summary is not None:
                 summary.resources[class_names[class_id]] = (
                     int((total - reserved) * ratio), int(used or 0), max_unit)
+        self.by_id.update(added)
+
+    def _load_traits(self, summaries):
+        """The traits of these summaries, in trait id order (as Placement's
+        (trait, provider) key gives them)."""
+        by_id = {s.id: s for s in summaries}
+        if not by_id:
+            return
+        provider_traits = ProviderTrait.objects.all()
+        roots = {s.root_id for s in summaries}
+        if len(roots) <= WHOLE_TABLE_THRESHOLD:
+            provider_traits = provider_traits.filter(
+                resource_provider__root_provider_id__in=list(roots))
         trait_names = self.trait_names()
-        # Trait id order, as Placement's (trait, provider) key gives it.
         for provider_id, trait_id in provider_traits.values_list(
                 'resource_provider_id', 'trait_id').order_by('trait_id'):
-            summary = added.get(provider_id)
+            summary = by_id.get(provider_id)
             if summary is not None:
                 summary.traits.append(trait_names[trait_id])
-        self.by_id.update(added)
 
     def class_names(self):
         if self._class_names is None:
@@ -85,7 +106,10 @@ class Summaries:
         (before 1.29: only the providers in `only`)."""
         if not requests:
             return []
-        by_id = self.by_id
-        roots = {by_id[p].root_id for r in requests for p, _, _ in r.resources}
-        return [s for s in by_id.values()
-                if s.root_id in roots and (only is None or s.id in only)]
+        self.load_for(requests)
+        root_of = self.root_of
+        roots = {root_of[p] for r in requests for p, _, _ in r.resources}
+        answer = [s for s in self.by_id.values()
+                  if s.root_id in roots and (only is None or s.id in only)]
+        self._load_traits(answer)
+        return answer

@@ -22,6 +22,8 @@ def summaries(vcpu=None):
         if vcpu and provider_id in vcpu:
             summary.resources[VCPU] = vcpu[provider_id]
         loaded.by_id[provider_id] = summary
+        loaded.root_of[provider_id] = 1
+    loaded.loaded_roots.add(1)  # loading it again would read the database
     return loaded
 
 
