@@ -7,7 +7,7 @@ summaries.
   group: single_provider_requests.
 - The unsuffixed group may take each class from a different provider of one
   tree, or from a sharing provider reached through an aggregate:
-  tree_requests, which first keeps the trees that can hold every class
+  iter_tree_requests, which first keeps the trees that can hold every class
   (trees_matching) and then takes the product of their providers per class.
 """
 import collections
@@ -39,10 +39,15 @@ class AllocationRequest:
         return all(p in sharing for p, _, _ in self.resources)
 
 
-def group_requests(research, found, summaries):
-    """The allocation requests of one researched group."""
+def group_requests(research, found, summaries, *, lazy=False):
+    """The allocation requests of one researched group: a list, or with
+    lazy=True an iterator that builds trees' requests only as they are
+    taken (a `limit` needs the first few of many)."""
     if found.tree_mode:
-        requests = tree_requests(research, found, summaries)
+        requests = iter_tree_requests(research, found, summaries)
+        if lazy:
+            return requests
+        requests = list(requests)
     else:
         requests = single_provider_requests(research, found, summaries)
     for request in requests:
@@ -158,22 +163,26 @@ def _trees_with_traits(found, pairs):
     return {r for r, indexes in satisfied.items() if len(indexes) == wanted}
 
 
-def tree_requests(research, found, summaries):
+def iter_tree_requests(research, found, summaries):
+    """The requests of the trees (with sharing providers) that together
+    satisfy an unsuffixed group, tree by tree."""
     combined = trees_matching(research, found)
     if not combined:
-        return []
+        return
     summaries.note_roots(pair for pairs in found.capacity.values() for pair in pairs)
     amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
     trees = collections.defaultdict(lambda: collections.defaultdict(list))
     for provider_id, root_id, class_id in combined:
         trees[root_id][class_id].append((provider_id, *amounts[class_id]))
-    requests, seen = [], set()
+    seen = set()
+    use_same_provider = found.group.use_same_provider
     for root_id, by_class in trees.items():
         lists = [sorted(by_class[c]) for c in sorted(by_class)]
         for combo in itertools.product(*lists):
             if not _traits_ok(found, combo):
                 continue
-            request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}})
+            request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}},
+                                        use_same_provider)
             if request.only_sharing(research.sharing):
                 # Only sharing providers: the same request comes from every
                 # tree they serve. Like Placement, keep the first tree's.
@@ -181,8 +190,7 @@ def tree_requests(research, found, summaries):
                 if key in seen:
                     continue
                 seen.add(key)
-            requests.append(request)
-    return requests
+            yield request
 
 
 def _traits_ok(found, combo):

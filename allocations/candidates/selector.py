@@ -11,6 +11,7 @@ both call it.
 """
 import contextlib
 import gc
+import itertools
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
@@ -75,6 +76,14 @@ def _search(query, research, summaries, combination):
         found = research.group(group)
         if not found.alive:  # explaining: research the other groups still
             continue
+        if _lazy(query, research, combination):
+            # One group and a limit: build only the requests the limit takes.
+            requests = iter(group_requests(research, found, summaries, lazy=True))
+            first = next(requests, None)
+            if first is None:
+                research.dead_end(found)
+            by_suffix[suffix] = itertools.chain([first], requests)
+            continue
         requests = group_requests(research, found, summaries)
         research.record(Stage.GROUP_CANDIDATES, suffix, len(requests))
         if not requests:
@@ -84,6 +93,12 @@ def _search(query, research, summaries, combination):
     if not research.alive:
         return []
     return combination.candidates(by_suffix)
+
+
+def _lazy(query, research, combination):
+    """Can the only group's requests be generated as they are taken? Not
+    when explaining (every count is wanted) or without an early stop."""
+    return len(query.groups) == 1 and not research.exhaustive and combination.stop_at() >= 0
 
 
 @contextlib.contextmanager

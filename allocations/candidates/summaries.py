@@ -9,6 +9,9 @@ number of queries per call (providers, inventories with usage, and once the
 class names), whatever the number of trees; traits are read once, for the
 answer's providers only. Constructing Summaries does no I/O.
 """
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.db import connections
+
 from providers.models import Inventory, ProviderTrait, ResourceClass, ResourceProvider, Trait
 
 # Above this many trees, reading whole tables beats a huge IN list.
@@ -85,6 +88,15 @@ class Summaries:
             provider_traits = provider_traits.filter(
                 resource_provider__root_provider_id__in=list(roots))
         trait_names = self.trait_names()
+        if connections[provider_traits.db].vendor == 'postgresql':
+            # One row per provider instead of one per trait (~30 per node).
+            for provider_id, trait_ids in provider_traits.values('resource_provider_id').annotate(
+                    ids=ArrayAgg('trait_id', order_by='trait_id')).values_list(
+                    'resource_provider_id', 'ids').order_by():
+                summary = by_id.get(provider_id)
+                if summary is not None:
+                    summary.traits = [trait_names[t] for t in trait_ids]
+            return
         for provider_id, trait_id in provider_traits.values_list(
                 'resource_provider_id', 'trait_id').order_by('trait_id'):
             summary = by_id.get(provider_id)
