@@ -3,13 +3,13 @@ views and their answers. Parsing and the search itself live in
 allocations.candidates."""
 import contextlib
 
-import orjson
 from django.utils import timezone
 
 from allocations.candidates import explain, parse, select_candidates
 from allocations.candidates.selector import no_cycle_collection
 from placement_site import errors, exceptions, microversion, replicas
-from placement_site.api import PlacementViewSet, accept_json, check_query_encoding, versions
+from placement_site.api import (PlacementViewSet, accept_json, check_query_encoding,
+                                fast_dumps, versions)
 
 
 def parsed_query(request, version):
@@ -89,7 +89,7 @@ class AllocationCandidatesViewSet(PlacementViewSet):
         result = select_candidates(candidate_query)
         # The answer is uuids, class and trait names and numbers: ASCII.
         return self.respond(answer_body(result, candidate_query.groups, self.version),
-                            last_modified=timezone.now(), dumps=orjson.dumps)
+                            last_modified=timezone.now(), dumps=fast_dumps)
 
 
 class ExplainViewSet(PlacementViewSet):
