@@ -274,6 +274,23 @@ def _refuse_deleting_used(provider, class_ids, names_by_id):
                                         resource_provider=provider.uuid)
 
 
+def _wanted_inventories(provider, inventories, reserved_can_be_total):
+    """({class id: record with defaults}, {class id: name}) of a complete set
+    of inventories, each checked for a usable capacity."""
+    # Classes first: a key that names no class (the schema lets any key
+    # outside the class-name pattern through, as Placement's does) is a 400
+    # whatever its value.
+    ids = resource_class_ids(list(inventories))
+    wanted, names_by_id = {}, {}
+    for name, record in inventories.items():
+        record = {**INVENTORY_DEFAULTS, **record}
+        check_inventory_capacity(provider, name, record,
+                                 reserved_can_be_total=reserved_can_be_total)
+        wanted[ids[name]] = record
+        names_by_id[ids[name]] = name
+    return wanted, names_by_id
+
+
 def inventories_replace(*, provider, inventories, reserved_can_be_total=True, check_usage=True):
     """Make the provider's inventories exactly `inventories`
     ({class name: record}): add, update and delete as needed.
@@ -284,22 +301,13 @@ def inventories_replace(*, provider, inventories, reserved_can_be_total=True, ch
     under PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY, for the moment before it
     replaces the allocations.
     """
-    # Classes first: a key that names no class (the schema lets any key
-    # outside the class-name pattern through, as Placement's does) is a 400
-    # whatever its value.
-    ids = resource_class_ids(list(inventories))
-    records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
-    for name, record in records.items():
-        check_inventory_capacity(provider, name, record,
-                                 reserved_can_be_total=reserved_can_be_total)
-    names_by_id = {class_id: name for name, class_id in ids.items()}
+    wanted, names_by_id = _wanted_inventories(provider, inventories, reserved_can_be_total)
     with transaction.atomic():
         claim_generation(provider)
         existing = {inv.resource_class_id: inv
                     for inv in Inventory.objects.filter(resource_provider_id=provider.pk)}
         names_by_id.update(ResourceClass.objects.filter(
             pk__in=list(existing)).values_list('id', 'name'))
-        wanted = {ids[name]: record for name, record in records.items()}
         to_delete = [class_id for class_id in existing if class_id not in wanted]
         if to_delete:
             _refuse_deleting_used(provider, to_delete, names_by_id)
@@ -341,18 +349,10 @@ def check_inventories(*, provider, inventories, reserved_can_be_total=True):
     (unknown class, bad capacity, deleting inventory in use, and, under
     PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY, shrinking it below usage),
     with the same rules; reads only."""
-    # Classes first: a key that names no class (the schema lets any key
-    # outside the class-name pattern through, as Placement's does) is a 400
-    # whatever its value.
-    ids = resource_class_ids(list(inventories))
-    records = {name: {**INVENTORY_DEFAULTS, **record} for name, record in inventories.items()}
-    for name, record in records.items():
-        check_inventory_capacity(provider, name, record,
-                                 reserved_can_be_total=reserved_can_be_total)
+    wanted, names_by_id = _wanted_inventories(provider, inventories, reserved_can_be_total)
     existing = dict(Inventory.objects.filter(resource_provider_id=provider.pk).values_list(
         'resource_class_id', 'resource_class__name'))
-    names_by_id = {**existing, **{class_id: name for name, class_id in ids.items()}}
-    wanted = {ids[name]: record for name, record in records.items()}
+    names_by_id.update(existing)
     to_delete = [class_id for class_id in existing if class_id not in wanted]
     if to_delete:
         _refuse_deleting_used(provider, to_delete, names_by_id)
