@@ -24,6 +24,10 @@ from providers.querysets import (SHARING_TRAIT, ids_in_aggregates, ids_with_any_
                                  trees_served_by)
 
 
+# member_of narrows the capacity queries to at most this many providers; a
+# larger IN list costs more than it saves.
+CAPACITY_SCOPE_LIMIT = 20000
+
 class Stage(enum.Enum):
     """The stages of the search, in the order they run. The explain
     endpoint maps them to its labels."""
@@ -206,11 +210,12 @@ class Research:
         forbidden_ids = {self.trait_id(t) for t in group.forbidden_traits} - {None}
         if group.in_tree:
             self._in_tree(found)
+        scope = self._capacity_scope(found)
         for name, amount in group.resources.items():
             class_id = found.class_ids[name]
             fitting = set()
             if class_id is not None and not (group.in_tree and found.tree_root is None):
-                fitting = providers_with_capacity(class_id, amount, found.tree_root)
+                fitting = providers_with_capacity(class_id, amount, found.tree_root, scope)
             found.capacity[name] = self.narrowed(Stage.CAPACITY, found, fitting, f'{amount} {name}')
         if found.required_ids:
             self._required(found)
@@ -236,6 +241,23 @@ class Research:
                 break
         found.members = self.narrowed(Stage.MEMBER_OF, found, members,
                                       aggregates_text(found.group.member_of))
+
+    def _capacity_scope(self, found):
+        """The providers member_of leaves the group (None: all), so the
+        capacity queries weigh the usage of those only: the members, and in
+        a tree every provider under a member root (sharing providers count
+        only when members, see _sharing). Not when explaining, whose
+        funnel counts every provider with capacity."""
+        if found.members is None or self.exhaustive:
+            return None
+        if not found.tree_mode:
+            return found.members
+        if len(found.members) > CAPACITY_SCOPE_LIMIT:
+            return None
+        under = ResourceProvider.objects.filter(
+            root_provider_id__in=list(found.members)).values_list('id', flat=True)
+        scope = found.members | set(under)
+        return scope if len(scope) <= CAPACITY_SCOPE_LIMIT else None
 
     def _in_tree(self, found):
         uuid = found.group.in_tree
@@ -284,11 +306,14 @@ class Research:
 
 # ---- one query per constraint ------------------------------------------------------
 
-def providers_with_capacity(class_id, amount, tree_root=None):
+def providers_with_capacity(class_id, amount, tree_root=None, within=None):
     """(provider id, root id) of providers whose inventory of the class can
     take `amount` more (capacity, min/max unit, step size), optionally in
-    one tree."""
-    fitting = Inventory.objects.filter(resource_class_id=class_id).able_to_fit(amount).with_root()
+    one tree or among some providers."""
+    fitting = Inventory.objects.filter(resource_class_id=class_id)
+    if within is not None:
+        fitting = fitting.filter(resource_provider_id__in=list(within))
+    fitting = fitting.able_to_fit(amount).with_root()
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
     return set(fitting.values_list('resource_provider_id', 'root').order_by())
