@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The 100,000-provider benchmark (docs/performance.md): optionally loads the
+# scale dataset, starts gunicorn on it, runs scripts/scale_bench.py, stops
+# the server.
+#
+#   DATABASE_URL=postgresql://... scripts/scale-bench.sh [--load N] [-- scale_bench.py options]
+#
+# --load N  migrate and load N compute nodes first (manage.py load_scale; the
+#           database must have no providers). 40000 gives ~100,000 providers.
+# Environment: DATABASE_URL (required; PostgreSQL for the floor and the
+# capacity check: `PG_TEST_PORT=25450 scripts/pg-test-server.sh` prints one),
+# PORT (19050), WORKERS (2), SEED (42), GUNICORN_TIMEOUT (900 s: the unlimited
+# candidate requests take seconds at this size).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${DATABASE_URL:?set DATABASE_URL}"
+PORT="${PORT:-19050}"
+LOAD=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --load) LOAD="$2"; shift 2 ;;
+        --) shift; break ;;
+        *) break ;;
+    esac
+done
+export DATABASE_URL PLACEMENT_AUTH_STRATEGY="${PLACEMENT_AUTH_STRATEGY:-noauth2}"
+
+if [ -n "$LOAD" ]; then
+    .venv/bin/python manage.py migrate --noinput -v0
+    .venv/bin/python manage.py load_scale --compute-nodes "$LOAD" --seed "${SEED:-42}"
+fi
+
+LOG="${TMPDIR:-/tmp}/scale-bench-server-$PORT.log"
+.venv/bin/python -m gunicorn placement_site.wsgi:application -b "127.0.0.1:$PORT" \
+    --workers "${WORKERS:-2}" --timeout "${GUNICORN_TIMEOUT:-900}" --log-level warning \
+    >"$LOG" 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break
+    kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
+    sleep 0.5
+done
+
+.venv/bin/python scripts/scale_bench.py --url "http://127.0.0.1:$PORT" \
+    --server-pid "$SERVER" --seed "${SEED:-42}" "$@"
