@@ -573,12 +573,18 @@ class EventViewSet(PlacementViewSet):
 
 
 def _moment(text):
-    """An ISO 8601 time (UTC unless it says otherwise), or 400."""
+    """An ISO 8601 time (UTC unless it says otherwise) as UTC, or 400.
+
+    Converted here: databases take a narrower range of offsets than ISO
+    8601 writes (PostgreSQL none beyond 15:59)."""
     try:
         moment = parse_datetime(text)
-    except ValueError:
+        if moment is not None:
+            moment = (moment.astimezone(dt_timezone.utc) if moment.tzinfo
+                      else moment.replace(tzinfo=dt_timezone.utc))
+    except (ValueError, OverflowError):
         moment = None
     if moment is None:
         raise errors.bad_request(
             f"Invalid query string parameters: 'since' must be an ISO 8601 time, not {text!r}")
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)
+    return moment
