@@ -13,14 +13,10 @@ from pathlib import Path
 import kombu
 from amqp.exceptions import NotFound
 
+from tests.ports import free_port
+
 BIN = Path('/usr/lib/rabbitmq/bin')
 START_TIMEOUT = 90
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 class Broker:

@@ -8,7 +8,6 @@ postgres user when we are root, as scripts/pg-test-server.sh does), from a
 directory under /tmp that stop() removes."""
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import psycopg2
 import requests
+
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
@@ -27,12 +28,6 @@ def postgres_bin():
     found = sorted(Path('/usr/lib/postgresql').glob('*/bin/initdb'),
                    key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
     return found[-1].parent if found else None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
