@@ -102,3 +102,22 @@ def test_filtered_combines_every_filter(cloud):
     assert names(ResourceProvider.objects.filtered(
         forbidden_aggregates=[ROW], forbidden_traits=[node])) == ['cn2-numa0', 'nfs']
     assert names(ResourceProvider.objects.filtered(name='cn\x00')) == []
+
+
+def test_in_ids_matches_in_for_ids_lists_and_relations(cloud):
+    ids = list(ResourceProvider.objects.filter(name__in=['cn1', 'nfs']).values_list('pk', flat=True))
+    assert names(ResourceProvider.objects.filter(id__in_ids=ids)) == ['cn1', 'nfs']
+    assert names(ResourceProvider.objects.filter(id__in_ids={str(i) for i in ids})) == ['cn1', 'nfs']
+    by_relation = Inventory.objects.filter(resource_provider__in_ids=ids)
+    assert set(by_relation) == set(Inventory.objects.filter(resource_provider__in=ids))
+    cn1 = ResourceProvider.objects.get(name='cn1')
+    in_tree = ResourceProvider.objects.filter(root_provider_id__in_ids=[cn1.root_provider_id])
+    assert names(in_tree) == names(ResourceProvider.objects.filter(root_provider=cn1.root_provider))
+
+
+def test_in_ids_of_nothing_and_of_many(cloud):
+    assert not ResourceProvider.objects.filter(id__in_ids=[]).exists()
+    everything = ResourceProvider.objects.count()
+    assert ResourceProvider.objects.exclude(id__in_ids=[]).count() == everything
+    # More ids than SQLite allows variables in one statement.
+    assert ResourceProvider.objects.filter(id__in_ids=range(1, 300_000)).count() == everything

@@ -255,7 +255,7 @@ class Research:
         if len(found.members) > CAPACITY_SCOPE_LIMIT:
             return None
         under = ResourceProvider.objects.filter(
-            root_provider_id__in=list(found.members)).values_list('id', flat=True)
+            root_provider_id__in_ids=found.members).values_list('id', flat=True)
         scope = found.members | set(under)
         return scope if len(scope) <= CAPACITY_SCOPE_LIMIT else None
 
@@ -312,7 +312,7 @@ def providers_with_capacity(class_id, amount, tree_root=None, within=None):
     one tree or among some providers."""
     fitting = Inventory.objects.filter(resource_class_id=class_id)
     if within is not None:
-        fitting = fitting.filter(resource_provider_id__in=list(within))
+        fitting = fitting.filter(resource_provider_id__in_ids=within)
     fitting = fitting.able_to_fit(amount).with_root()
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
@@ -332,7 +332,7 @@ def providers_with_any_trait(trait_ids):
 def provider_roots(provider_ids):
     """(provider id, root id) of the providers: the candidates of a group
     that asks for no resources."""
-    return set(ResourceProvider.objects.filter(id__in=list(provider_ids)).values_list(
+    return set(ResourceProvider.objects.filter(id__in_ids=provider_ids).values_list(
         'id', 'root_provider_id').order_by())
 
 

@@ -58,8 +58,8 @@ class Summaries:
         providers = ResourceProvider.objects.all()
         inventories = Inventory.objects.all()
         if len(new_roots) <= WHOLE_TABLE_THRESHOLD:
-            providers = providers.filter(root_provider_id__in=new_roots)
-            inventories = inventories.filter(resource_provider__root_provider_id__in=new_roots)
+            providers = providers.filter(root_provider_id__in_ids=new_roots)
+            inventories = inventories.filter(resource_provider__root_provider_id__in_ids=new_roots)
         added = {}
         for pk, uuid, parent_id, root_id in providers.values_list(
                 'id', 'uuid', 'parent_provider_id', 'root_provider_id'):
@@ -86,7 +86,7 @@ class Summaries:
         roots = {s.root_id for s in summaries}
         if len(roots) <= WHOLE_TABLE_THRESHOLD:
             provider_traits = provider_traits.filter(
-                resource_provider__root_provider_id__in=list(roots))
+                resource_provider__root_provider_id__in_ids=roots)
         trait_names = self.trait_names()
         if connections[provider_traits.db].vendor == 'postgresql':
             # One row per provider instead of one per trait (~30 per node).
