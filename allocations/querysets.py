@@ -32,7 +32,7 @@ def allocations_on_provider(provider):
 
 def provider_usages(provider):
     """{resource class: used} for every class the provider has inventory of."""
-    rows = Inventory.objects.filter(resource_provider_id=provider.pk).with_usage().values_list(
+    rows = Inventory.objects.filter(resource_provider_id=provider.pk).values_list(
         'resource_class__name', 'used')
     return {name: used for name, used in rows}
 

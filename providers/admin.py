@@ -139,7 +139,7 @@ class InventoryInline(admin.TabularInline):
     extra = 0
 
     def get_queryset(self, request):
-        return super().get_queryset(request).with_usage().select_related('resource_class')
+        return super().get_queryset(request).select_related('resource_class')
 
     @admin.display(description='used')
     def used(self, inventory):
@@ -320,7 +320,7 @@ class InventoryAdmin(ReadOnlyAdmin):
     search_fields = ('resource_provider__name', 'resource_provider__uuid', 'resource_class__name')
 
     def get_queryset(self, request):
-        return super().get_queryset(request).with_usage()
+        return super().get_queryset(request)
 
     @admin.display(description='used', ordering='used')
     def used(self, inventory):

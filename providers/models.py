@@ -126,6 +126,10 @@ class Inventory(models.Model):
     max_unit = models.IntegerField(default=2147483647)
     step_size = models.IntegerField(default=1)
     allocation_ratio = models.FloatField(default=1.0)
+    # What consumers hold of this class on this provider: the sum of its
+    # allocations, kept by the database's own triggers whatever writes them
+    # (allocations/usage_totals.py), so a capacity check reads one column.
+    used = models.BigIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 

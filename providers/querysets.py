@@ -13,8 +13,8 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import Exists, F, FloatField, OuterRef, Subquery, Sum, Value
-from django.db.models.functions import Cast, Coalesce, Mod, NullIf
+from django.db.models import Exists, F, FloatField, OuterRef, Subquery, Value
+from django.db.models.functions import Cast, Mod, NullIf
 
 from placement_site.queries import storable
 
@@ -73,27 +73,16 @@ def capacity_expression(prefix=''):
 
 class InventoryQuerySet(models.QuerySet):
 
-    def with_usage(self):
-        """Annotate `used`: what consumers hold of the inventory's class on
-        its provider (a correlated SUM, so other annotations never multiply
-        it)."""
-        held = _allocations().objects.filter(
-            resource_provider=OuterRef('resource_provider'),
-            resource_class=OuterRef('resource_class'))
-        return self.annotate(used=Coalesce(
-            Subquery(held.values('resource_provider').annotate(total=Sum('used')).values('total')),
-            Value(0)))
-
     def with_utilization(self):
-        """Annotate `used` and `utilization` (used / capacity; unknown when
+        """Annotate `utilization` (used / capacity; unknown when
         there is no capacity: reserved == total, or a zero ratio)."""
-        return self.with_usage().annotate(
+        return self.annotate(
             utilization=Cast(F('used'), FloatField()) / NullIf(capacity_expression(), 0.0))
 
     def able_to_fit(self, amount):
         """Inventories where `amount` more units fit: within min_unit,
         max_unit and step_size, and used + amount <= capacity."""
-        return self.filter(min_unit__lte=amount, max_unit__gte=amount).with_usage().annotate(
+        return self.filter(min_unit__lte=amount, max_unit__gte=amount).annotate(
             usable=capacity_expression(),
             step_remainder=Mod(Value(amount), F('step_size')),
         ).filter(step_remainder=0, usable__gte=F('used') + amount)

@@ -6,6 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from django.db import connection
+
+from allocations import usage_totals
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -86,6 +89,7 @@ def test_twenty_claims_for_the_last_five_units(server, nearly_full):
     usages = server.call('GET', f'/resource_providers/{nearly_full}/usages').json()
     assert usages['usages'] == {'VCPU': 10}
     assert usages['resource_provider_generation'] == before + 5
+    assert usage_totals.miscounted(connection) == []
     for consumer, answer in zip(consumers, answers):
         held = server.call('GET', f'/allocations/{consumer}').json()['allocations']
         assert bool(held) == (answer.status_code == 204)

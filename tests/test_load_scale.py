@@ -132,6 +132,7 @@ def test_every_invariant_holds(loaded):
     for row in used:
         record = records[row['resource_provider_id'], row['resource_class_id']]
         assert row['used'] <= record.capacity, row
+        assert record.used == row['used'], row  # the database's own count
     for allocation in Allocation.objects.all():
         record = records[allocation.resource_provider_id, allocation.resource_class_id]
         assert record.min_unit <= allocation.used <= record.max_unit

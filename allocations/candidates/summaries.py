@@ -67,7 +67,7 @@ class Summaries:
                 added[pk] = ProviderSummary(pk, uuid, parent_id, root_id)
         class_names = self.class_names()
         for provider_id, class_id, total, reserved, ratio, max_unit, used in \
-                inventories.with_usage().values_list(
+                inventories.values_list(
                     'resource_provider_id', 'resource_class_id', 'total', 'reserved',
                     'allocation_ratio', 'max_unit', 'used').order_by('id'):
             summary = added.get(provider_id)

@@ -349,11 +349,6 @@ def write_plan(plan, *, batch_size=5000):
         ((provider_ids[k], uuid, name, plan.generations[k], provider_ids[root],
           None if parent is None else provider_ids[parent], now, now)
          for k, (uuid, name, parent, root) in enumerate(plan.providers)))
-    writer.write(Inventory, (
-        'resource_provider_id', 'resource_class_id', 'total', 'reserved', 'min_unit',
-        'max_unit', 'step_size', 'allocation_ratio', 'created_at', 'updated_at'),
-        ((provider_ids[p], class_ids[c], total, reserved, 1, max_unit, 1, ratio, now, None)
-         for p, c, total, reserved, max_unit, ratio in plan.inventories))
     writer.write(ProviderTrait, ('resource_provider_id', 'trait_id'),
                  ((provider_ids[p], trait_ids[t]) for p, t in plan.traits))
     writer.write(ProviderAggregate, ('resource_provider_id', 'aggregate_id'),
@@ -369,6 +364,13 @@ def write_plan(plan, *, batch_size=5000):
         'updated_at'),
         ((provider_ids[p], consumer_ids[c], class_ids[rc], used, now, None)
          for c, p, rc, used in plan.allocations))
+    # Inventories last: each counts its allocations once as it is written,
+    # instead of every allocation recounting its inventory (usage_totals).
+    writer.write(Inventory, (
+        'resource_provider_id', 'resource_class_id', 'total', 'reserved', 'min_unit',
+        'max_unit', 'step_size', 'allocation_ratio', 'created_at', 'updated_at'),
+        ((provider_ids[p], class_ids[c], total, reserved, 1, max_unit, 1, ratio, now, None)
+         for p, c, total, reserved, max_unit, ratio in plan.inventories))
 
 
 def _resource_class_ids(names):
