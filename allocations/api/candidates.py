@@ -33,19 +33,21 @@ def unknown_names_refused():
 
 def answer_body(result, groups, version):
     summaries = result.summaries_by_id
-
-    def uuid(provider_id):
-        return summaries[provider_id].uuid
-
+    uuid_of = {pk: summary.uuid for pk, summary in summaries.items()}
+    as_dict, with_mappings = version.matches((1, 12)), version.matches((1, 34))
     requests = []
     for request in result.allocation_requests:
         by_provider = {}
         for provider_id, class_name, amount in request.resources:
-            by_provider.setdefault(uuid(provider_id), {})[class_name] = amount
-        if version.matches((1, 12)):
+            uuid = uuid_of[provider_id]
+            if uuid in by_provider:
+                by_provider[uuid][class_name] = amount
+            else:
+                by_provider[uuid] = {class_name: amount}
+        if as_dict:
             entry = {'allocations': {u: {'resources': r} for u, r in by_provider.items()}}
-            if version.matches((1, 34)):
-                entry['mappings'] = {suffix: [uuid(p) for p in providers]
+            if with_mappings:
+                entry['mappings'] = {suffix: [uuid_of[p] for p in providers]
                                      for suffix, providers in request.mappings.items()}
         else:
             entry = {'allocations': [{'resource_provider': {'uuid': u}, 'resources': r}
@@ -65,8 +67,8 @@ def answer_body(result, groups, version):
             entry['traits'] = summary.traits
         if with_tree:
             entry['parent_provider_uuid'] = (
-                summaries[summary.parent_id].uuid if summary.parent_id else None)
-            entry['root_provider_uuid'] = summaries[summary.root_id].uuid
+                uuid_of[summary.parent_id] if summary.parent_id else None)
+            entry['root_provider_uuid'] = uuid_of[summary.root_id]
         provider_summaries[summary.uuid] = entry
     return {'allocation_requests': requests, 'provider_summaries': provider_summaries}
 

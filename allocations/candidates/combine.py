@@ -58,8 +58,11 @@ class Combination:
             # copies a sharing provider makes for each tree it serves.
             merged, seen = [], set()
             sharing = self.research.sharing
-            for request in next(iter(by_suffix.values())):
-                if request.only_sharing(sharing):
+            suffix, requests = next(iter(by_suffix.items()))
+            # A tree group's requests come without those copies already.
+            dedupe = bool(sharing) and not self.research.findings[suffix].tree_mode
+            for request in requests:
+                if dedupe and request.only_sharing(sharing):
                     key = request.key()
                     if key in seen:
                         continue

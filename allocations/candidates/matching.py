@@ -176,14 +176,19 @@ def iter_tree_requests(research, found, summaries):
         trees[root_id][class_id].append((provider_id, *amounts[class_id]))
     seen = set()
     use_same_provider = found.group.use_same_provider
+    sharing = research.sharing
+    check_traits = bool(found.forbidden or found.required_sets)
     for root_id, by_class in trees.items():
         lists = [sorted(by_class[c]) for c in sorted(by_class)]
+        # Only if every class could come from a sharing provider.
+        may_repeat = bool(sharing) and all(
+            any(p in sharing for p, _, _ in providers) for providers in lists)
         for combo in itertools.product(*lists):
-            if not _traits_ok(found, combo):
+            if check_traits and not _traits_ok(found, combo):
                 continue
             request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}},
                                         use_same_provider)
-            if request.only_sharing(research.sharing):
+            if may_repeat and request.only_sharing(sharing):
                 # Only sharing providers: the same request comes from every
                 # tree they serve. Like Placement, keep the first tree's.
                 key = request.key()
