@@ -180,36 +180,48 @@ def run_read(client, name, path, version, *, reps, warmup, budget, min_reps, log
 
 # ---- the database floor ----
 
-def capacity_sql(resources):
+def capacity_sql(resources, *, summed=False):
     """The core capacity query: every (provider, class) able to supply
-    `resources` ({class id: amount}), with its root. Allocations are summed
-    for the requested classes only."""
+    `resources` ({class id: amount}), with its root. It reads the usage the
+    database keeps per inventory (Inventory.used); with summed=True it sums
+    the allocations of the requested classes instead, as a schema without
+    that column must (the floor before it existed)."""
+    used = 'COALESCE(u.used, 0)' if summed else 'inv.used'
     clauses, params = [], []
     for class_id, amount in sorted(resources.items()):
         clauses.append(
-            '(inv.resource_class_id = %s AND (inv.total - inv.reserved) * inv.allocation_ratio'
-            ' - COALESCE(u.used, 0) >= %s AND inv.min_unit <= %s AND inv.max_unit >= %s'
+            f'(inv.resource_class_id = %s AND (inv.total - inv.reserved) * inv.allocation_ratio'
+            f' - {used} >= %s AND inv.min_unit <= %s AND inv.max_unit >= %s'
             ' AND %s %% inv.step_size = 0)')
         params += [class_id, amount, amount, amount, amount]
     ids = ', '.join(str(int(i)) for i in sorted(resources))
-    sql = f"""
-        SELECT inv.resource_provider_id, rp.root_provider_id, inv.resource_class_id,
-               (inv.total - inv.reserved) * inv.allocation_ratio - COALESCE(u.used, 0) AS free
-        FROM inventories inv
-        JOIN resource_providers rp ON rp.id = inv.resource_provider_id
+    usage = f"""
         LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used
                    FROM allocations WHERE resource_class_id IN ({ids})
                    GROUP BY resource_provider_id, resource_class_id) u
                ON u.resource_provider_id = inv.resource_provider_id
-              AND u.resource_class_id = inv.resource_class_id
+              AND u.resource_class_id = inv.resource_class_id""" if summed else ''
+    sql = f"""
+        SELECT inv.resource_provider_id, rp.root_provider_id, inv.resource_class_id,
+               (inv.total - inv.reserved) * inv.allocation_ratio - {used} AS free
+        FROM inventories inv
+        JOIN resource_providers rp ON rp.id = inv.resource_provider_id{usage}
         WHERE inv.resource_class_id IN ({ids}) AND ({' OR '.join(clauses)})"""
     return sql, params
+
+
+def explain_ms(cursor, sql, params):
+    cursor.execute('EXPLAIN (ANALYZE, FORMAT JSON) ' + sql, params)
+    plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return plan[0]['Execution Time']
 
 
 class Floor:
     """The capacity query for nova's request, timed by EXPLAIN (ANALYZE)
     (execution time on the server, no transfer) and by running it and
-    fetching its rows."""
+    fetching its rows; the summing variant is timed alongside for
+    reference."""
     WANTED = (('VCPU', 1), ('MEMORY_MB', 512), ('DISK_GB', 10))
 
     def __init__(self, connection):
@@ -218,16 +230,15 @@ class Floor:
             wanted = dict(self.WANTED)
             cursor.execute('SELECT name, id FROM resource_classes WHERE name IN %s',
                            [tuple(wanted)])
-            self.sql, self.params = capacity_sql(
-                {class_id: wanted[name] for name, class_id in cursor.fetchall()})
-        self.executions, self.walls, self.rows = [], [], []
+            resources = {class_id: wanted[name] for name, class_id in cursor.fetchall()}
+        self.sql, self.params = capacity_sql(resources)
+        self.summed_sql, _ = capacity_sql(resources, summed=True)
+        self.executions, self.summed_executions, self.walls, self.rows = [], [], [], []
 
     def sample(self):
         with self.connection.cursor() as cursor:
-            cursor.execute('EXPLAIN (ANALYZE, FORMAT JSON) ' + self.sql, self.params)
-            plan = cursor.fetchone()[0]
-            plan = json.loads(plan) if isinstance(plan, str) else plan
-            self.executions.append(plan[0]['Execution Time'])
+            self.executions.append(explain_ms(cursor, self.sql, self.params))
+            self.summed_executions.append(explain_ms(cursor, self.summed_sql, self.params))
             started = time.perf_counter()
             cursor.execute(self.sql, self.params)
             self.rows = cursor.fetchall()
@@ -243,6 +254,8 @@ class Floor:
                 'execution_median_ms': statistics.median(self.executions),
                 'execution_min_ms': min(self.executions),
                 'execution_ms': [round(x, 2) for x in self.executions],
+                'summed_execution_median_ms': statistics.median(self.summed_executions),
+                'summed_execution_ms': [round(x, 2) for x in self.summed_executions],
                 'query_and_fetch_median_ms': statistics.median(self.walls),
                 'plan': plan_text}
 
@@ -514,7 +527,8 @@ def main(argv=None):
         log(f'database floor (capacity query for {NOVA}): EXPLAIN ANALYZE execution '
             f'{f["execution_median_ms"]:.1f} ms median (min {f["execution_min_ms"]:.1f}, '
             f'n={len(f["execution_ms"])}), query+fetch {f["query_and_fetch_median_ms"]:.1f} ms, '
-            f'{f["rows"]} rows, {f["providers"]} providers in {f["trees"]} trees')
+            f'{f["rows"]} rows, {f["providers"]} providers in {f["trees"]} trees; summing '
+            f'allocations instead: {f["summed_execution_median_ms"]:.1f} ms')
         if 'candidates_nova_limit1000' in reads:
             request = reads['candidates_nova_limit1000']
             ratio = request['median_ms'] / f['execution_median_ms']
@@ -582,6 +596,8 @@ def table(result):
         f = result['floor']
         lines.append(f'| database floor (EXPLAIN ANALYZE) | {f["execution_median_ms"]:.1f} | | | '
                      f'{f["providers"]} providers | {len(f["execution_ms"])} |')
+        lines.append(f'| the same, summing allocations | {f["summed_execution_median_ms"]:.1f} | | | '
+                     f'| {len(f["summed_execution_ms"])} |')
     if 'limit1000_over_floor' in result:
         pairs = result['limit1000_over_floor_pairs']
         lines.append(f'\nlimit=1000 / floor: {result["limit1000_over_floor"]:.2f}x (interleaved '
