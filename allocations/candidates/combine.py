@@ -39,16 +39,29 @@ class Combination:
         requests = self.exclude_nested(requests)
         return self.limit(requests)
 
+    def _excluding(self):
+        """Will candidates be dropped after they are made (exclude_nested)?"""
+        return not self.nested_aware and self.research.has_trees
+
     def stop_at(self):
         """How many candidates to generate at most (-1: all)."""
         stop_at = self.settings.max_candidates
         limit = self.params.limit
-        excluding = not self.nested_aware and self.research.has_trees
-        if limit and not self.settings.randomize and not excluding:
+        if limit and not self.settings.randomize and not self._excluding():
             # Any `limit` of the candidates is a correct answer (their order
             # is undefined), so stop as soon as there are enough.
             stop_at = limit if stop_at < 0 else min(stop_at, limit)
         return stop_at
+
+    def sample_size(self):
+        """How many candidates to draw at random before building them
+        (None: build them all, then draw): a `limit` with randomization,
+        when nothing caps or drops candidates once made."""
+        limit = self.params.limit
+        if (limit and self.settings.randomize and self.settings.max_candidates < 0
+                and not self._excluding()):
+            return limit
+        return None
 
     def merge(self, by_suffix):
         stop_at = self.stop_at()

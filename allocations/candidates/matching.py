@@ -10,8 +10,10 @@ summaries.
   iter_tree_requests, which first keeps the trees that can hold every class
   (trees_matching) and then takes the product of their providers per class.
 """
+import bisect
 import collections
 import itertools
+import math
 
 from allocations.candidates.research import Stage, provider_roots, traits_text
 
@@ -163,27 +165,44 @@ def _trees_with_traits(found, pairs):
     return {r for r, indexes in satisfied.items() if len(indexes) == wanted}
 
 
-def iter_tree_requests(research, found, summaries):
-    """The requests of the trees (with sharing providers) that together
-    satisfy an unsuffixed group, tree by tree."""
+def _trees(research, found, summaries):
+    """{root id: {class id: [(provider id, class name, amount)]}}: the
+    trees (with sharing providers) able to hold every class of the group."""
     combined = trees_matching(research, found)
     if not combined:
-        return
+        return {}
     summaries.note_roots(pair for pairs in found.capacity.values() for pair in pairs)
     amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
     trees = collections.defaultdict(lambda: collections.defaultdict(list))
     for provider_id, root_id, class_id in combined:
         trees[root_id][class_id].append((provider_id, *amounts[class_id]))
+    return trees
+
+
+def _sorted_lists(by_class):
+    """A tree's providers per class, in class id order: the factors of its
+    combinations, as Placement orders them."""
+    return [sorted(by_class[c]) for c in sorted(by_class)]
+
+
+def _may_repeat(sharing, by_class):
+    """Could a combination of this tree use sharing providers only (and so
+    come out the same for every tree they serve)?"""
+    return bool(sharing) and all(
+        any(p in sharing for p, _, _ in providers) for providers in by_class.values())
+
+
+def iter_tree_requests(research, found, summaries, trees=None):
+    """The requests of the trees (with sharing providers) that together
+    satisfy an unsuffixed group, tree by tree."""
+    trees = _trees(research, found, summaries) if trees is None else trees
     seen = set()
     use_same_provider = found.group.use_same_provider
     sharing = research.sharing
     check_traits = bool(found.forbidden or found.required_sets)
     for root_id, by_class in trees.items():
-        lists = [sorted(by_class[c]) for c in sorted(by_class)]
-        # Only if every class could come from a sharing provider.
-        may_repeat = bool(sharing) and all(
-            any(p in sharing for p, _, _ in providers) for providers in lists)
-        for combo in itertools.product(*lists):
+        may_repeat = _may_repeat(sharing, by_class)
+        for combo in itertools.product(*_sorted_lists(by_class)):
             if check_traits and not _traits_ok(found, combo):
                 continue
             request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}},
@@ -196,6 +215,42 @@ def iter_tree_requests(research, found, summaries):
                     continue
                 seen.add(key)
             yield request
+
+
+def sample_tree_requests(research, found, summaries, count, rng):
+    """(requests, how many the group has): `count` of the group's tree
+    requests drawn uniformly at random (as random.sample draws from the full
+    list), building only those. A tree's requests are the product of its
+    providers per class, so the i-th one is computed from i. When they
+    cannot be counted before they are built (sharing-only copies to drop)
+    or all are wanted anyway, all of them; None when traits are checked per
+    combination."""
+    if found.forbidden or found.required_sets:
+        return None
+    trees = _trees(research, found, summaries)
+    sizes = [math.prod(len(providers) for providers in by_class.values())
+             for by_class in trees.values()]
+    total = sum(sizes)
+    if total <= count or any(_may_repeat(research.sharing, t) for t in trees.values()):
+        requests = list(iter_tree_requests(research, found, summaries, trees))
+        return requests, len(requests)
+    roots = list(trees)
+    starts = list(itertools.accumulate(sizes, initial=0))
+    lists = {}
+    requests = []
+    for index in rng.sample(range(total), count):
+        tree = bisect.bisect_right(starts, index) - 1
+        root_id = roots[tree]
+        if root_id not in lists:
+            lists[root_id] = _sorted_lists(trees[root_id])
+        offset, combo = index - starts[tree], []
+        for providers in reversed(lists[root_id]):  # the last factor varies fastest
+            offset, position = divmod(offset, len(providers))
+            combo.append(providers[position])
+        combo.reverse()
+        requests.append(AllocationRequest(root_id, combo, {found.suffix: {p for p, _, _ in combo}},
+                                          found.group.use_same_provider))
+    return requests, total
 
 
 def _traits_ok(found, combo):

@@ -12,12 +12,13 @@ both call it.
 import contextlib
 import gc
 import itertools
+import random
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
 
 from allocations.candidates.combine import Combination
-from allocations.candidates.matching import group_requests
+from allocations.candidates.matching import group_requests, sample_tree_requests
 from allocations.candidates.research import NoCandidates, Research, Stage
 from allocations.candidates.summaries import Summaries
 
@@ -84,8 +85,13 @@ def _search(query, research, summaries, combination):
                 research.dead_end(found)
             by_suffix[suffix] = itertools.chain([first], requests)
             continue
-        requests = group_requests(research, found, summaries)
-        research.record(Stage.GROUP_CANDIDATES, suffix, len(requests))
+        sampled = _sampled(query, research, combination, found, summaries)
+        if sampled is not None:  # a random `limit` of them, built alone
+            requests, total = sampled
+        else:
+            requests = group_requests(research, found, summaries)
+            total = len(requests)
+        research.record(Stage.GROUP_CANDIDATES, suffix, total)
         if not requests:
             research.dead_end(found)
             continue
@@ -93,6 +99,15 @@ def _search(query, research, summaries, combination):
     if not research.alive:
         return []
     return combination.candidates(by_suffix)
+
+
+def _sampled(query, research, combination, found, summaries):
+    """The only group's requests drawn at random as the limit wants them
+    (see matching.sample_tree_requests), or None."""
+    count = combination.sample_size()
+    if count is None or len(query.groups) != 1 or research.exhaustive or not found.tree_mode:
+        return None
+    return sample_tree_requests(research, found, summaries, count, random)
 
 
 def _lazy(query, research, combination):

@@ -117,3 +117,71 @@ def test_explain_says_why_nothing_fits(cloud):
     assert [(f.group, f.unit, f.total) for f in explanation.funnels] == [
         ('_X', 'providers', 5), ('_Y', 'providers', 5)]
     assert explanation.sentences == ['group _X: 5 providers lack 20 VCPU']
+
+
+# ---- a random `limit`, drawn before the candidates are built ------------------------
+
+@pytest.fixture
+def numa_cloud(db):
+    """Three nodes with MEMORY_MB and two NUMA children with VCPU each: six
+    candidates for VCPU:1,MEMORY_MB:1, two per tree. cn0 has AVX2."""
+    from tests.conftest import add_provider
+    rps = {}
+    for n in range(3):
+        node = rps[f'cn{n}'] = add_provider(f'cn{n}', inventories={'MEMORY_MB': {'total': 64}},
+                                            traits=['HW_CPU_X86_AVX2'] if n == 0 else ())
+        for k in range(2):
+            rps[f'cn{n}-numa{k}'] = add_provider(f'cn{n}-numa{k}', parent=node,
+                                                 inventories={'VCPU': {'total': 4}})
+    return rps
+
+
+def draw(text, seed=None):
+    import random
+    if seed is not None:
+        random.seed(seed)
+    return select_candidates(query(text), settings=SearchSettings(randomize=True))
+
+
+def test_a_random_limit_draws_from_every_candidate_alike(numa_cloud):
+    every = candidates(numa_cloud, draw('resources=VCPU:1,MEMORY_MB:1'))
+    assert len(every) == 6
+    seen = {}
+    for attempt in range(300):
+        result = draw('resources=VCPU:1,MEMORY_MB:1&limit=2', seed=attempt)
+        drawn = candidates(numa_cloud, result)
+        assert len(drawn) == 2 and drawn[0] != drawn[1]
+        for candidate in drawn:
+            assert candidate in every
+            seen[repr(candidate)] = seen.get(repr(candidate), 0) + 1
+        assert [r.remaining for r in result.stages if r.stage == Stage.GROUP_CANDIDATES] == [6]
+    # 600 draws of 6 candidates: 100 each expected (binomial sd ~9).
+    assert len(seen) == 6 and all(60 <= n <= 140 for n in seen.values()), seen
+
+
+def test_a_random_limit_builds_only_the_requests_drawn(numa_cloud):
+    import random
+
+    from allocations.candidates.matching import sample_tree_requests
+    from allocations.candidates.research import Research
+    from allocations.candidates.summaries import Summaries
+    parsed = query('resources=VCPU:1,MEMORY_MB:1')
+    research = Research(parsed)
+    research.request_wide()
+    found = research.group(parsed.groups[''])
+    requests, total = sample_tree_requests(research, found, Summaries(), 4, random.Random(1))
+    assert (len(requests), total) == (4, 6)
+    assert len({r.key() for r in requests}) == 4
+    # Traits are checked per combination: no drawing before building.
+    parsed = query('resources=VCPU:1,MEMORY_MB:1&required=HW_CPU_X86_AVX2')
+    research = Research(parsed)
+    research.request_wide()
+    found = research.group(parsed.groups[''])
+    assert sample_tree_requests(research, found, Summaries(), 4, random.Random(1)) is None
+
+
+def test_a_random_limit_with_sharing_only_requests_builds_them_all(cloud):
+    # DISK_GB alone comes from nfs for cn2's tree: requests that repeat per tree.
+    result = draw('resources=DISK_GB:10&limit=1', seed=3)
+    assert len(result.allocation_requests) == 1
+    assert [r.remaining for r in result.stages if r.stage == Stage.GROUP_CANDIDATES] == [2]
