@@ -192,9 +192,10 @@ def _may_repeat(sharing, by_class):
         any(p in sharing for p, _, _ in providers) for providers in by_class.values())
 
 
-def iter_tree_requests(research, found, summaries, trees=None):
+def iter_tree_requests(research, found, summaries, trees=None, anchors=None):
     """The requests of the trees (with sharing providers) that together
-    satisfy an unsuffixed group, tree by tree."""
+    satisfy an unsuffixed group, tree by tree; with `anchors`, only those of
+    these anchor trees (the only ones the other groups reach)."""
     trees = _trees(research, found, summaries) if trees is None else trees
     seen = set()
     use_same_provider = found.group.use_same_provider
@@ -202,6 +203,11 @@ def iter_tree_requests(research, found, summaries, trees=None):
     check_traits = bool(found.forbidden or found.required_sets)
     for root_id, by_class in trees.items():
         may_repeat = _may_repeat(sharing, by_class)
+        skipped = anchors is not None and root_id not in anchors
+        if skipped and not may_repeat:
+            continue
+        # A skipped tree's sharing-only requests still come first for the
+        # trees they serve: the copies of later trees are dropped.
         for combo in itertools.product(*_sorted_lists(by_class)):
             if check_traits and not _traits_ok(found, combo):
                 continue
@@ -214,7 +220,8 @@ def iter_tree_requests(research, found, summaries, trees=None):
                 if key in seen:
                     continue
                 seen.add(key)
-            yield request
+            if not skipped:
+                yield request
 
 
 def sample_tree_requests(research, found, summaries, count, rng):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from django.conf import settings as django_settings
 
 from allocations.candidates.combine import Combination
-from allocations.candidates.matching import group_requests, sample_tree_requests
+from allocations.candidates.matching import (group_requests, iter_tree_requests,
+                                             sample_tree_requests)
 from allocations.candidates.research import NoCandidates, Research, Stage
 from allocations.candidates.summaries import Summaries
 
@@ -73,6 +74,7 @@ def select_candidates(query, *, settings=None, explain=False):
 def _search(query, research, summaries, combination):
     research.request_wide()
     by_suffix = {}
+    spread = None  # the unsuffixed group's findings, matched after the others
     for suffix, group in query.groups.items():
         found = research.group(group)
         if not found.alive:  # explaining: research the other groups still
@@ -85,20 +87,42 @@ def _search(query, research, summaries, combination):
                 research.dead_end(found)
             by_suffix[suffix] = itertools.chain([first], requests)
             continue
+        if _spread_later(query, research, found):
+            spread = found
+            continue
         sampled = _sampled(query, research, combination, found, summaries)
         if sampled is not None:  # a random `limit` of them, built alone
             requests, total = sampled
         else:
             requests = group_requests(research, found, summaries)
             total = len(requests)
-        research.record(Stage.GROUP_CANDIDATES, suffix, total)
-        if not requests:
-            research.dead_end(found)
-            continue
-        by_suffix[suffix] = requests
+        _found_requests(research, found, by_suffix, requests, total)
+    if spread is not None and research.alive:
+        # Its requests only matter in trees every other group reaches.
+        anchors = set.intersection(*({r.anchor for r in requests}
+                                     for requests in by_suffix.values()))
+        requests = list(iter_tree_requests(research, spread, summaries, anchors=anchors))
+        _found_requests(research, spread, by_suffix, requests, len(requests))
+        by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
     if not research.alive:
         return []
     return combination.candidates(by_suffix)
+
+
+def _found_requests(research, found, by_suffix, requests, total):
+    research.record(Stage.GROUP_CANDIDATES, found.suffix, total)
+    if not requests:
+        research.dead_end(found)
+        return
+    by_suffix[found.suffix] = requests
+
+
+def _spread_later(query, research, found):
+    """Match the unsuffixed group after the suffixed ones? Its tree
+    requests can be many (every tree with disk, say) where the other groups
+    reach a few trees; not when explaining (every count is wanted)."""
+    return (found.suffix == '' and found.tree_mode and len(query.groups) > 1
+            and not research.exhaustive)
 
 
 def _sampled(query, research, combination, found, summaries):
