@@ -13,8 +13,9 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import Exists, F, FloatField, OuterRef, Subquery, Value
+from django.db.models import Exists, F, FloatField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Cast, Mod, NullIf
+from django.db.models.lookups import Exact, GreaterThanOrEqual
 
 from placement_site.queries import storable
 
@@ -71,6 +72,13 @@ def capacity_expression(prefix=''):
         output_field=models.FloatField())
 
 
+def _fits(amount):
+    """`amount` more units fit the inventory (see able_to_fit)."""
+    return (Q(min_unit__lte=amount, max_unit__gte=amount)
+            & Exact(Mod(Value(amount), F('step_size')), 0)
+            & GreaterThanOrEqual(capacity_expression(), F('used') + amount))
+
+
 class InventoryQuerySet(models.QuerySet):
 
     def with_utilization(self):
@@ -82,10 +90,15 @@ class InventoryQuerySet(models.QuerySet):
     def able_to_fit(self, amount):
         """Inventories where `amount` more units fit: within min_unit,
         max_unit and step_size, and used + amount <= capacity."""
-        return self.filter(min_unit__lte=amount, max_unit__gte=amount).annotate(
-            usable=capacity_expression(),
-            step_remainder=Mod(Value(amount), F('step_size')),
-        ).filter(step_remainder=0, usable__gte=F('used') + amount)
+        return self.filter(_fits(amount))
+
+    def able_to_fit_any(self, wanted):
+        """Inventories of the classes of `wanted` ({class id: amount}) where
+        the class's amount fits: able_to_fit for several classes at once."""
+        fitting = Q()
+        for class_id, amount in wanted.items():
+            fitting |= Q(resource_class_id=class_id) & _fits(amount)
+        return self.filter(fitting)
 
     def with_root(self):
         """Annotate `root`: the root provider id of each inventory's provider.

@@ -210,13 +210,15 @@ class Research:
         forbidden_ids = {self.trait_id(t) for t in group.forbidden_traits} - {None}
         if group.in_tree:
             self._in_tree(found)
-        scope = self._capacity_scope(found)
+        wanted = {found.class_ids[name]: amount for name, amount in group.resources.items()
+                  if found.class_ids[name] is not None}
+        fitting = {}
+        if wanted and not (group.in_tree and found.tree_root is None):
+            fitting = providers_with_capacity(wanted, found.tree_root,
+                                              self._capacity_scope(found))
         for name, amount in group.resources.items():
-            class_id = found.class_ids[name]
-            fitting = set()
-            if class_id is not None and not (group.in_tree and found.tree_root is None):
-                fitting = providers_with_capacity(class_id, amount, found.tree_root, scope)
-            found.capacity[name] = self.narrowed(Stage.CAPACITY, found, fitting, f'{amount} {name}')
+            found.capacity[name] = self.narrowed(
+                Stage.CAPACITY, found, fitting.get(found.class_ids[name], set()), f'{amount} {name}')
         if found.required_ids:
             self._required(found)
         if forbidden_ids:
@@ -306,17 +308,22 @@ class Research:
 
 # ---- one query per constraint ------------------------------------------------------
 
-def providers_with_capacity(class_id, amount, tree_root=None, within=None):
-    """(provider id, root id) of providers whose inventory of the class can
-    take `amount` more (capacity, min/max unit, step size), optionally in
-    one tree or among some providers."""
-    fitting = Inventory.objects.filter(resource_class_id=class_id)
+def providers_with_capacity(wanted, tree_root=None, within=None):
+    """{class id: {(provider id, root id)}}: the providers whose inventory
+    of each class of `wanted` ({class id: amount}) can take its amount more
+    (capacity, min/max unit, step size), optionally in one tree or among
+    some providers. One query for every class."""
+    fitting = Inventory.objects.all()
     if within is not None:
         fitting = fitting.filter(resource_provider_id__in_ids=within)
-    fitting = fitting.able_to_fit(amount).with_root()
+    fitting = fitting.able_to_fit_any(wanted).with_root()
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
-    return set(fitting.values_list('resource_provider_id', 'root').order_by())
+    by_class = {class_id: set() for class_id in wanted}
+    for class_id, provider_id, root_id in fitting.values_list(
+            'resource_class_id', 'resource_provider_id', 'root').order_by():
+        by_class[class_id].add((provider_id, root_id))
+    return by_class
 
 
 def providers_in_aggregates(aggregate_uuids):
