@@ -12,6 +12,7 @@ summaries.
 """
 import bisect
 import collections
+import collections.abc
 import itertools
 import math
 
@@ -168,15 +169,88 @@ def _trees_with_traits(found, pairs):
 def _trees(research, found, summaries):
     """{root id: {class id: [(provider id, class name, amount)]}}: the
     trees (with sharing providers) able to hold every class of the group."""
+    if len(research.query.groups) == 1 and not research.exhaustive:
+        return _trees_of_one_group(research, found, summaries)
     combined = trees_matching(research, found)
     if not combined:
         return {}
-    summaries.note_roots(pair for pairs in found.capacity.values() for pair in pairs)
+    for pairs in found.capacity.values():
+        summaries.note_roots(pairs)
     amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
     trees = collections.defaultdict(lambda: collections.defaultdict(list))
     for provider_id, root_id, class_id in combined:
         trees[root_id][class_id].append((provider_id, *amounts[class_id]))
     return trees
+
+
+def _trees_of_one_group(research, found, summaries):
+    """_trees for the only group of a query, built per tree rather than
+    from trees_matching's set of every (provider, tree, class): at 100,000
+    providers that set is 350,000 tuples. The trees come in another order,
+    which for one group decides only the order of the candidates (and which
+    of them a limit keeps); their requests are the same."""
+    suffix = found.suffix
+    anchors, members, bad = research.anchors, found.members, found.in_forbidden_aggs
+    roots = None
+    by_class = {}
+    for name, amount in found.resources.items():
+        class_id = found.class_ids[name]
+        providers_by_root = collections.defaultdict(list)
+        for provider_id, root_id in found.capacity[name]:
+            providers_by_root[root_id].append(provider_id)
+        for provider_id in found.sharing_by_class.get(name, ()):
+            for anchor in found.served.get(provider_id, ()):
+                providers = providers_by_root[anchor]
+                if provider_id not in providers:  # its own tree is among those it serves
+                    providers.append(provider_id)
+        for keep, stage in ((anchors is not None and (lambda root, p: root in anchors),
+                             Stage.TREES_UNDER_ROOT),
+                            (members is not None and (lambda root, p: p in members or root in members),
+                             Stage.TREES_IN_AGGREGATES),
+                            (bool(bad) and (lambda root, p: p not in bad and root not in bad),
+                             Stage.TREES_OUTSIDE_AGGREGATES)):
+            if not keep:
+                continue
+            providers_by_root = {root: kept for root, ps in providers_by_root.items()
+                                 if (kept := [p for p in ps if keep(root, p)])}
+            if not providers_by_root:
+                research.record(stage, suffix, 0, name)
+                return {}
+        roots = set(providers_by_root) if roots is None else roots & providers_by_root.keys()
+        research.record(Stage.TREES_WITH_CLASSES, suffix, len(roots), name)
+        if not roots:
+            return {}
+        by_class[class_id] = (providers_by_root, name, amount)
+    if (found.required_sets or found.forbidden) and not found.sharing:
+        roots &= _trees_with_traits(found, {(p, root) for root in roots
+                                           for providers_by_root, _, _ in by_class.values()
+                                           for p in providers_by_root[root]})
+        research.record(Stage.TREES_WITH_TRAITS, suffix, len(roots),
+                        traits_text(found.group.required_traits, found.group.forbidden_traits))
+    for pairs in found.capacity.values():
+        summaries.note_roots(pairs)
+    return _LazyTrees(roots, by_class)
+
+
+class _LazyTrees(collections.abc.Mapping):
+    """{root id: {class id: [(provider id, class name, amount)]}}, each
+    tree's lists made when it is read: a limit reads a few trees of many."""
+
+    def __init__(self, roots, by_class):
+        self._roots = roots
+        self._by_class = by_class   # class id -> ({root: provider ids}, name, amount)
+
+    def __getitem__(self, root):
+        if root not in self._roots:
+            raise KeyError(root)
+        return {class_id: [(p, name, amount) for p in providers_by_root[root]]
+                for class_id, (providers_by_root, name, amount) in self._by_class.items()}
+
+    def __iter__(self):
+        return iter(self._roots)
+
+    def __len__(self):
+        return len(self._roots)
 
 
 def _sorted_lists(by_class):

@@ -83,6 +83,7 @@ class GroupFindings:
     forbidden: set = field(default_factory=set)        # providers with a forbidden trait
     in_forbidden_aggs: set = field(default_factory=set)
     sharing: frozenset = frozenset()     # sharing providers the group may use (tree mode)
+    capacity_sharing: dict = field(default_factory=dict)  # class name -> sharing providers with capacity
     sharing_by_class: dict = field(default_factory=dict)  # class name -> sharing providers fitting
     served: dict = field(default_factory=dict)         # sharing provider -> roots it serves
 
@@ -212,13 +213,15 @@ class Research:
             self._in_tree(found)
         wanted = {found.class_ids[name]: amount for name, amount in group.resources.items()
                   if found.class_ids[name] is not None}
-        fitting = {}
+        fitting, sharing_fitting = {}, {}
         if wanted and not (group.in_tree and found.tree_root is None):
-            fitting = providers_with_capacity(wanted, found.tree_root,
-                                              self._capacity_scope(found))
+            fitting, sharing_fitting = providers_with_capacity(
+                wanted, found.tree_root, self._capacity_scope(found), self.sharing)
         for name, amount in group.resources.items():
+            class_id = found.class_ids[name]
             found.capacity[name] = self.narrowed(
-                Stage.CAPACITY, found, fitting.get(found.class_ids[name], set()), f'{amount} {name}')
+                Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
+            found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
         if found.required_ids:
             self._required(found)
         if forbidden_ids:
@@ -290,8 +293,8 @@ class Research:
         found.sharing = sharing
         if found.group.in_tree or not sharing:  # no sharing within one tree
             return
-        found.sharing_by_class = {name: {p for p, _ in pairs} & sharing
-                                  for name, pairs in found.capacity.items()}
+        found.sharing_by_class = {name: providers & sharing
+                                  for name, providers in found.capacity_sharing.items()}
         found.served = self.trees_served(set().union(*found.sharing_by_class.values()))
         for name, providers in found.sharing_by_class.items():
             if providers:
@@ -308,11 +311,12 @@ class Research:
 
 # ---- one query per constraint ------------------------------------------------------
 
-def providers_with_capacity(wanted, tree_root=None, within=None):
-    """{class id: {(provider id, root id)}}: the providers whose inventory
-    of each class of `wanted` ({class id: amount}) can take its amount more
-    (capacity, min/max unit, step size), optionally in one tree or among
-    some providers. One query for every class."""
+def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozenset()):
+    """({class id: {(provider id, root id)}}, {class id: {sharing provider id}}):
+    the providers whose inventory of each class of `wanted` ({class id:
+    amount}) can take its amount more (capacity, min/max unit, step size),
+    optionally in one tree or among some providers, and which of them are
+    in `sharing`. One query for every class."""
     fitting = Inventory.objects.all()
     if within is not None:
         fitting = fitting.filter(resource_provider_id__in_ids=within)
@@ -320,10 +324,13 @@ def providers_with_capacity(wanted, tree_root=None, within=None):
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
     by_class = {class_id: set() for class_id in wanted}
+    sharing_by_class = {class_id: set() for class_id in wanted}
     for class_id, provider_id, root_id in fitting.values_list(
             'resource_class_id', 'resource_provider_id', 'root').order_by():
         by_class[class_id].add((provider_id, root_id))
-    return by_class
+        if provider_id in sharing:
+            sharing_by_class[class_id].add(provider_id)
+    return by_class, sharing_by_class
 
 
 def providers_in_aggregates(aggregate_uuids):
