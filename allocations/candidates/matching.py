@@ -169,7 +169,7 @@ def _trees_with_traits(found, pairs):
 def _trees(research, found, summaries):
     """{root id: {class id: [(provider id, class name, amount)]}}: the
     trees (with sharing providers) able to hold every class of the group."""
-    if len(research.query.groups) == 1 and not research.exhaustive:
+    if len(research.query.groups) == 1:
         return _trees_of_one_group(research, found, summaries)
     combined = trees_matching(research, found)
     if not combined:
