@@ -79,6 +79,29 @@ def _fits(amount):
             & GreaterThanOrEqual(capacity_expression(), F('used') + amount))
 
 
+def in_pools(inventories, aggregate_ids):
+    """`inventories` narrowed to the providers of the pools (aggregates, by
+    id), as two querysets whose rows are annotated `pool` (the aggregate id).
+
+    A pool's providers are read as a candidate search's member_of reads
+    them: its members, and every provider in the tree of a member root (a
+    compute node's NUMA nodes hold its VCPU). The first queryset has the
+    trees under member roots, the second the other members (a child in the
+    aggregate without its root); they never hold the same (pool,
+    inventory), so sums over both add up."""
+    aggregate_ids = list(aggregate_ids)
+    by_root = 'resource_provider__root_provider__provideraggregate__aggregate_id'
+    by_self = 'resource_provider__provideraggregate__aggregate_id'
+    root_is_member = _model('ProviderAggregate').objects.filter(
+        aggregate_id=OuterRef('pool'),
+        resource_provider_id=OuterRef('resource_provider__root_provider_id'))
+    under_member_roots = inventories.filter(**{f'{by_root}__in': aggregate_ids}).annotate(
+        pool=F(by_root))
+    other_members = inventories.filter(**{f'{by_self}__in': aggregate_ids}).annotate(
+        pool=F(by_self)).exclude(Exists(root_is_member))
+    return under_member_roots, other_members
+
+
 class InventoryQuerySet(models.QuerySet):
 
     def with_utilization(self):

@@ -8,67 +8,25 @@ from dataclasses import dataclass, field
 from django.db.models import Count, F, Q, Sum
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project
+from providers import books
 from providers.models import Aggregate, Inventory, ProviderAggregate, ResourceProvider
-from providers.querysets import capacity_expression
-
-
-@dataclass
-class ClassUsage:
-    """One resource class's books: capacity = (total - reserved) * ratio."""
-    name: str
-    total: int = 0
-    reserved: int = 0
-    capacity: float = 0.0
-    used: int = 0
-    providers: int = 0
-
-    @property
-    def free(self):
-        return max(self.capacity - self.used, 0)
-
-    @property
-    def fraction(self):
-        return self.used / self.capacity if self.capacity else 0.0
-
-
-def _books(inventories, allocations, group=None):
-    """{group value: {class name: ClassUsage}} in resource class order, from
-    the inventories and the allocations against them, grouped by the field
-    `group` of both (None: one group, None). Two queries."""
-    keys = [group] if group else []
-    books = collections.defaultdict(dict)
-    for row in inventories.values(*keys, 'resource_class_id', 'resource_class__name').annotate(
-            total_sum=Sum('total'), reserved_sum=Sum('reserved'),
-            capacity_sum=Sum(capacity_expression()),
-            provider_count=Count('resource_provider', distinct=True)).order_by('resource_class_id'):
-        name = row['resource_class__name']
-        books[row.get(group)][name] = ClassUsage(
-            name, row['total_sum'], row['reserved_sum'], row['capacity_sum'] or 0.0,
-            providers=row['provider_count'])
-    for row in allocations.values(*keys, 'resource_class__name').annotate(used_sum=Sum('used')):
-        usage = books[row.get(group)].get(row['resource_class__name'])
-        if usage is not None:
-            usage.used = row['used_sum']
-    return books
 
 
 def class_summary():
-    """ClassUsage per resource class over the whole cloud. Two queries."""
-    return list(_books(Inventory.objects.all(), Allocation.objects.all())[None].values())
+    """ClassUsage per resource class over the whole cloud. One query."""
+    return list(books.grouped_books(Inventory.objects.all())[()].values())
 
 
 def pools(aggregates):
     """For each aggregate: member count and the pool's combined ClassUsage
-    per class. Three queries for any number of pools."""
+    per class (its members and the trees of member roots, see
+    providers.books). Three queries for any number of pools."""
     aggregate_ids = [a.pk for a in aggregates]
     members = collections.Counter(dict(ProviderAggregate.objects.filter(
         aggregate_id__in=aggregate_ids).values('aggregate_id').annotate(
         n=Count('resource_provider')).values_list('aggregate_id', 'n')))
-    membership = 'resource_provider__provideraggregate__aggregate_id'
-    books = _books(Inventory.objects.filter(**{f'{membership}__in': aggregate_ids}),
-                   Allocation.objects.filter(**{f'{membership}__in': aggregate_ids}),
-                   group=membership)
-    return {agg: {'members': members.get(agg, 0), 'classes': list(books[agg].values())}
+    pool_books = books.pool_books(aggregate_ids)
+    return {agg: {'members': members.get(agg, 0), 'classes': list(pool_books[agg].values())}
             for agg in aggregate_ids}
 
 
