@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
-from placement_site.queries import storable
+from placement_site.queries import is_retryable, storable
 from providers import events
 from providers import services as provider_services
 from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
@@ -55,19 +55,12 @@ def allocations_replace(requests):
             # or bumped a provider we had not locked, or the database broke a
             # deadlock: start again from fresh reads. Consumer generation
             # conflicts are the client's to solve.
-            if isinstance(exc, OperationalError) and not _is_retryable(exc):
+            if isinstance(exc, OperationalError) and not is_retryable(exc):
                 raise
             if attempt == ATTEMPTS - 1:
                 raise exceptions.ProviderConcurrentUpdate()
             for request in requests:
                 request.consumer = None
-
-
-def _is_retryable(exc):
-    """A deadlock or serialization failure (PostgreSQL), or a busy lock
-    (SQLite): the whole transaction was rolled back and may simply be rerun."""
-    code = getattr(exc.__cause__, 'pgcode', None)
-    return code in ('40P01', '40001') or 'database is locked' in str(exc)
 
 
 def allocations_delete(*, consumer_uuid):

@@ -12,6 +12,14 @@ def storable(value):
     return '\x00' not in value
 
 
+def is_retryable(exc):
+    """Is this OperationalError a deadlock or serialization failure
+    (PostgreSQL), or a busy lock (SQLite)? The whole transaction was rolled
+    back and may simply be rerun."""
+    code = getattr(exc.__cause__, 'pgcode', None)
+    return code in ('40P01', '40001') or 'database is locked' in str(exc)
+
+
 def count_of(model, field):
     """How many `model` rows point at the outer row through `field`, as a
     subquery: several counts on one row never multiply each other."""

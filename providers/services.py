@@ -490,7 +490,7 @@ def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
             claim_generation(provider)
         known = dict(Aggregate.objects.filter(uuid__in=wanted_uuids).values_list('uuid', 'id'))
         for agg_uuid in wanted_uuids - set(known):
-            known[agg_uuid] = _aggregate_ensure(agg_uuid)
+            known[agg_uuid] = aggregate_ensure(agg_uuid)
         wanted = {known[u] for u in wanted_uuids}
         existing_uuids = dict(ProviderAggregate.objects.filter(
             resource_provider_id=provider.pk).values_list('aggregate__uuid', 'aggregate_id'))
@@ -515,7 +515,9 @@ def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
             payload={'added': added, 'removed': removed})
 
 
-def _aggregate_ensure(agg_uuid):
+def aggregate_ensure(agg_uuid):
+    """The id of the aggregate, created if it is new (a concurrent creator
+    may win: then theirs)."""
     try:
         with transaction.atomic():
             return Aggregate.objects.create(uuid=agg_uuid).pk

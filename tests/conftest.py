@@ -3,6 +3,7 @@ builders that go through the API, and a database snapshot for checking that
 a refused request changed nothing."""
 import json
 import uuid as uuid_lib
+from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
@@ -166,7 +167,7 @@ def small_cloud(db):
 def snapshot():
     """Every row of every Placement table, for before/after comparisons."""
     state = {}
-    for app_label in ('providers', 'allocations'):
+    for app_label in ('providers', 'allocations', 'pods'):
         for model in apps.get_app_config(app_label).get_models():
             state[model._meta.db_table] = sorted(
                 (tuple(sorted(row.items())) for row in model.objects.values()), key=repr)
@@ -183,6 +184,21 @@ def without_event_log(state):
 @pytest.fixture
 def db_snapshot(db):
     return snapshot
+
+
+@pytest.fixture
+def refused(db_snapshot):
+    """`with refused(Error, message):` the block raises exactly Error with
+    that message, and no row of any table changed."""
+    @contextmanager
+    def refused(error, message):
+        before = db_snapshot()
+        with pytest.raises(error) as caught:
+            yield caught
+        assert type(caught.value) is error
+        assert str(caught.value) == message
+        assert db_snapshot() == before
+    return refused
 
 
 def error_of(response):
