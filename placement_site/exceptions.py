@@ -123,3 +123,38 @@ class TraitInUse(PlacementDomainError):
 
 class TraitCannotDeleteStandard(PlacementDomainError):
     message = 'Cannot delete standard trait %(name)s.'
+
+
+# ---- pods and pod bindings (not part of OpenStack Placement) ----------------------
+
+class PodNotFound(NotFound):
+    message = 'No pod with uuid %(uuid)s found'
+
+
+class PodBindingNotFound(NotFound):
+    message = 'No pod binding with uuid %(uuid)s found'
+
+
+class DuplicatePod(PlacementDomainError):
+    message = 'Conflicting pod %(duplicate)s already exists.'
+
+
+class AggregateIsAnotherPod(PlacementDomainError):
+    message = 'Aggregate %(aggregate)s is already the pod %(pod)s.'
+
+
+class PodInUse(PlacementDomainError):
+    message = ('Pod %(name)s has bindings, whose history is kept: put it into maintenance '
+               'instead.')
+
+
+class NoPodAvailable(PlacementDomainError):
+    message = 'No pod can take the %(affinity)s work of project %(project_id)s: %(reasons)s.'
+
+
+class PodDoesNotServeAffinity(PlacementDomainError):
+    message = 'Pod %(name)s does not serve %(affinity)s work.'
+
+
+class PodBindingEnded(PlacementDomainError):
+    message = 'Pod binding %(uuid)s already ended at %(ended_at)s (%(reason)s).'

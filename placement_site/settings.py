@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     'drf_spectacular_sidecar',
     'providers',
     'allocations',
+    'allocations.pods',
 ]
 
 MIDDLEWARE = [
@@ -203,6 +204,16 @@ if PLACEMENT_NOTIFICATIONS_DRIVER not in ('noop', 'log', 'messagingv2'):
 PLACEMENT_TRANSPORT_URL = os.environ.get('PLACEMENT_TRANSPORT_URL') or None
 PLACEMENT_NOTIFICATIONS_TOPICS = config.env_list('PLACEMENT_NOTIFICATIONS_TOPICS') or [
     'notifications']
+# Pod binding (allocations.pods): the selection pipeline's filters, in
+# order (class names of allocations.pods.selection, or dotted paths), and
+# its weighers as Name[:multiplier]. Each weigher's weights are normalised
+# to 0..1 over the pods left, multiplied and summed; the highest total wins.
+# The default is "first pod in line" (oldest first).
+PLACEMENT_POD_FILTERS = config.env_list('PLACEMENT_POD_FILTERS') or [
+    'AllPodsFilter', 'AvailabilityZoneFilter', 'ResourceAffinityFilter', 'EnabledFilter',
+    'BelowThresholdFilter', 'CapacityFilter']
+PLACEMENT_POD_WEIGHERS = config.env_list('PLACEMENT_POD_WEIGHERS') or [
+    'CreationTimeWeigher:1.0', 'IdleCapacityWeigher:0.0']
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

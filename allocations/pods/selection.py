@@ -1,0 +1,300 @@
+"""Choosing a pod for a tenant's binding request: a pipeline of filters
+and weighers named by settings (PLACEMENT_POD_FILTERS, PLACEMENT_POD_WEIGHERS),
+as a scheduler chooses hosts.
+
+Every pod is looked at with its live books (providers.books.pool_books, as
+the pool pages read them), so one selection costs the same few queries
+however many pods and providers there are. Selecting reads and writes
+nothing; allocations.pods.services binds on its answer.
+"""
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers import books
+from providers.models import Inventory, ResourceClass
+from providers.querysets import in_pools
+
+
+@dataclass(frozen=True)
+class BindingRequest:
+    """Where should this tenant's new work of this affinity go?
+
+    affinity: 'key=value', or '' for general purpose; availability_zone:
+    None for any; resources: {class name: amount} the pod must be able to
+    fit (optional)."""
+    project_id: str
+    affinity: str = GENERAL_PURPOSE
+    availability_zone: str = None
+    resources: dict = field(default_factory=dict)
+
+
+@dataclass
+class PodBooks:
+    """A pod as the pipeline sees it: the pod, its books per class, and
+    the requested classes some provider of the pod can take."""
+    pod: Pod
+    classes: dict                       # {class name: providers.books.ClassUsage}
+    fitting: set = field(default_factory=set)
+
+    def utilization(self, name):
+        """Percent of the class's capacity in use; None without capacity."""
+        usage = self.classes.get(name)
+        if usage is None or not usage.capacity:
+            return None
+        return 100.0 * usage.used / usage.capacity
+
+    def thresholds_reached(self):
+        """[(class, percent used, threshold)] for each class at or over its
+        threshold, in class order."""
+        reached = []
+        for name, threshold in sorted(self.pod.thresholds.items()):
+            used = self.utilization(name)
+            if used is not None and used >= threshold:
+                reached.append((name, used, threshold))
+        return reached
+
+    def free(self, name):
+        usage = self.classes.get(name)
+        return usage.free if usage is not None else 0.0
+
+
+def pod_books(pods, resources=None):
+    """PodBooks for each pod: two queries for the books, and with
+    `resources` ({class name: amount}) one more for the classes that fit."""
+    pods = list(pods)
+    by_aggregate = books.pool_books(p.aggregate_id for p in pods)
+    fitting = _fitting(pods, resources) if resources else {}
+    return [PodBooks(p, by_aggregate[p.aggregate_id], fitting.get(p.aggregate_id, set()))
+            for p in pods]
+
+
+def _fitting(pods, resources):
+    """{aggregate id: class names of `resources` that some inventory of the
+    pool can take}, by the rule candidates apply to each provider
+    (InventoryQuerySet.able_to_fit: min/max unit, step size, capacity).
+    One query."""
+    ids = dict(ResourceClass.objects.filter(name__in=list(resources)).values_list('id', 'name'))
+    wanted = {class_id: resources[name] for class_id, name in ids.items()}
+    if not wanted:
+        return {}
+    found = {}
+    fits = Inventory.objects.able_to_fit_any(wanted)
+    first, second = in_pools(fits, [p.aggregate_id for p in pods])
+    rows = first.values_list('pool', 'resource_class_id').order_by().union(
+        second.values_list('pool', 'resource_class_id').order_by())
+    for aggregate_id, class_id in rows:
+        found.setdefault(aggregate_id, set()).add(ids[class_id])
+    return found
+
+
+# ---- filters --------------------------------------------------------------------
+
+class PodFilter:
+    """Keeps the pods a request may go to. `refusal` says why a pod may not
+    (None: it may); a binding whose pod a filter refuses ends with the
+    filter's `end_reason`."""
+    end_reason = None
+
+    def refusal(self, candidate, request):
+        raise NotImplementedError
+
+
+class AllPodsFilter(PodFilter):
+    """Every pod passes (a pipeline's neutral start)."""
+
+    def refusal(self, candidate, request):
+        return None
+
+
+class AvailabilityZoneFilter(PodFilter):
+    """The pod is in the requested availability zone (any without one)."""
+    end_reason = PodBinding.AVAILABILITY_ZONE
+
+    def refusal(self, candidate, request):
+        zone = request.availability_zone
+        if zone and candidate.pod.availability_zone != zone:
+            return f'is in availability zone {candidate.pod.availability_zone}, not {zone}'
+        return None
+
+
+class ResourceAffinityFilter(PodFilter):
+    """A tagged request goes to pods with its tag, a general-purpose one to
+    pods without tags."""
+    end_reason = PodBinding.AFFINITY
+
+    def refusal(self, candidate, request):
+        if candidate.pod.serves(request.affinity):
+            return None
+        if request.affinity == GENERAL_PURPOSE:
+            return f'is not general purpose ({", ".join(candidate.pod.tags)})'
+        return f'is not tagged {request.affinity}'
+
+
+class EnabledFilter(PodFilter):
+    """The pod is enabled (not in maintenance)."""
+    end_reason = PodBinding.MAINTENANCE
+
+    def refusal(self, candidate, request):
+        if candidate.pod.state != Pod.ENABLED:
+            return f'is in {candidate.pod.state}'
+        return None
+
+
+class BelowThresholdFilter(PodFilter):
+    """Every class with a threshold is used below it."""
+    end_reason = PodBinding.THRESHOLD
+
+    def refusal(self, candidate, request):
+        reached = candidate.thresholds_reached()
+        if not reached:
+            return None
+        return 'has reached its ' + ', '.join(
+            f'{name} threshold ({used:.1f}% used, threshold {threshold:g}%)'
+            for name, used, threshold in reached)
+
+
+class CapacityFilter(PodFilter):
+    """Some provider of the pod can take each requested amount (none
+    requested: every pod passes)."""
+    end_reason = PodBinding.CAPACITY
+
+    def refusal(self, candidate, request):
+        missing = [f'{amount} {name}' for name, amount in request.resources.items()
+                   if name not in candidate.fitting]
+        if missing:
+            return f'cannot fit {", ".join(missing)}'
+        return None
+
+
+# ---- weighers -------------------------------------------------------------------
+
+class PodWeigher:
+    """Raw weights of the pods left (higher is better); the pipeline
+    normalises them to 0..1 and applies the weigher's multiplier."""
+
+    def weights(self, candidates, request):
+        raise NotImplementedError
+
+
+class CreationTimeWeigher(PodWeigher):
+    """Older pods first: the "first pod in line" policy."""
+
+    def weights(self, candidates, request):
+        return [-c.pod.created_at.timestamp() for c in candidates]
+
+
+class IdleCapacityWeigher(PodWeigher):
+    """The most free capacity first: per class (those requested, or every
+    class of the pods left) the free amount normalised over the pods,
+    averaged over the classes."""
+
+    def weights(self, candidates, request):
+        names = list(request.resources) or sorted(
+            {name for c in candidates for name in c.classes})
+        if not names:
+            return [0.0] * len(candidates)
+        per_class = [normalise([c.free(name) for c in candidates]) for name in names]
+        return [sum(column) / len(names) for column in zip(*per_class)]
+
+
+def normalise(values):
+    """Values scaled to 0..1 (all 0 when they are all equal)."""
+    low, high = min(values, default=0), max(values, default=0)
+    if high == low:
+        return [0.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
+
+
+# ---- the pipeline ---------------------------------------------------------------
+
+@dataclass
+class Ranked:
+    candidate: PodBooks
+    weight: float
+
+
+@dataclass
+class Selection:
+    """The outcome for one request: the pods that passed, best first, and
+    for each refused pod (id) the filter that refused it and why."""
+    ranked: list
+    refused: dict
+
+    @property
+    def best(self):
+        return self.ranked[0].candidate.pod if self.ranked else None
+
+    def passes(self, pod):
+        return pod.pk not in self.refused
+
+    def refusal_text(self):
+        """Why no pod passed: one clause per pod, in line order."""
+        return '; '.join(f'{c.pod.name} {why}' for c, _f, why in self.refused.values())
+
+
+def _named(name, kind):
+    path = name if '.' in name else f'{__name__}.{name}'
+    try:
+        cls = import_string(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(f'Unknown pod {kind} {name!r}: {exc}') from exc
+    base = PodFilter if kind == 'filter' else PodWeigher
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ImproperlyConfigured(f'Pod {kind} {name!r} is not a {base.__name__}')
+    return cls()
+
+
+def configured_filters():
+    """The filters of PLACEMENT_POD_FILTERS, in order."""
+    return [_named(name, 'filter') for name in settings.PLACEMENT_POD_FILTERS]
+
+
+def configured_weighers():
+    """(weigher, multiplier) for each of PLACEMENT_POD_WEIGHERS (Name[:multiplier])."""
+    weighers = []
+    for entry in settings.PLACEMENT_POD_WEIGHERS:
+        name, _, multiplier = entry.partition(':')
+        try:
+            multiplier = float(multiplier) if multiplier else 1.0
+        except ValueError:
+            multiplier = math.nan
+        if not math.isfinite(multiplier):
+            raise ImproperlyConfigured(
+                f'Pod weigher {entry!r}: the multiplier must be a finite number')
+        weighers.append((_named(name.strip(), 'weigher'), multiplier))
+    return weighers
+
+
+def select(request, candidates, *, filters=None, weighers=None):
+    """Run the pipeline over `candidates` (PodBooks, in line order)."""
+    filters = configured_filters() if filters is None else filters
+    weighers = configured_weighers() if weighers is None else weighers
+    passed, refused = [], {}
+    for candidate in candidates:
+        for pod_filter in filters:
+            why = pod_filter.refusal(candidate, request)
+            if why is not None:
+                refused[candidate.pod.pk] = (candidate, pod_filter, why)
+                break
+        else:
+            passed.append(candidate)
+    totals = [0.0] * len(passed)
+    for weigher, multiplier in weighers:
+        if passed and multiplier:
+            for i, weight in enumerate(normalise(weigher.weights(passed, request))):
+                totals[i] += multiplier * weight
+    order = sorted(range(len(passed)), key=lambda i: (
+        -totals[i], passed[i].pod.created_at, passed[i].pod.pk))
+    return Selection([Ranked(passed[i], totals[i]) for i in order], refused)
+
+
+def choose(request, pods=None):
+    """The Selection for `request` over every pod (or `pods`), with their
+    live books."""
+    pods = Pod.objects.with_aggregate().in_line() if pods is None else pods
+    return select(request, pod_books(pods, request.resources))
