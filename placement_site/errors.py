@@ -27,6 +27,9 @@ RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
 ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
 QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
 QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
+# Ours, for the pod endpoints (not part of OpenStack Placement).
+POD_IN_USE = 'placement.pod.inuse'
+NO_POD_AVAILABLE = 'placement.pod.none_available'
 
 # Error codes appear in bodies from this microversion on.
 ERROR_CODE_MICROVERSION = (1, 23)

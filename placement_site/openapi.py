@@ -379,7 +379,8 @@ ERROR = Component('Error', {
                             'placement.resource_provider.cannot_delete_parent, '
                             'placement.resource_provider.not_found, '
                             'placement.query.duplicate_key, placement.query.bad_value, '
-                            'placement.query.missing_value.'),
+                            'placement.query.missing_value; for the pod endpoints (ours) '
+                            'also placement.pod.inuse and placement.pod.none_available.'),
                         'example': 'placement.concurrent_update',
                     },
                     'request_id': {

@@ -95,6 +95,19 @@ API_RULES = [
     ('placement:reshaper:reshape', SERVICE, 'POST', '/reshaper'),
     # Not part of OpenStack Placement: the event log, for operators.
     ('placement:events:list', ADMIN, 'GET', '/events'),
+    # Not part of OpenStack Placement: pods and pod bindings. Services
+    # (a scheduler) read pods and ask for bindings; admins change pods and
+    # override bindings.
+    ('placement:pods:list', ADMIN_OR_SERVICE, 'GET', '/pods'),
+    ('placement:pods:create', ADMIN, 'POST', '/pods'),
+    ('placement:pods:show', ADMIN_OR_SERVICE, 'GET', '/pods/{uuid}'),
+    ('placement:pods:update', ADMIN, 'PUT', '/pods/{uuid}'),
+    ('placement:pods:delete', ADMIN, 'DELETE', '/pods/{uuid}'),
+    ('placement:pod_bindings:list', ADMIN_OR_SERVICE, 'GET', '/pod_bindings'),
+    ('placement:pod_bindings:create', ADMIN_OR_SERVICE, 'POST', '/pod_bindings'),
+    ('placement:pod_bindings:override', ADMIN, 'POST', '/pod_bindings'),
+    ('placement:pod_bindings:show', ADMIN_OR_SERVICE, 'GET', '/pod_bindings/{uuid}'),
+    ('placement:pod_bindings:delete', ADMIN, 'DELETE', '/pod_bindings/{uuid}'),
 ]
 
 

@@ -7,9 +7,11 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerView
 
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
+import allocations.pods.docs  # noqa: F401  (OpenAPI descriptions)
 import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
 from allocations.api import views as allocation_views
+from allocations.pods import views as pod_views
 from placement_site import openapi
 from placement_site import views as site_views
 from placement_site.static import serve_static
@@ -61,6 +63,14 @@ urlpatterns = [
           {'get': 'list'}, 'explain-allocation-candidates'),
     # Not part of OpenStack Placement: the change log notifications are sent from.
     route('events', P.EventViewSet, {'get': 'list'}, 'events'),
+    # Not part of OpenStack Placement: pods and the tenants bound to them.
+    route('pods', pod_views.PodViewSet, {'get': 'list', 'post': 'create'}, 'pods'),
+    route('pods/<str:uuid>', pod_views.PodViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'pod'),
+    route('pod_bindings', pod_views.PodBindingViewSet,
+          {'get': 'list', 'post': 'create'}, 'pod-bindings'),
+    route('pod_bindings/<str:uuid>', pod_views.PodBindingViewSet,
+          {'get': 'retrieve', 'delete': 'destroy'}, 'pod-binding'),
 
     path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', auth_views.LoginView.as_view(), name='login'),

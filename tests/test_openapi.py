@@ -27,6 +27,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from allocations import schemas as allocation_schemas
+from allocations.pods import schemas as pod_schemas
 from placement_site import microversion
 from placement_site.api import validate
 from placement_site.errors import PlacementError
@@ -39,6 +40,7 @@ from providers import schemas as provider_schemas
 
 P = provider_schemas
 A = allocation_schemas
+POD = pod_schemas
 VERSIONS = microversion.VERSIONS
 LATEST = microversion.MAX_VERSION
 RP = '/resource_providers/{uuid}'
@@ -94,6 +96,15 @@ OPERATIONS = {
     ('/allocation_candidates', 'get'): '1.10',
     ('/explain/allocation_candidates', 'get'): '1.10',
     ('/events', 'get'): '1.0',
+    ('/pods', 'get'): '1.0',
+    ('/pods', 'post'): '1.0',
+    ('/pods/{uuid}', 'get'): '1.0',
+    ('/pods/{uuid}', 'put'): '1.0',
+    ('/pods/{uuid}', 'delete'): '1.0',
+    ('/pod_bindings', 'get'): '1.0',
+    ('/pod_bindings', 'post'): '1.0',
+    ('/pod_bindings/{uuid}', 'get'): '1.0',
+    ('/pod_bindings/{uuid}', 'delete'): '1.0',
     ('/usages', 'get'): '1.9',
     ('/reshaper', 'post'): '1.30',
 }
@@ -144,6 +155,15 @@ ANSWERS = {
     ('/allocation_candidates', 'get'): {'200'},
     ('/explain/allocation_candidates', 'get'): {'200'},
     ('/events', 'get'): {'200'},
+    ('/pods', 'get'): {'200'},
+    ('/pods', 'post'): {'201', '409', '415'},
+    ('/pods/{uuid}', 'get'): {'200', '404'},
+    ('/pods/{uuid}', 'put'): {'200', '404', '409', '415'},
+    ('/pods/{uuid}', 'delete'): {'204', '404', '409'},
+    ('/pod_bindings', 'get'): {'200'},
+    ('/pod_bindings', 'post'): {'200', '201', '409', '415'},
+    ('/pod_bindings/{uuid}', 'get'): {'200', '404'},
+    ('/pod_bindings/{uuid}', 'delete'): {'204', '404', '409'},
     ('/usages', 'get'): {'200'},
     ('/reshaper', 'post'): {'204', '409', '415'},
 }
@@ -184,6 +204,9 @@ QUERY_PARAMETERS = {
     '/traits': {'name': '1.6', 'associated': '1.6'},
     '/events': {name: '1.0' for name in ('provider', 'consumer', 'type', 'since', 'marker',
                                          'limit')},
+    '/pods': {name: '1.0' for name in ('availability_zone', 'state', 'affinity')},
+    '/pod_bindings': {name: '1.0' for name in ('project_id', 'pod', 'affinity', 'open',
+                                               'marker', 'limit')},
 }
 
 
@@ -208,6 +231,9 @@ BODIES = {
     ('/resource_providers/{uuid}/inventories', 'put'): P.INVENTORIES_PUT,
     ('/resource_providers/{uuid}/traits', 'put'): P.PROVIDER_TRAITS_PUT,
     ('/resource_classes', 'post'): P.RESOURCE_CLASS_POST,
+    ('/pods', 'post'): POD.POD_POST,
+    ('/pods/{uuid}', 'put'): POD.POD_PUT,
+    ('/pod_bindings', 'post'): POD.BINDING_POST,
 }
 
 
@@ -677,6 +703,17 @@ def sample_bodies(path, method, version):
             'inventories': {U1: {'resource_provider_generation': 1,
                                  'inventories': {'VCPU': {'total': 8}}}},
             'allocations': {U2: allocations}}],
+        ('/pods', 'post'): [{'name': 'Pod1'}, {
+            'name': 'Pod1', 'uuid': U1, 'aggregate': U2, 'availability_zone': 'az1',
+            'affinity_tags': {'resource': 'CAD'}, 'thresholds': {'VCPU': 80, 'DISK_GB': 90.5},
+            'state': 'maintenance'}],
+        ('/pods/{uuid}', 'put'): [{'state': 'enabled'},
+                                  {'name': 'Pod2', 'thresholds': {'CUSTOM_GOLD': 50}}],
+        ('/pod_bindings', 'post'): [
+            {'project_id': 'p'},
+            {'project_id': 'p', 'affinity': 'resource=CAD', 'availability_zone': 'az1',
+             'resources': {'VCPU': 2, 'DISK_GB': 1}},
+            {'project_id': 'p', 'affinity': None, 'pod': U1}],
     }
     return bodies[path, method]
 
@@ -1134,6 +1171,41 @@ def exercise_every_operation(api, version):
             '/explain/allocation_candidates?resources=VCPU:1,DISK_GB:5', 200)
     run('get', '/events', '/events?type=resource_provider.create&limit=1', 200)
     run('get', '/events', '/events?type=resource_provider.created', 400)
+
+    # ---- pods and pod bindings (ours: the same at every microversion)
+    pod = run('post', '/pods', '/pods', 201, {'name': 'Pod1', 'aggregate': aggregate,
+                                              'thresholds': {'VCPU': 80}}).body
+    run('post', '/pods', '/pods', 409, {'name': 'Pod1'})
+    run('post', '/pods', '/pods', 415, raw='{"name": "x"}', content_type='text/plain')
+    run('get', '/pods', '/pods', 200)
+    run('get', '/pods', '/pods?state=maintenance&affinity=', 200)
+    run('get', '/pods', '/pods?state=retired', 400)
+    run('get', '/pods/{uuid}', f'/pods/{pod["uuid"]}', 200)
+    run('get', '/pods/{uuid}', f'/pods/{missing}', 404)
+    run('put', '/pods/{uuid}', f'/pods/{pod["uuid"]}', 200, {'availability_zone': 'az1'})
+    run('put', '/pods/{uuid}', f'/pods/{missing}', 404, {'name': 'x'})
+    cad = run('post', '/pods', '/pods', 201, {'name': 'Pod2',
+                                              'affinity_tags': {'resource': 'CAD'}}).body
+    run('put', '/pods/{uuid}', f'/pods/{cad["uuid"]}', 409, {'name': 'Pod1'})
+    bound = run('post', '/pod_bindings', '/pod_bindings', 201, {'project_id': 'proj'}).body
+    run('post', '/pod_bindings', '/pod_bindings', 200, {'project_id': 'proj', 'affinity': None,
+                                                        'resources': {'VCPU': 1}})
+    run('post', '/pod_bindings', '/pod_bindings', 409, {'project_id': 'proj',
+                                                        'affinity': 'resource=GPU'})
+    run('post', '/pod_bindings', '/pod_bindings', 201, {'project_id': 'proj',
+                                                        'affinity': 'resource=CAD',
+                                                        'pod': cad['uuid']})
+    run('get', '/pod_bindings', '/pod_bindings?project_id=proj&limit=1', 200)
+    run('get', '/pod_bindings', '/pod_bindings?open=maybe', 400)
+    run('get', '/pod_bindings/{uuid}', f'/pod_bindings/{bound["uuid"]}', 200)
+    run('get', '/pod_bindings/{uuid}', f'/pod_bindings/{missing}', 404)
+    run('delete', '/pods/{uuid}', f'/pods/{pod["uuid"]}', 409)
+    run('delete', '/pod_bindings/{uuid}', f'/pod_bindings/{bound["uuid"]}', 204)
+    run('delete', '/pod_bindings/{uuid}', f'/pod_bindings/{bound["uuid"]}', 409)
+    run('delete', '/pod_bindings/{uuid}', f'/pod_bindings/{missing}', 404)
+    spare = run('post', '/pods', '/pods', 201, {'name': 'Pod3'}).body
+    run('delete', '/pods/{uuid}', f'/pods/{spare["uuid"]}', 204)
+    run('delete', '/pods/{uuid}', f'/pods/{spare["uuid"]}', 404)
     if run.since('1.9'):
         run('get', '/usages', '/usages?project_id=proj', 200)
         run('get', '/usages', '/usages', 400)

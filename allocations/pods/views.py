@@ -1,0 +1,256 @@
+"""The pod API (not part of OpenStack Placement): /pods and /pod_bindings,
+with Placement's authentication, policy, error format and microversion
+header, the same at every microversion."""
+from datetime import timezone as dt_timezone
+
+from allocations.pods import schemas, selection, services
+from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from placement_site import errors, exceptions
+from placement_site.api import PlacementViewSet, accept_json, json_body, query_params, require_json
+from placement_site.queries import storable
+from placement_site.validation import normalize_uuid
+
+POD_POLICY = 'placement:pods:%s'
+BINDING_POLICY = 'placement:pod_bindings:%s'
+
+
+def timestamp(moment):
+    return moment.astimezone(dt_timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ') if moment else None
+
+
+def pod_url(pod):
+    return f'/pods/{pod.uuid}'
+
+
+def binding_url(binding):
+    return f'/pod_bindings/{binding.uuid}'
+
+
+def pod_body(candidate, tenants):
+    """A pod with its live books (selection.PodBooks)."""
+    pod = candidate.pod
+    resources = {}
+    for name, usage in candidate.classes.items():
+        threshold = pod.thresholds.get(name)
+        utilization = candidate.utilization(name)
+        resources[name] = {
+            'total': usage.total, 'reserved': usage.reserved, 'capacity': usage.capacity,
+            'used': usage.used, 'free': usage.free, 'utilization': utilization,
+            'threshold': threshold,
+            'threshold_reached': bool(threshold is not None and utilization is not None
+                                      and utilization >= threshold),
+        }
+    return {
+        'uuid': pod.uuid,
+        'name': pod.name,
+        'aggregate': pod.aggregate.uuid,
+        'availability_zone': pod.availability_zone,
+        'affinity_tags': pod.affinity_tags,
+        'thresholds': pod.thresholds,
+        'state': pod.state,
+        'created_at': timestamp(pod.created_at),
+        'updated_at': timestamp(pod.updated_at),
+        'resources': resources,
+        'tenants': tenants,
+        'links': [{'rel': 'self', 'href': pod_url(pod)},
+                  {'rel': 'bindings', 'href': f'/pod_bindings?pod={pod.uuid}'}],
+    }
+
+
+def binding_body(binding):
+    pod = binding.pod
+    return {
+        'uuid': binding.uuid,
+        'project_id': binding.project_id,
+        'affinity': binding.affinity or None,
+        'pod': {'uuid': pod.uuid, 'name': pod.name},
+        # What a scheduler passes as member_of to GET /allocation_candidates.
+        'member_of': pod.aggregate.uuid,
+        'started_at': timestamp(binding.started_at),
+        'ended_at': timestamp(binding.ended_at),
+        'end_reason': binding.end_reason,
+        'links': [{'rel': 'self', 'href': binding_url(binding)},
+                  {'rel': 'pod', 'href': pod_url(pod)}],
+    }
+
+
+def find_pod(uuid):
+    pod = None
+    if storable(uuid):
+        pod = Pod.objects.with_aggregate().filter(uuid=uuid).first()
+    if pod is None:
+        raise errors.not_found(str(exceptions.PodNotFound(uuid=uuid)))
+    return pod
+
+
+def find_binding(uuid):
+    binding = None
+    if storable(uuid):
+        binding = PodBinding.objects.select_related('pod__aggregate').filter(uuid=uuid).first()
+    if binding is None:
+        raise errors.not_found(str(exceptions.PodBindingNotFound(uuid=uuid)))
+    return binding
+
+
+def pod_refusal(exc):
+    """The 4xx of a refused pod write."""
+    if isinstance(exc, exceptions.DuplicatePod):
+        return errors.conflict(str(exc), code=errors.DUPLICATE_NAME)
+    if isinstance(exc, exceptions.ResourceClassNotFound):
+        return errors.bad_request(f'Invalid resource class in thresholds: {exc}')
+    return errors.conflict(str(exc))
+
+
+class PodViewSet(PlacementViewSet):
+    """/pods[/{uuid}]: pods with their live capacity and use."""
+
+    def _respond_pods(self, pods):
+        tenants = dict(Pod.objects.filter(pk__in=[p.pk for p in pods])
+                       .with_open_binding_counts().values_list('pk', 'tenants'))
+        return [pod_body(candidate, tenants[candidate.pod.pk])
+                for candidate in selection.pod_books(pods)]
+
+    @accept_json
+    def list(self, request):
+        self.authorize(POD_POLICY % 'list')
+        params = query_params(request, schemas.POD_LIST_QUERY)
+        pods = Pod.objects.with_aggregate().in_line()
+        if 'availability_zone' in params:
+            zone = params['availability_zone']
+            pods = pods.filter(availability_zone=zone) if storable(zone) else pods.none()
+        if 'state' in params:
+            pods = pods.filter(state=params['state'])
+        pods = list(pods)
+        if 'affinity' in params:
+            pods = [p for p in pods if p.serves(params['affinity'])]
+        return self.respond({'pods': self._respond_pods(pods)}, cache_headers=False)
+
+    @require_json
+    def create(self, request):
+        self.authorize(POD_POLICY % 'create')
+        data = json_body(request, schemas.POD_POST)
+        try:
+            pod = services.pod_create(
+                name=data['name'], uuid=data.get('uuid'), aggregate_uuid=data.get('aggregate'),
+                availability_zone=data.get('availability_zone', 'nova'),
+                affinity_tags=data.get('affinity_tags'), thresholds=data.get('thresholds'),
+                state=data.get('state', Pod.ENABLED))
+        except exceptions.PlacementDomainError as exc:
+            raise pod_refusal(exc)
+        (body,) = self._respond_pods([pod])
+        return self.respond(body, status=201, location=pod_url(pod), cache_headers=False)
+
+    @accept_json
+    def retrieve(self, request, uuid):
+        self.authorize(POD_POLICY % 'show')
+        (body,) = self._respond_pods([find_pod(uuid)])
+        return self.respond(body, cache_headers=False)
+
+    @require_json
+    def update(self, request, uuid):
+        self.authorize(POD_POLICY % 'update')
+        pod = find_pod(uuid)
+        data = json_body(request, schemas.POD_PUT)
+        aggregate_uuid = data.pop('aggregate', None)
+        try:
+            pod = services.pod_update(pod=pod, aggregate_uuid=aggregate_uuid, **data)
+        except exceptions.PlacementDomainError as exc:
+            raise pod_refusal(exc)
+        (body,) = self._respond_pods([pod])
+        return self.respond(body, cache_headers=False)
+
+    def destroy(self, request, uuid):
+        self.authorize(POD_POLICY % 'delete')
+        pod = find_pod(uuid)
+        try:
+            services.pod_delete(pod=pod)
+        except exceptions.PodNotFound as exc:
+            raise errors.not_found(str(exc))
+        except exceptions.PodInUse as exc:
+            raise errors.conflict(str(exc), code=errors.POD_IN_USE)
+        return self.no_content()
+
+
+class PodBindingViewSet(PlacementViewSet):
+    """/pod_bindings[/{uuid}]: tenants bound to pods, and their history."""
+
+    @accept_json
+    def list(self, request):
+        self.authorize(BINDING_POLICY % 'list')
+        params = query_params(request, schemas.BINDING_LIST_QUERY)
+        found = PodBinding.objects.select_related('pod__aggregate')
+        if 'project_id' in params:
+            project = params['project_id']
+            found = found.filter(project_id=project) if storable(project) else found.none()
+        if 'pod' in params:
+            found = found.filter(pod__uuid=normalize_uuid(params['pod']))
+        if 'affinity' in params:
+            found = found.filter(affinity=params['affinity'])
+        if 'open' in params:
+            found = found.filter(ended_at__isnull=params['open'] == 'true')
+        if 'marker' in params:
+            found = found.filter(pk__gt=int(params['marker']))
+        limit = min(int(params.get('limit', schemas.BINDING_PAGE_SIZE)), schemas.BINDING_PAGE_MAX)
+        page = list(found.order_by('pk')[:limit + 1])
+        links = []
+        if len(page) > limit:
+            page = page[:limit]
+            query = request.GET.copy()
+            query['marker'] = str(page[-1].pk)
+            links.append({'rel': 'next', 'href': f'{request.path}?{query.urlencode()}'})
+        return self.respond({'pod_bindings': [binding_body(b) for b in page], 'links': links},
+                            cache_headers=False)
+
+    @require_json
+    def create(self, request):
+        self.authorize(BINDING_POLICY % 'create')
+        data = json_body(request, schemas.BINDING_POST)
+        affinity = data.get('affinity') or GENERAL_PURPOSE
+        try:
+            if 'pod' in data:
+                answer = self._bind_explicitly(data, affinity)
+            else:
+                answer = services.binding_request(selection.BindingRequest(
+                    project_id=data['project_id'], affinity=affinity,
+                    availability_zone=data.get('availability_zone') or None,
+                    resources=data.get('resources') or {}))
+        except exceptions.NoPodAvailable as exc:
+            raise errors.conflict(str(exc), code=errors.NO_POD_AVAILABLE)
+        except exceptions.PodDoesNotServeAffinity as exc:
+            raise errors.bad_request(str(exc))
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        body = binding_body(answer.binding)
+        body['replaced'] = binding_body(answer.replaced) if answer.replaced else None
+        if answer.created:
+            return self.respond(body, status=201, location=binding_url(answer.binding),
+                                cache_headers=False)
+        return self.respond(body, cache_headers=False)
+
+    def _bind_explicitly(self, data, affinity):
+        """An admin's override: the tenant goes to the pod named."""
+        self.authorize(BINDING_POLICY % 'override')
+        for name in ('availability_zone', 'resources'):
+            if data.get(name):
+                raise errors.bad_request(
+                    f'An explicit binding names its pod: {name} is for binding requests.')
+        pod = Pod.objects.with_aggregate().filter(uuid=normalize_uuid(data['pod'])).first()
+        if pod is None:
+            raise errors.bad_request(str(exceptions.PodNotFound(uuid=data['pod'])))
+        return services.binding_bind(project_id=data['project_id'], affinity=affinity, pod=pod)
+
+    @accept_json
+    def retrieve(self, request, uuid):
+        self.authorize(BINDING_POLICY % 'show')
+        return self.respond(binding_body(find_binding(uuid)), cache_headers=False)
+
+    def destroy(self, request, uuid):
+        self.authorize(BINDING_POLICY % 'delete')
+        binding = find_binding(uuid)
+        try:
+            services.binding_end(binding=binding)
+        except exceptions.PodBindingNotFound as exc:
+            raise errors.not_found(str(exc))
+        except exceptions.PodBindingEnded as exc:
+            raise errors.conflict(str(exc))
+        return self.no_content()
