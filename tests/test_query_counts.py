@@ -17,6 +17,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
+from allocations.pods import selection as pod_selection
+from allocations.pods import services as pod_services
 from providers import services
 
 AGGREGATE = str(uuid.uuid4())
@@ -136,6 +138,23 @@ def test_consumer_reads_and_writes_do_not_grow_with_providers(api, cloud):
     assert queries(api, f'/allocations/{one}')[0] == queries(api, f'/allocations/{many}')[0]
 
 
+def test_pod_reads_and_binding_requests_do_not_grow_with_providers_or_pods(api, cloud):
+    (pod, _), _ = add_pods()
+
+    def costs():
+        paths = ['/pods', f'/pods/{pod.uuid}', '/pod_bindings']
+        reads = [queries(api, path)[0] for path in paths]
+        request = {'project_id': 'project-a', 'resources': {'VCPU': 1, 'DISK_GB': 1}}
+        return reads + [counted(lambda: api.post('/pod_bindings', request))]
+
+    before = costs()
+    add_compute_nodes(10, 60)
+    for i in range(10):
+        pod_services.pod_create(name=f'more-{i}', thresholds={'VCPU': 50})
+    assert costs() == before
+    assert len(api.get('/pods').body['pods']) == 12
+
+
 # ---- the pinned baseline -------------------------------------------------------------
 
 BASELINE = Path(__file__).with_name('query_counts.json')
@@ -167,11 +186,25 @@ def counted(call):
     return len(captured)
 
 
+def add_pods():
+    """A general-purpose pod of the compute nodes' aggregate and a tagged
+    one of the shared pool's, each with a tenant bound."""
+    pods = [pod_services.pod_create(name='pod-a', aggregate_uuid=AGGREGATE,
+                                    thresholds={'VCPU': 80, 'MEMORY_MB': 90}),
+            pod_services.pod_create(name='pod-b', aggregate_uuid=SHARED,
+                                    affinity_tags={'resource': 'CAD'})]
+    bindings = [pod_services.binding_request(pod_selection.BindingRequest('project-a')).binding,
+                pod_services.binding_request(pod_selection.BindingRequest(
+                    'project-a', affinity='resource=CAD')).binding]
+    return pods, bindings
+
+
 def measure(api, staff, pool):
     """{request kind: queries}, reads first, then writes, in a fixed order."""
     node = api.get('/resource_providers?name=cn1').body['resource_providers'][0]['uuid']
     consumer = api.get(f'/resource_providers/{node}/allocations').body['allocations']
     consumer = next(iter(consumer))
+    (pod, _), (binding, _) = add_pods()
     reads = {
         'GET /': '/',
         'GET /resource_providers': '/resource_providers',
@@ -191,6 +224,10 @@ def measure(api, staff, pool):
         'GET /traits/{name}': '/traits/HW_CPU_X86_AVX2',
         'GET /usages': '/usages?project_id=project-a',
         'GET /allocations/{consumer}': f'/allocations/{consumer}',
+        'GET /pods': '/pods',
+        'GET /pods/{uuid}': f'/pods/{pod.uuid}',
+        'GET /pod_bindings': '/pod_bindings?project_id=project-a',
+        'GET /pod_bindings/{uuid}': f'/pod_bindings/{binding.uuid}',
     }
     for name, query in CANDIDATE_QUERIES.items():
         reads[f'GET /allocation_candidates {name}'] = f'/allocation_candidates?{query}'
@@ -245,6 +282,14 @@ def measure(api, staff, pool):
         for _ in range(2)}))
     counts['DELETE /allocations/{consumer}'] = counted(
         lambda: api.delete(f'/allocations/{consumer}'))
+    counts['POST /pod_bindings, kept'] = counted(lambda: api.post(
+        '/pod_bindings', {'project_id': 'project-a', 'resources': {'VCPU': 1}}))
+    counts['POST /pod_bindings, new'] = counted(lambda: api.post(
+        '/pod_bindings', {'project_id': 'project-b', 'resources': {'VCPU': 1}}))
+    counts['POST /pods'] = counted(lambda: api.post('/pods', {
+        'name': 'pod-c', 'thresholds': {'VCPU': 80}}))
+    counts['PUT /pods/{uuid}'] = counted(lambda: api.put(f'/pods/{pod.uuid}', {
+        'state': 'maintenance'}))
     return counts
 
 
