@@ -228,8 +228,9 @@ extend_schema_view(
                    201: (POD_BINDING_ANSWER, 'A new binding (`replaced`: the one it ended).')},
         location=[201], cached=[], links={201: binding_links('$response.body#/uuid'),
                                           200: binding_links('$response.body#/uuid')},
-        errors={400: 'The pod named does not exist or does not serve the affinity, or an '
-                     'explicit binding also names a zone or resources.',
+        errors={400: 'A resource class that does not exist; the pod named does not exist '
+                     'or does not serve the affinity, or an explicit binding also names a '
+                     'zone or resources.',
                 409: 'No pod passes the filters (placement.pod.none_available; the detail '
                      'says why each was refused); nothing changed.'},
     ),

@@ -168,7 +168,10 @@ def binding_request(request):
     """Answer a selection.BindingRequest: the tenant's open binding if its
     pod still passes the filters, otherwise a new binding to the best pod
     (ending the old one with the reason its pod failed). NoPodAvailable,
-    changing nothing, when no pod passes."""
+    changing nothing, when no pod passes; ResourceClassNotFound for a
+    resource of no class."""
+    provider_services.resource_class_ids(list(request.resources))
+
     def write():
         current = _open_binding(request.project_id, request.affinity)
         chosen = selection.choose(request)

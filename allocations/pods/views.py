@@ -218,6 +218,8 @@ class PodBindingViewSet(PlacementViewSet):
             raise errors.conflict(str(exc), code=errors.NO_POD_AVAILABLE)
         except exceptions.PodDoesNotServeAffinity as exc:
             raise errors.bad_request(str(exc))
+        except exceptions.ResourceClassNotFound as exc:
+            raise errors.bad_request(f'Invalid resource class in resources: {exc}')
         except exceptions.ConcurrentUpdate as exc:
             raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
         body = binding_body(answer.binding)

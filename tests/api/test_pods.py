@@ -221,6 +221,8 @@ def test_binding_request_refusals(api, pods, db_snapshot):
                 {'project_id': 'p', 'pod': 'not-a-uuid'}, {'project_id': 'p', 'extra': 1}):
         assert_error(pods.api.post('/pod_bindings', bad), 400, 'JSON does not validate')
     assert_error(pods.bind('p', pod=new_uuid()), 400, 'No pod with uuid')
+    assert_error(pods.bind('p', resources={'VCPU': 1, 'CUSTOM_NOPE': 2}), 400,
+                 'Invalid resource class in resources: No such resource class CUSTOM_NOPE.')
     assert db_snapshot() == before
 
 
