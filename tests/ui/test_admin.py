@@ -13,6 +13,9 @@ from django.urls import reverse
 
 from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.pods import services as pod_services
+from allocations.pods.admin import PodForm
+from allocations.pods.models import Pod, PodBinding
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
 from providers.models import (Aggregate, Inventory, ResourceClass, ResourceProvider, Trait)
@@ -725,3 +728,402 @@ def test_changelist_queries_do_not_grow_with_rows(admin_client, db):
         {name: queries for name, (queries, _) in many.items()}
     assert few['ResourceProvider'][1] == 10 and many['ResourceProvider'][1] == 100
     assert many['Consumer'][1] == 50
+
+
+# ---- pods and pod bindings: written through allocations.pods.services ---------------
+
+POD_AGGREGATE = str(uuid_lib.uuid4())
+IN_USE = ('Cannot delete pod “Pod1”: Pod Pod1 has bindings, whose history is kept: put it '
+          'into maintenance instead.')
+
+
+@pytest.fixture
+def pods(db):
+    """Pod1 (general purpose, az1, VCPU 80%, aggregate POD_AGGREGATE) with
+    tenant1 and tenant2 bound; Pod2 (resource=CAD, in maintenance) with
+    tenant1's CAD binding ended and tenant3 bound; Pod3, nobody ever bound."""
+    pod1 = pod_services.pod_create(name='Pod1', aggregate_uuid=POD_AGGREGATE,
+                                   availability_zone='az1', thresholds={'VCPU': 80})
+    pod2 = pod_services.pod_create(name='Pod2', affinity_tags={'resource': 'CAD'},
+                                   state=Pod.MAINTENANCE)
+    pod3 = pod_services.pod_create(name='Pod3')
+    for project in ('tenant1', 'tenant2'):
+        pod_services.binding_bind(project_id=project, pod=pod1)
+    cad = pod_services.binding_bind(project_id='tenant1', affinity='resource=CAD', pod=pod2)
+    pod_services.binding_end(binding=cad.binding)
+    pod_services.binding_bind(project_id='tenant3', affinity='resource=CAD', pod=pod2)
+    return {pod.name: pod for pod in (pod1, pod2, pod3)}
+
+
+def pod(name):
+    return Pod.objects.select_related('aggregate').get(name=name)
+
+
+def bindings(**filters):
+    """(project, affinity, pod, end reason) of bindings, oldest first."""
+    return [(b.project_id, b.affinity, b.pod.name, b.end_reason)
+            for b in PodBinding.objects.filter(**filters).select_related('pod').order_by('pk')]
+
+
+def rows_of(client, model, query=''):
+    response = client.get(admin_url(model) + query)
+    assert response.status_code == 200, query
+    return response, list(response.context['cl'].result_list)
+
+
+def test_pod_changelist_shows_pools_tags_thresholds_and_tenants(admin_client, pods):
+    response, rows = rows_of(admin_client, Pod)
+    assert [(p.name, p.tenants) for p in rows] == [('Pod1', 2), ('Pod2', 1), ('Pod3', 0)]
+    html = response.content.decode()
+    assert f'href="{reverse("ui:aggregate", args=[POD_AGGREGATE])}"' in html
+    assert 'resource=CAD' in html and 'VCPU 80%' in html
+    # The tenant count sorts (column 7, after the selection checkbox).
+    assert [p.name for p in rows_of(admin_client, Pod, '?o=-7')[1]] == ['Pod1', 'Pod2', 'Pod3']
+    assert [p.name for p in rows_of(admin_client, Pod, '?o=7')[1]] == ['Pod3', 'Pod2', 'Pod1']
+    for query, expected in [('?state__exact=maintenance', ['Pod2']),
+                            ('?state__exact=enabled', ['Pod1', 'Pod3']),
+                            ('?availability_zone=az1', ['Pod1']),
+                            ('?availability_zone=nova', ['Pod2', 'Pod3']),
+                            ('?q=Pod2', ['Pod2']), ('?q=' + POD_AGGREGATE[:13], ['Pod1']),
+                            ('?q=' + pods['Pod3'].uuid, ['Pod3'])]:
+        assert [p.name for p in rows_of(admin_client, Pod, query)[1]] == expected, query
+
+
+def test_binding_changelist_newest_first_with_filters(admin_client, pods):
+    response, rows = rows_of(admin_client, PodBinding)
+    assert [(b.project_id, b.affinity, b.pod.name, b.end_reason) for b in rows] == [
+        ('tenant3', 'resource=CAD', 'Pod2', None), ('tenant1', 'resource=CAD', 'Pod2', 'admin'),
+        ('tenant2', '', 'Pod1', None), ('tenant1', '', 'Pod1', None)]
+    assert 'general purpose' in response.content.decode()
+    pod1 = pods['Pod1'].pk
+    ended = PodBinding.objects.get(ended_at__isnull=False)
+    for query, expected in [('?open=yes', ['tenant3', 'tenant2', 'tenant1']),
+                            ('?open=no', ['tenant1']), ('?end_reason__exact=admin', ['tenant1']),
+                            (f'?pod__id__exact={pod1}', ['tenant2', 'tenant1']),
+                            (f'?pod__id__exact={pod1}&open=yes', ['tenant2', 'tenant1']),
+                            ('?q=tenant1', ['tenant1', 'tenant1']),
+                            ('?q=' + ended.uuid, ['tenant1'])]:
+        rows = rows_of(admin_client, PodBinding, query)[1]
+        assert [b.project_id for b in rows] == expected, query
+
+
+def test_pod_and_binding_pages_render(admin_client, pods):
+    binding = PodBinding.objects.first()
+    for page in [admin_url(Pod, 'add'), admin_url(Pod, 'change', pods['Pod1'].pk),
+                 admin_url(Pod, 'delete', pods['Pod3'].pk), admin_url(PodBinding, 'add'),
+                 admin_url(PodBinding, 'change', binding.pk)]:
+        assert admin_client.get(page).status_code == 200, page
+    form = admin_client.get(admin_url(Pod, 'change', pods['Pod1'].pk)).context['adminform'].form
+    assert (form['aggregate_uuid'].value(), form['thresholds'].value()) == (POD_AGGREGATE,
+                                                                            'VCPU=80')
+    form = admin_client.get(admin_url(Pod, 'change', pods['Pod2'].pk)).context['adminform'].form
+    assert (form['affinity_tags'].value(), form['thresholds'].value()) == ('resource=CAD', '')
+
+
+def pod_post(**fields):
+    return {'name': 'Pod4', 'aggregate_uuid': '', 'availability_zone': 'nova',
+            'affinity_tags': '', 'thresholds': '', 'state': 'enabled', **fields}
+
+
+def test_add_a_pod_of_a_new_aggregate(admin_client, api, pods):
+    aggregates = set(Aggregate.objects.values_list('uuid', flat=True))
+    response = admin_client.post(admin_url(Pod, 'add'), pod_post(
+        availability_zone='az2', affinity_tags='resource=CAD\n  gpu = a100:80gb \n\n',
+        thresholds='VCPU=80\nMEMORY_MB = 92.5%\n'), follow=True)
+    added = pod('Pod4')
+    assert messages_of(response) == [
+        f'The pod “<a href="{admin_url(Pod, "change", added.pk)}">Pod4</a>” was added '
+        'successfully.']
+    assert str(uuid_lib.UUID(added.uuid)) == added.uuid      # generated, in canonical form
+    assert added.aggregate.uuid not in aggregates              # a new aggregate
+    assert str(uuid_lib.UUID(added.aggregate.uuid)) == added.aggregate.uuid
+    assert (added.availability_zone, added.affinity_tags, added.thresholds, added.state) == (
+        'az2', {'resource': 'CAD', 'gpu': 'a100:80gb'}, {'VCPU': 80, 'MEMORY_MB': 92.5},
+        'enabled')
+    body = api.get(f'/pods/{added.uuid}').body
+    assert (body['name'], body['aggregate'], body['thresholds'], body['tenants']) == (
+        'Pod4', added.aggregate.uuid, {'VCPU': 80, 'MEMORY_MB': 92.5}, 0)
+
+
+def test_add_a_pod_of_an_existing_aggregate(admin_client, api):
+    rp = api.create_provider(name='cn1')['uuid']
+    api.set_aggregates(rp, [AGGREGATE])
+    response = admin_client.post(admin_url(Pod, 'add'), pod_post(aggregate_uuid=AGGREGATE,
+                                                                  state='maintenance'))
+    assert response.status_code == 302, form_errors(response)
+    added = pod('Pod4')
+    assert (added.aggregate.uuid, added.state) == (AGGREGATE, 'maintenance')
+    assert Aggregate.objects.count() == 1
+    response = admin_client.get(admin_url(Pod, 'change', added.pk))
+    assert response.context['adminform'].form['aggregate_uuid'].value() == AGGREGATE
+
+
+def edit_pod(client, name, change, **post):
+    """Load the pod's change form, let `change` edit its data, post it."""
+    url = admin_url(Pod, 'change', pod(name).pk)
+    data = form_data(client.get(url))
+    change(data)
+    return client.post(url, data, **post)
+
+
+def test_change_a_pod(admin_client, pods):
+    other = new_uuid()
+
+    def change(data):
+        data.update(name='Pod1-renamed', aggregate_uuid=other, availability_zone='az9',
+                    affinity_tags='resource=GPU', thresholds='VCPU=90\nDISK_GB=75',
+                    state='maintenance')
+
+    response = edit_pod(admin_client, 'Pod1', change)
+    assert response.status_code == 302, form_errors(response)
+    changed = pod('Pod1-renamed')
+    assert (changed.uuid, changed.created_at) == (pods['Pod1'].uuid, pods['Pod1'].created_at)
+    assert (changed.aggregate.uuid, changed.availability_zone, changed.affinity_tags,
+            changed.thresholds, changed.state) == (other, 'az9', {'resource': 'GPU'},
+                                                   {'VCPU': 90, 'DISK_GB': 75}, 'maintenance')
+    assert changed.updated_at is not None
+    assert Aggregate.objects.filter(uuid=POD_AGGREGATE).exists()   # the old one stays
+    # Bindings are not touched: a tenant moves at its next request.
+    assert bindings(pod__name='Pod1-renamed', ended_at__isnull=True) == [
+        ('tenant1', '', 'Pod1-renamed', None), ('tenant2', '', 'Pod1-renamed', None)]
+
+
+def test_an_unchanged_save_changes_nothing(admin_client, pods, db_snapshot):
+    before = db_snapshot()
+    response = edit_pod(admin_client, 'Pod1', lambda data: None)
+    assert response.status_code == 302, form_errors(response)
+    response = edit_pod(admin_client, 'Pod2', lambda data: data.update(
+        affinity_tags=' resource = CAD '))
+    assert response.status_code == 302, form_errors(response)
+    assert db_snapshot() == before     # not even updated_at
+
+
+BAD_POD_FIELDS = [
+    ({'affinity_tags': 'resource CAD'}, '“resource CAD”: write one key=value per line.'),
+    ({'affinity_tags': 'resource=C AD'},
+     '“resource=C AD”: keys and values are 1 to 64 letters, digits or _ . : / -'),
+    ({'affinity_tags': 'resource=CAD\nresource=GPU'}, '“resource” is given twice.'),
+    ({'affinity_tags': '\n'.join(f'k{i}=v' for i in range(17))},
+     'A pod has at most 16 affinity tags.'),
+    ({'thresholds': 'CUSTOM_NOPE=50'}, 'No such resource class CUSTOM_NOPE.'),
+    ({'thresholds': 'vcpu=50'}, '“vcpu”: a resource class name uses only A-Z, 0-9 and _.'),
+    ({'thresholds': 'VCPU=0'},
+     '“VCPU=0”: a threshold is a percentage above 0 and at most 100.'),
+    ({'thresholds': 'VCPU=150'},
+     '“VCPU=150”: a threshold is a percentage above 0 and at most 100.'),
+    ({'thresholds': 'VCPU=nan'},
+     '“VCPU=nan”: a threshold is a percentage above 0 and at most 100.'),
+    ({'name': 'Pod2'}, 'Pod with this Name already exists.'),
+    ({'aggregate_uuid': POD_AGGREGATE}, f'Aggregate {POD_AGGREGATE} is already the pod Pod1.'),
+    ({'aggregate_uuid': 'not-a-uuid'}, 'Enter a valid UUID.'),
+    ({'state': 'retired'},
+     'Select a valid choice. retired is not one of the available choices.'),
+]
+
+
+@pytest.mark.parametrize('fields,error', BAD_POD_FIELDS, ids=lambda v: str(v)[:40])
+def test_a_bad_pod_is_refused_and_changes_nothing(admin_client, pods, db_snapshot, fields,
+                                                  error):
+    before = db_snapshot()
+    response = admin_client.post(admin_url(Pod, 'add'), pod_post(**fields))
+    assert form_errors(response) == [error]
+    # The same on Pod3's change form (its own name and aggregate are no clash).
+    response = edit_pod(admin_client, 'Pod3', lambda data: data.update(fields))
+    assert form_errors(response) == [error]
+    assert db_snapshot() == before
+
+
+def test_a_pod_keeps_an_aggregate(admin_client, pods, db_snapshot):
+    before = db_snapshot()
+    response = edit_pod(admin_client, 'Pod3', lambda data: data.update(aggregate_uuid=''))
+    assert form_errors(response) == ['This field is required.']
+    assert db_snapshot() == before
+
+
+def test_a_pod_refused_while_saving_is_an_error_message(admin_client, pods, db_snapshot,
+                                                        monkeypatch):
+    """The aggregate became another pod's after the form's check: the
+    service refuses, an error message, and nothing changes."""
+    monkeypatch.setattr(PodForm, 'clean_aggregate_uuid',
+                        lambda self: self.cleaned_data['aggregate_uuid'] or None)
+    before = db_snapshot()
+    response = admin_client.post(admin_url(Pod, 'add'), pod_post(aggregate_uuid=POD_AGGREGATE),
+                                 follow=True)
+    assert messages_of(response) == [f'Aggregate {POD_AGGREGATE} is already the pod Pod1.']
+    response = edit_pod(admin_client, 'Pod3', lambda data: data.update(
+        name='Pod3-renamed', aggregate_uuid=POD_AGGREGATE), follow=True)
+    assert messages_of(response) == [f'Aggregate {POD_AGGREGATE} is already the pod Pod1.']
+    assert db_snapshot() == before
+
+
+def test_a_pod_with_bindings_is_never_deleted(admin_client, pods, db_snapshot):
+    before = db_snapshot()
+    url = admin_url(Pod, 'delete', pods['Pod1'].pk)
+    for response in (admin_client.get(url, follow=True),
+                     admin_client.post(url, {'post': 'yes'}, follow=True)):
+        assert response.redirect_chain[-1][0] == admin_url(Pod, 'change', pods['Pod1'].pk)
+        assert messages_of(response) == [IN_USE]
+    for confirm in (False, True):
+        response = delete_selected(admin_client, Pod, [pods['Pod3'], pods['Pod1']],
+                                   confirm=confirm)
+        assert messages_of(response) == [f'Nothing was deleted. {IN_USE}']
+    assert db_snapshot() == before
+
+
+def test_a_pod_without_bindings_is_deleted(admin_client, api, pods):
+    response = admin_client.post(admin_url(Pod, 'delete', pods['Pod3'].pk), {'post': 'yes'},
+                                 follow=True)
+    assert messages_of(response) == ['The pod “Pod3” was deleted successfully.']
+    assert api.get(f'/pods/{pods["Pod3"].uuid}').status_code == 404
+    assert Aggregate.objects.filter(pk=pods['Pod3'].aggregate_id).exists()  # the pool stays
+    assert set(Pod.objects.values_list('name', flat=True)) == {'Pod1', 'Pod2'}
+
+
+def test_an_explicit_binding_ends_the_open_one(admin_client, pods, db_snapshot):
+    response = admin_client.post(admin_url(PodBinding, 'add'), {
+        'project_id': 'tenant1', 'affinity': '', 'pod': pods['Pod3'].pk}, follow=True)
+    assert response.redirect_chain[-1][0] == admin_url(PodBinding)
+    assert messages_of(response) == ['Project tenant1 is bound to pod Pod3 for general-purpose '
+                                     'work; its binding to pod Pod1 ended (admin).']
+    assert bindings(project_id='tenant1', affinity='') == [
+        ('tenant1', '', 'Pod1', 'admin'), ('tenant1', '', 'Pod3', None)]
+    # A new tenant, a tagged affinity: nothing to end.
+    response = admin_client.post(admin_url(PodBinding, 'add'), {
+        'project_id': 'tenant9', 'affinity': 'resource=CAD', 'pod': pods['Pod2'].pk},
+        follow=True)
+    assert messages_of(response) == [
+        'Project tenant9 is bound to pod Pod2 for resource=CAD work.']
+    assert bindings(project_id='tenant9') == [('tenant9', 'resource=CAD', 'Pod2', None)]
+    # Bound there already: nothing changes.
+    before = db_snapshot()
+    response = admin_client.post(admin_url(PodBinding, 'add'), {
+        'project_id': 'tenant1', 'affinity': '', 'pod': pods['Pod3'].pk}, follow=True)
+    assert messages_of(response) == ['Project tenant1 was already bound to pod Pod3 for '
+                                     'general-purpose work: nothing changed.']
+    assert db_snapshot() == before
+
+
+@pytest.mark.parametrize('affinity,pod_name,error', [
+    ('resource=CAD', 'Pod1', 'Pod Pod1 does not serve resource=CAD work.'),
+    ('', 'Pod2', 'Pod Pod2 does not serve general-purpose work.'),
+    ('resource=GPU', 'Pod2', 'Pod Pod2 does not serve resource=GPU work.'),
+    ('resource', 'Pod2', 'An affinity tag is key=value (resource=CAD): 1 to 64 letters, '
+                         'digits or _ . : / - each side.'),
+])
+def test_an_explicit_binding_to_a_pod_not_serving_the_affinity_is_refused(
+        admin_client, pods, db_snapshot, affinity, pod_name, error):
+    before = db_snapshot()
+    response = admin_client.post(admin_url(PodBinding, 'add'), {
+        'project_id': 'tenant1', 'affinity': affinity, 'pod': pods[pod_name].pk})
+    assert form_errors(response) == [error]
+    assert db_snapshot() == before
+
+
+def end_selected(client, objs):
+    return client.post(admin_url(PodBinding), {
+        'action': 'end_bindings', '_selected_action': [obj.pk for obj in objs]}, follow=True)
+
+
+def test_the_end_action_ends_bindings_as_the_admin(admin_client, pods):
+    selected = list(PodBinding.objects.filter(project_id__in=['tenant2', 'tenant3']))
+    response = end_selected(admin_client, selected)
+    assert messages_of(response) == ['Ended 2 binding(s) (admin).']
+    assert bindings(project_id__in=['tenant2', 'tenant3']) == [
+        ('tenant2', '', 'Pod1', 'admin'), ('tenant3', 'resource=CAD', 'Pod2', 'admin')]
+    assert all(b.ended_at >= b.started_at for b in selected
+               for b in [PodBinding.objects.get(pk=b.pk)])
+    response, rows = rows_of(admin_client, Pod)
+    assert [(p.name, p.tenants) for p in rows] == [('Pod1', 1), ('Pod2', 0), ('Pod3', 0)]
+
+
+def test_the_end_action_with_an_ended_binding_ends_nothing(admin_client, pods, db_snapshot):
+    before = db_snapshot()
+    ended = PodBinding.objects.get(ended_at__isnull=False)
+    response = end_selected(admin_client, [*PodBinding.objects.filter(ended_at__isnull=True),
+                                           ended])
+    assert messages_of(response) == [
+        f'Nothing was ended. Pod binding {ended.uuid} already ended at '
+        f'{ended.ended_at.isoformat()} (admin).']
+    assert db_snapshot() == before
+
+
+
+def test_the_end_action_refused_while_ending_ends_nothing(admin_client, pods, db_snapshot,
+                                                          monkeypatch):
+    """A binding ended by someone else after the action read it: the
+    service refuses it, and the bindings ended before it are ended no more."""
+    monkeypatch.setattr(PodBinding, 'is_open', property(lambda binding: True))
+    before = db_snapshot()
+    ended = PodBinding.objects.get(ended_at__isnull=False)
+    selected = list(PodBinding.objects.order_by('pk'))
+    assert selected.index(ended) == 2     # two open ones are ended first
+    response = end_selected(admin_client, selected)
+    assert messages_of(response) == [
+        f'Nothing was ended. Pod binding {ended.uuid} already ended at '
+        f'{ended.ended_at.isoformat()} (admin).']
+    assert db_snapshot() == before
+
+def test_bindings_are_never_changed_or_deleted(admin_client, pods, db_snapshot):
+    before = db_snapshot()
+    binding = PodBinding.objects.filter(ended_at__isnull=True).first()
+    response = admin_client.get(admin_url(PodBinding, 'change', binding.pk))
+    assert response.context['has_change_permission'] is False
+    assert response.context['has_delete_permission'] is False
+    assert admin_client.post(admin_url(PodBinding, 'change', binding.pk), {
+        'project_id': 'other', 'pod': pods['Pod3'].pk}).status_code == 403
+    assert admin_client.post(admin_url(PodBinding, 'delete', binding.pk),
+                             {'post': 'yes'}).status_code == 403
+    actions = admin_client.get(admin_url(PodBinding)).context['action_form']
+    assert [name for name, _ in actions.fields['action'].choices if name] == ['end_bindings']
+    response = delete_selected(admin_client, PodBinding, [binding])
+    assert messages_of(response) == ['No action selected.']
+    assert db_snapshot() == before
+
+
+# ---- no per-row queries on the pod pages ----------------------------------------------
+
+def build_pods(start, count):
+    """Pods, every other one tagged, each with two tenants bound and one
+    of them moved away since (history)."""
+    for i in range(start, start + count):
+        tags = {'resource': f'R{i}'} if i % 2 else {}
+        affinity = f'resource=R{i}' if tags else ''
+        built = pod_services.pod_create(name=f'pod{i}', affinity_tags=tags,
+                                        thresholds={'VCPU': 80, 'MEMORY_MB': 90},
+                                        availability_zone=f'az{i % 3}')
+        for tenant in range(2):
+            pod_services.binding_bind(project_id=f'tenant{i}-{tenant}', affinity=affinity,
+                                      pod=built)
+        pod_services.binding_end(binding=PodBinding.objects.filter(pod=built).first())
+
+
+def pod_page_queries(client):
+    first_pod = Pod.objects.order_by('pk').first()
+    first_binding = PodBinding.objects.order_by('pk').first()
+    counts = {}
+    for name, url in [('pods', admin_url(Pod)), ('pods by tenants', admin_url(Pod) + '?o=-7'),
+                      ('bindings', admin_url(PodBinding)),
+                      ('open bindings', admin_url(PodBinding) + '?open=yes'),
+                      ('pod', admin_url(Pod, 'change', first_pod.pk)),
+                      ('add pod', admin_url(Pod, 'add')),
+                      ('binding', admin_url(PodBinding, 'change', first_binding.pk)),
+                      ('add binding', admin_url(PodBinding, 'add'))]:
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(url)
+        assert response.status_code == 200, url
+        cl = response.context.get('cl')
+        counts[name] = (len(captured), cl.result_count if cl else None)
+    return counts
+
+
+def test_pod_pages_queries_do_not_grow_with_rows(admin_client, db):
+    build_pods(0, 2)
+    pod_page_queries(admin_client)  # session, user and content types warm
+    few = pod_page_queries(admin_client)
+    build_pods(2, 18)
+    many = pod_page_queries(admin_client)
+    assert {name: queries for name, (queries, _) in few.items()} == \
+        {name: queries for name, (queries, _) in many.items()}
+    assert (few['pods'][1], many['pods'][1]) == (2, 20)
+    assert (few['bindings'][1], many['bindings'][1]) == (4, 40)
+    assert (few['open bindings'][1], many['open bindings'][1]) == (2, 20)
