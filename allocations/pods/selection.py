@@ -298,3 +298,19 @@ def choose(request, pods=None):
     live books."""
     pods = Pod.objects.with_aggregate().in_line() if pods is None else pods
     return select(request, pod_books(pods, request.resources))
+
+
+def pod_for(project_id, affinity=GENERAL_PURPOSE, resources=None, availability_zone=None):
+    """Where the tenant's work of this affinity goes now, reading only:
+    (pod, binding, selection) with the tenant's open binding and its pod,
+    or, without one, binding None and the pod a binding request would bind
+    it to (None when no pod passes; the selection says why). The selection
+    is run either way, so a caller can tell whether a bound pod still
+    passes. A fixed number of queries; nothing is written."""
+    binding = PodBinding.objects.open().of(project_id, affinity).select_related(
+        'pod__aggregate').first()
+    chosen = choose(BindingRequest(project_id, affinity, availability_zone,
+                                   dict(resources or {})))
+    if binding is not None:
+        return binding.pod, binding, chosen
+    return chosen.best, None, chosen
