@@ -1,6 +1,11 @@
 """The dashboards' forms: usage filters and the candidate explorer's request."""
 from django import forms
+from django.core.validators import RegexValidator
 from django.http import QueryDict
+
+from allocations.pods.schemas import AFFINITY_PATTERN
+from placement_site import errors
+from placement_site.querystring import parse_resources
 
 
 class UsageFilter(forms.Form):
@@ -27,6 +32,27 @@ class ExplorerForm(forms.Form):
                                                               ('isolate', 'isolate')])
     same_subtree = forms.CharField(required=False, help_text='e.g. _COMPUTE,_NET')
     limit = forms.IntegerField(required=False, min_value=1, initial=20)
+    # Not part of the query: the project's pod adds member_of to it.
+    as_project = forms.CharField(required=False, max_length=255, label='As project',
+                                 help_text="a project id: only its pod's providers")
+    affinity = forms.CharField(
+        required=False, label='Affinity tag', help_text='key=value, e.g. resource=CAD; '
+        'empty: general purpose',
+        validators=[RegexValidator(AFFINITY_PATTERN, 'Enter a tag as key=value.')])
+
+    def clean(self):
+        data = super().clean()
+        if data.get('affinity') and not data.get('as_project'):
+            self.add_error('affinity', 'An affinity tag needs a project.')
+        return data
+
+    def requested_resources(self):
+        """{class: amount} of the unsuffixed resources, {} when they do not
+        parse (the candidate search then says why)."""
+        try:
+            return parse_resources(self.cleaned_data.get('resources') or '')
+        except errors.PlacementError:
+            return {}
 
     def query(self):
         """The GET /allocation_candidates query string for the form."""

@@ -3,6 +3,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from allocations.pods.views import timestamp
+
 register = template.Library()
 
 # Utilization thresholds shared by every page (fraction of capacity).
@@ -19,9 +21,11 @@ def level(fraction):
 
 
 @register.simple_tag
-def utilization_bar(used, capacity, reserved=0, width=160):
+def utilization_bar(used, capacity, reserved=0, width=160, threshold=None):
     """An SVG bar of used against capacity, coloured by level, with the
-    numbers (and what is reserved) in its title."""
+    numbers (and what is reserved) in its title. With a `threshold` (a
+    percent, as pods have), a marker stands at the threshold and a bar that
+    reached it is critical."""
     capacity = float(capacity or 0)
     used = float(used or 0)
     fraction = used / capacity if capacity else 0.0
@@ -33,13 +37,24 @@ def utilization_bar(used, capacity, reserved=0, width=160):
     over = used > capacity
     if over:
         title += f', over capacity by {used - capacity:g}'
+    lvl = level(fraction)
+    marker = ''
+    if threshold is not None:
+        threshold = float(threshold)
+        # As the pods' selection reads it (selection.PodBooks.utilization).
+        reached = bool(capacity) and 100.0 * used / capacity >= threshold
+        title += f', threshold {threshold:g}%' + (' reached' if reached else '')
+        lvl = 'critical' if reached else lvl
+        marker = format_html('<rect class="bar-threshold" x="{}" width="2" height="16"/>',
+                             f'{min(threshold / 100, 1.0) * width - 1:.1f}')
     return format_html(
-        '<svg class="bar" width="{w}" height="12" role="img" aria-label="{t}">'
+        '<svg class="bar" width="{w}" height="{h}" role="img" aria-label="{t}">'
         '<title>{t}</title>'
-        '<rect class="bar-free" width="{w}" height="12" rx="2"/>'
-        '<rect class="bar-{lvl}" width="{uw}" height="12" rx="2"/></svg>'
+        '<rect class="bar-free" y="{y}" width="{w}" height="12" rx="2"/>'
+        '<rect class="bar-{lvl}" y="{y}" width="{uw}" height="12" rx="2"/>{m}</svg>'
         ' <span class="pct pct-{lvl}">{p}</span>{o}',
-        w=width, t=title, lvl=level(fraction), uw=f'{used_width:.1f}', p=f'{fraction:.0%}',
+        w=width, h=16 if marker else 12, y=2 if marker else 0, t=title, lvl=lvl,
+        uw=f'{used_width:.1f}', m=marker, p=f'{fraction:.0%}',
         o=mark_safe(' <strong class="over-capacity">over capacity</strong>') if over else '')
 
 
@@ -74,3 +89,9 @@ def page_link(context, page_number):
 def dictget(mapping, key):
     """mapping[key], or an empty string."""
     return mapping.get(key, '') if mapping else ''
+
+
+@register.filter
+def api_time(moment):
+    """A time as the pod API writes it (UTC, microseconds, 'Z')."""
+    return timestamp(moment) or ''

@@ -10,6 +10,8 @@ urlpatterns = [
     path('providers/<str:uuid>/', views.provider_detail, name='provider'),
     path('pools/', views.aggregate_list, name='aggregates'),
     path('pools/<str:uuid>/', views.aggregate_detail, name='aggregate'),
+    path('pods/', views.pod_list, name='pods'),
+    path('pods/<str:uuid>/', views.pod_detail, name='pod'),
     path('usage/', views.usage, name='usage'),
     path('explorer/', views.explorer, name='explorer'),
 ]

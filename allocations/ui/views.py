@@ -1,6 +1,6 @@
 """Dashboards for cloud admins: the cloud's capacity and usage, providers,
-pools, usage by owner and the candidate explorer. Server-rendered, staff
-only, a fixed number of queries per page."""
+pools, pods, usage by owner and the candidate explorer. Server-rendered,
+staff only, a fixed number of queries per page."""
 import collections
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -105,6 +105,30 @@ def aggregate_detail(request, uuid):
     })
 
 
+# ---- pods ------------------------------------------------------------------------------
+
+@staff_only
+@replicas.advisory
+def pod_list(request):
+    return render(request, 'ui/pods.html', {
+        'groups': reports.pod_groups(reports.pod_lines(reports.pods_in_line())),
+        'warning': templatetags.WARNING * 100, 'critical': templatetags.CRITICAL * 100,
+    })
+
+
+@staff_only
+@replicas.advisory
+def pod_detail(request, uuid):
+    pod = get_object_or_404(reports.pods_in_line(), uuid=uuid)
+    (line,) = reports.pod_lines([pod])
+    return render(request, 'ui/pod.html', {
+        'pod': pod, 'line': line,
+        'bound': reports.open_bindings(pod),
+        'page': Paginator(reports.binding_history(pod), PAGE_SIZE).get_page(
+            request.GET.get('page')),
+    })
+
+
 # ---- usage by owner ----------------------------------------------------------------
 
 @staff_only
@@ -144,6 +168,16 @@ def explorer(request):
     context = {'form': form}
     if form.is_valid():
         query = form.query()
+        if form.cleaned_data['as_project']:
+            # The project's pod (its binding's, or a preview of a binding
+            # request's) narrows the search as a scheduler's member_of would.
+            placed = context['placed'] = reports.project_pod(
+                form.cleaned_data['as_project'], form.cleaned_data['affinity'],
+                form.requested_resources())
+            if placed.pod is None:
+                context['error'] = placed.refusal
+                return render(request, 'ui/explorer.html', context)
+            query.appendlist('member_of', placed.pod.aggregate.uuid)
         context['query'] = query.urlencode(safe=':,!')
         try:
             context.update(_explore(query))

@@ -1,5 +1,5 @@
 """The dashboards: staff only, the numbers the API gives, and a constant
-number of queries whatever the size of the cloud."""
+number of queries whatever the size of the cloud (or the number of pods)."""
 import re
 import uuid
 
@@ -12,8 +12,13 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
+from allocations.pods import services as pod_services
+from allocations.pods.models import Pod, PodBinding
+from allocations.pods.selection import BindingRequest
+from allocations.ui.views import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
+from tests.pods.conftest import Cloud
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
 
@@ -79,7 +84,8 @@ def count_queries(client, path):
 
 
 def test_every_page_needs_a_staff_sign_in(db):
-    for path in ['/ui/', '/ui/providers/', '/ui/pools/', '/ui/usage/', '/ui/explorer/']:
+    for path in ['/ui/', '/ui/providers/', '/ui/pools/', '/ui/usage/', '/ui/explorer/',
+                 '/ui/pods/', f'/ui/pods/{uuid.uuid4()}/']:
         response = Client().get(path)
         assert response.status_code == 302
         assert response['Location'] == f'/accounts/login/?next={path}'
@@ -173,3 +179,270 @@ def test_explorer_finds_candidates_and_explains_an_empty_answer(staff):
     html = staff.get('/ui/explorer/?resources=VCPU:x').content.decode()
     assert re.findall(r'<div class="notice error" id="error">([^<]*)</div>', html) == [
         'Requested resource VCPU expected positive integer amount. Got: x.']
+
+
+# ---- pods ------------------------------------------------------------------------
+
+CAD = 'resource=CAD'
+
+
+def bind(project, affinity=''):
+    return pod_services.binding_request(BindingRequest(project, affinity=affinity))
+
+
+@pytest.fixture
+def pods(db):
+    """PodA (general purpose, 10 VCPU, threshold 80%) filled to 90% after
+    tenant1 and tenant2 were bound to it; tenant2 asked again and moved to
+    PodB (threshold), which then went into maintenance; PodC has two tags
+    (resource=CAD, gpu=yes) and tenant3's CAD work."""
+    cloud = Cloud()
+    cloud.pod('PodA', {'VCPU': {'total': 10}, 'MEMORY_MB': {'total': 1000}},
+              availability_zone='az1', thresholds={'VCPU': 80, 'MEMORY_MB': 90})
+    cloud.pod('PodB', {'VCPU': {'total': 20, 'allocation_ratio': 2.0}}, availability_zone='az1')
+    cloud.pod('PodC', {'VCPU': {'total': 8}}, {'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}},
+              availability_zone='az2', affinity_tags={'resource': 'CAD', 'gpu': 'yes'},
+              thresholds={'VCPU': 50})
+    bind('tenant1')
+    bind('tenant2')
+    cloud.fill('PodA', VCPU=9, MEMORY_MB=100)
+    cloud.fill('PodB', VCPU=3)
+    assert bind('tenant2').replaced.end_reason == 'threshold'
+    pod_services.pod_update(pod=Pod.objects.get(name='PodB'), state=Pod.MAINTENANCE)
+    bind('tenant3', CAD)
+    return cloud
+
+
+def pod_of(name):
+    return Pod.objects.select_related('aggregate').get(name=name)
+
+
+ROW = re.compile(r'<tr data-pod="([^"]+)" data-state="(\w+)" data-tenants="(\d+)"')
+PART = re.compile(r'data-class="(\w+)" data-used="(\d+)" data-capacity="([\d.]+)" '
+                  r'data-threshold="([\d.]*)" data-reached="(\w+)"')
+
+
+def sections(html):
+    """{affinity: [(pod uuid, state, tenants, {class: (used, capacity, threshold,
+    reached)})]} of the pods page, in order."""
+    found = {}
+    for affinity, body in re.findall(
+            r'<section class="pod-group" data-affinity="([^"]*)">(.*?)</section>', html, re.S):
+        rows = []
+        for part in re.split(r'(?=<tr data-pod=)', body)[1:]:
+            uuid_, state, tenants = ROW.match(part).groups()
+            rows.append((uuid_, state, int(tenants), {
+                m[0]: (int(m[1]), float(m[2]), float(m[3]) if m[3] else None, m[4] == 'true')
+                for m in PART.findall(part)}))
+        found[affinity] = rows
+    return found
+
+
+def test_pods_page_groups_pods_by_affinity_with_their_books(staff, api, pods):
+    html = staff.get('/ui/pods/').content.decode()
+    uuids = {name: pod_of(name).uuid for name in ('PodA', 'PodB', 'PodC')}
+    names = {u: n for n, u in uuids.items()}
+    shown = sections(html)
+    # General purpose first, then each tag; PodC is in both of its tags' groups.
+    assert {a: [names[r[0]] for r in rows] for a, rows in shown.items()} == {
+        '': ['PodA', 'PodB'], 'gpu=yes': ['PodC'], 'resource=CAD': ['PodC']}
+    assert list(shown) == ['', 'gpu=yes', 'resource=CAD']
+    rows = {names[r[0]]: r[1:] for group in shown.values() for r in group}
+    assert rows == {
+        'PodA': ('enabled', 1, {'VCPU': (9, 10.0, 80.0, True),
+                                'MEMORY_MB': (100, 1000.0, 90.0, False)}),
+        'PodB': ('maintenance', 1, {'VCPU': (3, 40.0, None, False)}),
+        'PodC': ('enabled', 1, {'VCPU': (0, 16.0, 50.0, False),
+                                'DISK_GB': (0, 100.0, None, False)})}
+    # The same numbers as GET /pods.
+    for pod in api.get('/pods').body['pods']:
+        state, tenants, classes = rows[pod['name']]
+        assert (state, tenants) == (pod['state'], pod['tenants'])
+        assert classes == {rc: (r['used'], r['capacity'], r['threshold'], r['threshold_reached'])
+                           for rc, r in pod['resources'].items()}
+    # One visible mark for the one class at its threshold, the maintenance row marked.
+    assert html.count('<strong class="threshold-reached">threshold reached</strong>') == 1
+    assert re.findall(r'<tr [^>]*class="maintenance"', html) == [
+        f'<tr data-pod="{uuids["PodB"]}" data-state="maintenance" data-tenants="1" '
+        'class="maintenance"']
+    assert re.findall(r'<span class="pct used-of">([^<]*)</span>', html) == [
+        '9 / 10', '100 / 1,000', '3 / 40', '0 / 16', '0 / 100', '0 / 16', '0 / 100']
+    assert 'aria-label="9 of 10 used (90%), threshold 80% reached"' in html
+    assert f'href="/ui/pods/{uuids["PodA"]}/"' in html
+    assert 'href="/ui/pods/"' in html and '>Pods</a>' in html  # the nav link
+
+
+def test_pods_page_without_pods(staff):
+    html = staff.get('/ui/pods/').content.decode()
+    assert list(sections(html)) == ['']
+    assert 'No general-purpose pods.' in html
+
+
+def test_pod_page_shows_books_tenants_and_history(staff, api, pods):
+    pod = pod_of('PodA')
+    response = staff.get(f'/ui/pods/{pod.uuid}/')
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<h1>Pod PodA</h1>' in html
+    assert f'<a href="/admin/pods/pod/{pod.pk}/change/">edit in admin</a>' in html
+    assert (f'<a class="mono" data-field="aggregate" href="/ui/pools/{pod.aggregate.uuid}/">'
+            f'{pod.aggregate.uuid}</a>') in html
+    facts = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', html, re.S))
+    assert facts['availability_zone'] == 'az1'
+    assert facts['tenants'] == '1'
+    assert facts['affinity'] == 'general purpose'
+    assert 'state-enabled' in facts['state']
+    books = {m[0]: m[1:] for m in re.findall(
+        r'<tr data-class="(\w+)" data-used="(\d+)" data-capacity="([\d.]+)" '
+        r'data-threshold="([\d.]*)" data-reached="(\w+)"', html)}
+    assert books == {'VCPU': ('9', '10', '80', 'true'), 'MEMORY_MB': ('100', '1000', '90', 'false')}
+    assert numbers(html, 'data-class', 'VCPU') == {
+        'capacity': '10', 'used': '9', 'free': '1', 'threshold': '80%', 'reached': ''}
+    bound = re.findall(r'<tr data-binding="([^"]+)" data-project="([^"]+)" data-affinity="([^"]*)" '
+                       r'data-started="([^"]+)">', html)
+    expected = api.get(f'/pod_bindings?pod={pod.uuid}&open=true').body['pod_bindings']
+    assert [(b['uuid'], b['project_id'], b['started_at']) for b in expected] == [
+        (u, p, s) for u, p, _a, s in bound]
+    assert [p for _u, p, _a, _s in bound] == ['tenant1']
+    history = re.findall(r'<tr data-binding="([^"]+)" data-project="([^"]+)" data-affinity="[^"]*" '
+                         r'data-started="[^"]+" data-ended="([^"]*)" data-reason="(\w*)"', html)
+    everything = api.get(f'/pod_bindings?pod={pod.uuid}').body['pod_bindings']
+    assert history == [(b['uuid'], b['project_id'], b['ended_at'] or '', b['end_reason'] or '')
+                       for b in reversed(everything)]
+    assert [(p, r) for _u, p, _e, r in history] == [('tenant2', 'threshold'), ('tenant1', '')]
+    assert '(2 bindings, newest first)' in html
+    assert staff.get(f'/ui/pods/{uuid.uuid4()}/').status_code == 404
+
+
+def test_pod_history_is_paged_newest_first(staff, pods):
+    pod = pod_of('PodC')
+    for i in range(PAGE_SIZE):
+        bind(f'cad-{i:02d}', CAD)
+    first = staff.get(f'/ui/pods/{pod.uuid}/').content.decode()
+    projects = re.findall(r'<tr data-binding="[^"]+" data-project="([^"]+)"[^>]*data-ended=', first)
+    assert projects == [f'cad-{i:02d}' for i in reversed(range(PAGE_SIZE))]
+    assert 'page 1 of 2' in first
+    second = staff.get(f'/ui/pods/{pod.uuid}/?page=2').content.decode()
+    assert re.findall(r'<tr data-binding="[^"]+" data-project="([^"]+)"[^>]*data-ended=',
+                      second) == ['tenant3']
+    # All of them are bound now: the bound tenants table is not paged.
+    assert len(re.findall(r'<tr data-binding="[^"]+" data-project="[^"]+" data-affinity="[^"]*" '
+                          r'data-started="[^"]+">', second)) == PAGE_SIZE + 1
+
+
+def notice(html):
+    found = re.search(r'<div class="notice info" id="as-project" data-pod="([^"]*)" '
+                      r'data-member-of="([^"]*)" data-binding="([^"]*)">(.*?)</div>', html, re.S)
+    if found is None:
+        return None
+    return found.groups()[:3] + (re.sub(r'<[^>]+>', '', found.group(4)).split(),)
+
+
+def candidate_providers(html):
+    """The providers of every candidate the explorer lists."""
+    table = re.search(r'<table id="candidates">(.*?)</table>', html, re.S).group(1)
+    return set(re.findall(r'<a href="/ui/providers/([^/]+)/">', table))
+
+
+def test_explorer_as_a_bound_project_searches_within_its_pod(staff, api, pods):
+    pod = pod_of('PodC')
+    binding = PodBinding.objects.open().get(project_id='tenant3')
+    html = staff.get('/ui/explorer/?resources=VCPU:1&as_project=tenant3'
+                     f'&affinity={CAD}').content.decode()
+    pod_uuid, member_of, binding_uuid, words = notice(html)
+    assert (pod_uuid, member_of, binding_uuid) == (pod.uuid, pod.aggregate.uuid, binding.uuid)
+    text = ' '.join(words)
+    assert text.startswith('As project tenant3 (resource=CAD work): bound to pod PodC since ')
+    assert '(its current binding)' in text and 'move' not in text
+    assert ('Request: <code>GET /allocation_candidates?resources=VCPU:1&amp;'
+            f'member_of={pod.aggregate.uuid}</code>') in html
+    assert re.findall(r'id="candidate-count">([^<]*)<', html) == ['2 candidates']
+    members = {rp.uuid for rp in pods.members['PodC']}
+    assert candidate_providers(html) == members
+    answer = api.get(f'/allocation_candidates?resources=VCPU:1&member_of={pod.aggregate.uuid}')
+    assert {u for r in answer.body['allocation_requests'] for u in r['allocations']} == members
+
+
+def test_explorer_as_a_project_whose_pod_no_longer_passes(staff, pods):
+    html = staff.get('/ui/explorer/?resources=VCPU:1&as_project=tenant1').content.decode()
+    pod = pod_of('PodA')
+    pod_uuid, member_of, binding_uuid, words = notice(html)
+    assert (pod_uuid, member_of) == (pod.uuid, pod.aggregate.uuid)
+    assert binding_uuid == PodBinding.objects.open().get(project_id='tenant1').uuid
+    assert ' '.join(words).split(' (its current binding). ')[1] == (
+        'PodA has reached its VCPU threshold (90.0% used, threshold 80%): no other pod passes '
+        'either: its next binding request would be refused, and it stays here. Candidates '
+        f'only within the pod: member_of={pod.aggregate.uuid}.')
+    assert candidate_providers(html) == {rp.uuid for rp in pods.members['PodA']}
+
+
+def test_explorer_previews_a_binding_request_without_writing(staff, api, pods, db_snapshot):
+    before = db_snapshot()
+    pod = pod_of('PodC')
+    html = staff.get(f'/ui/explorer/?resources=VCPU:4,DISK_GB:10&as_project=newcomer'
+                     f'&affinity={CAD}').content.decode()
+    pod_uuid, member_of, binding_uuid, words = notice(html)
+    assert (pod_uuid, member_of, binding_uuid) == (pod.uuid, pod.aggregate.uuid, '')
+    assert ' '.join(words).startswith(
+        'As project newcomer (resource=CAD work): no binding yet; a binding request would bind '
+        'it to PodC (a preview: nothing is written).')
+    assert re.findall(r'id="candidate-count">([^<]*)<', html) == ['1 candidate']
+    assert candidate_providers(html) == {pods.members['PodC'][1].uuid}
+    # The request's resources count: no pod of the tag can fit 100 VCPU.
+    html = staff.get(f'/ui/explorer/?resources=VCPU:100&as_project=newcomer'
+                     f'&affinity={CAD}').content.decode()
+    assert notice(html) is None
+    assert re.findall(r'<div class="notice error" id="error">([^<]*)</div>', html) == [
+        'No pod can take the resource=CAD work of project newcomer: PodA is not tagged '
+        'resource=CAD; PodB is not tagged resource=CAD; PodC cannot fit 100 VCPU.']
+    # No general-purpose pod passes: the refusal is the explorer's error.
+    html = staff.get('/ui/explorer/?resources=VCPU:1&as_project=newcomer').content.decode()
+    assert re.findall(r'<div class="notice error" id="error">([^<]*)</div>', html) == [
+        'No pod can take the general-purpose work of project newcomer: PodA has reached its '
+        'VCPU threshold (90.0% used, threshold 80%); PodB is in maintenance; PodC is not '
+        'general purpose (gpu=yes, resource=CAD).']
+    assert 'id="candidate-count"' not in html
+    assert db_snapshot() == before
+    answer = api.post('/pod_bindings', {'project_id': 'newcomer', 'affinity': CAD,
+                                        'resources': {'VCPU': 4, 'DISK_GB': 10}})
+    assert (answer.status_code, answer.body['pod']['uuid']) == (201, pod.uuid)
+
+
+def test_explorer_member_of_given_and_the_pods_are_both_applied(staff, pods):
+    other = pod_of('PodA').aggregate.uuid
+    html = staff.get(f'/ui/explorer/?resources=VCPU:1&member_of={other}&as_project=tenant3'
+                     f'&affinity={CAD}').content.decode()
+    pod = pod_of('PodC')
+    assert f'member_of={other}&amp;member_of={pod.aggregate.uuid}</code>' in html
+    assert '<strong>Nothing fits.</strong>' in html
+    assert 'and the member_of given' in html
+
+
+def test_explorer_as_project_refusals(staff, pods):
+    for query, error in [
+            ('affinity=resource=CAD', 'An affinity tag needs a project.'),
+            ('as_project=tenant3&affinity=CAD', 'Enter a tag as key=value.')]:
+        html = staff.get(f'/ui/explorer/?resources=VCPU:1&{query}').content.decode()
+        assert error in html, query
+        assert 'id="candidate-count"' not in html and notice(html) is None
+
+
+def test_pod_pages_do_not_grow_with_pods_providers_or_bindings(staff, pods):
+    pod = pod_of('PodA')
+    paths = ['/ui/pods/', f'/ui/pods/{pod.uuid}/', f'/ui/pods/{pod.uuid}/?page=2',
+             '/ui/explorer/?resources=VCPU:1&as_project=tenant1',
+             f'/ui/explorer/?resources=VCPU:1&as_project=newcomer&affinity={CAD}',
+             '/ui/explorer/?resources=VCPU:1&as_project=newcomer']
+    small = {path: count_queries(staff, path) for path in paths}
+    # Later in line, and the general-purpose ones in maintenance: every
+    # page answers as before, with more pods to read.
+    for i in range(20):
+        pods.pod(f'More{i}', {'VCPU': {'total': 8}}, {'MEMORY_MB': {'total': 64}},
+                 affinity_tags={'resource': 'CAD'} if i % 2 else {},
+                 state=Pod.ENABLED if i % 2 else Pod.MAINTENANCE, thresholds={'VCPU': 70})
+    grow_cloud(30)
+    for i in range(PAGE_SIZE + 5):
+        pod_services.binding_bind(project_id=f'p{i}', pod=pod)
+    assert Pod.objects.count() == 23
+    large = {path: count_queries(staff, path) for path in paths}
+    assert large == small
