@@ -135,7 +135,7 @@ class PodBinding(models.Model):
         ]
 
     def __str__(self):
-        return f'{self.project_id} -> {self.pod_id}'
+        return f'{self.project_id}, {self.affinity or "general purpose"}'
 
     @property
     def is_open(self):
