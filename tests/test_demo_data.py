@@ -1,5 +1,6 @@
 """manage.py load_demo: the demo cloud's scenarios, capacity, what the API
-makes of its shared providers, idempotence, --reset and --staff-user.
+makes of its shared providers, its pods and bindings, idempotence, --reset
+and --staff-user.
 
 The demo (size small) is loaded once per module inside a transaction that
 is rolled back at the end; each test runs in a savepoint of it (`db`).
@@ -17,7 +18,8 @@ from django.db.models import Sum
 from allocations.models import Allocation, Consumer
 from allocations.management.commands.load_demo import (
     DEMO_PROJECT_IDS, NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, PROJECTS, aggregate_uuid,
-    demo_providers, node_name, provider_uuid)
+    demo_pods, demo_providers, node_name, pod_uuid, provider_uuid)
+from allocations.pods.models import Pod, PodBinding
 from providers.models import Inventory, ResourceProvider, Trait
 
 SEED = 3
@@ -35,6 +37,22 @@ ROW_CPU_TRAITS = {1: {'HW_CPU_X86_AVX512F'}, 2: set(),
 ROW_DISK_TRAIT = {1: 'STORAGE_DISK_SSD', 2: 'STORAGE_DISK_HDD', 3: 'STORAGE_DISK_SSD'}
 SRIOV_ROWS = (2, 3)
 DISABLED = 'r2-rack03-cn02'
+CAD = 'resource=CAD'
+THRESHOLDS = {'VCPU': 80, 'MEMORY_MB': 85}
+PODS_LINE = ('  pods: 3 (pod-row1 maintenance, pod-row2, pod-row3-cad resource=CAD), '
+             'bindings: 7 open, 2 ended')
+# (project, affinity, pod, end reason) of every binding, in the order made.
+BINDINGS = [
+    ('demo-web', None, 'pod-row1', None),
+    ('demo-db', None, 'pod-row1', None),
+    ('demo-ci', None, 'pod-row1', 'maintenance'),
+    ('demo-ci', None, 'pod-row2', None),
+    ('demo-analytics', None, 'pod-row2', None),
+    ('demo-nfv', None, 'pod-row2', None),
+    ('demo-analytics', CAD, 'pod-row3-cad', None),
+    ('demo-db', CAD, 'pod-row3-cad', None),
+    ('demo-nfv', CAD, 'pod-row3-cad', 'admin'),
+]
 
 
 def load(**options):
@@ -78,17 +96,30 @@ def allocation_rows():
         'resource_provider__uuid', 'resource_class__name', 'used'))
 
 
+def binding_rows():
+    """Every binding as (project, affinity, pod, end reason), in the order made."""
+    return [(b.project_id, b.affinity or None, b.pod.name, b.end_reason)
+            for b in PodBinding.objects.select_related('pod').order_by('id')]
+
+
+def pod_rows():
+    return list(Pod.objects.in_line().values_list(
+        'uuid', 'name', 'aggregate__uuid', 'availability_zone', 'affinity_tags', 'thresholds',
+        'state'))
+
+
 def state():
-    """Demo providers and consumers with their generations."""
+    """Demo providers and consumers with their generations, pods and bindings."""
     return (sorted(ResourceProvider.objects.values_list('uuid', 'name', 'generation')),
             sorted(Consumer.objects.values_list('uuid', 'generation')),
-            allocation_rows())
+            allocation_rows(), pod_rows(),
+            sorted(PodBinding.objects.values_list('uuid', 'ended_at', 'end_reason')))
 
 
 def test_summary(demo, db):
     types = collections.Counter(Consumer.objects.values_list('consumer_type__name', flat=True))
     lines = demo.splitlines()
-    assert len(lines) == 5, demo
+    assert len(lines) == 6, demo
     assert re.fullmatch(r'Loaded the demo cloud \(size small, seed 3\) in \d+\.\d s\.', lines[0])
     assert lines[1] == ('  providers: 262 (60 compute nodes, 120 NUMA nodes, 80 SR-IOV NICs, '
                         '2 shared (NFS, IPv4 pool))')
@@ -99,6 +130,7 @@ def test_summary(demo, db):
     # How full each class is comes from the random workload.
     assert re.fullmatch(r'  usage: DISK_GB \d+%, IPV4_ADDRESS \d+%, MEMORY_MB \d+%, '
                         r'SRIOV_NET_VF \d+%, VCPU \d+%', lines[4]), lines[4]
+    assert lines[5] == PODS_LINE
     assert len(demo_providers()) == 262
 
 
@@ -259,6 +291,67 @@ def test_candidates_use_the_nfs_share_for_diskless_nodes(demo, api):
     assert nfs in response.body['provider_summaries']
 
 
+def test_pods_over_the_row_aggregates(demo, api):
+    """The three pods as GET /pods shows them: over the rows' aggregates,
+    oldest first, with the thresholds, zones, tags and states of the story,
+    and books that are the rows' (below the thresholds: every binding
+    request of the story passed)."""
+    response = api.get('/pods')
+    assert response.status_code == 200, response.content
+    pods = response.body['pods']
+    assert [(p['name'], p['uuid'], p['aggregate'], p['availability_zone'], p['affinity_tags'],
+             p['thresholds'], p['state'], p['tenants']) for p in pods] == [
+        ('pod-row1', pod_uuid('pod-row1'), aggregate_uuid('row1'), 'az1', {}, THRESHOLDS,
+         'maintenance', 2),
+        ('pod-row2', pod_uuid('pod-row2'), aggregate_uuid('row2'), 'az1', {}, THRESHOLDS,
+         'enabled', 3),
+        ('pod-row3-cad', pod_uuid('pod-row3-cad'), aggregate_uuid('row3'), 'az2',
+         {'resource': 'CAD'}, THRESHOLDS, 'enabled', 2)]
+    assert [p.name for p in demo_pods()] == ['pod-row1', 'pod-row2', 'pod-row3-cad']
+    for pod in pods:
+        row = pod['name'].split('-')[1]
+        assert set(pod['resources']) >= {'VCPU', 'MEMORY_MB'}, pod['name']
+        for name in THRESHOLDS:
+            books = pod['resources'][name]
+            assert 0 < books['used'] < books['capacity'], (pod['name'], name)
+            assert books['threshold_reached'] is False, (pod['name'], name, books)
+        # Row 1's diskless nodes keep no DISK_GB: the pod's disk is the other nodes'.
+        nodes = {node_name(int(row[3]), rack, n) for rack in range(1, RACKS + 1)
+                 for n in range(1, NODES + 1)}
+        assert member_names(api, row) == nodes
+    assert [p['name'] for p in api.get(f'/pods?affinity={CAD}').body['pods']] == [
+        'pod-row3-cad']
+    assert [p['name'] for p in api.get('/pods?affinity=').body['pods']] == [
+        'pod-row1', 'pod-row2']
+
+
+def test_projects_bound_through_binding_requests(demo, api):
+    """Every binding of the story in order, the one that ended because its
+    pod went into maintenance and the one an admin ended, as GET
+    /pod_bindings shows them."""
+    assert binding_rows() == BINDINGS
+    response = api.get('/pod_bindings')
+    assert response.status_code == 200, response.content
+    history = response.body['pod_bindings']
+    assert [(b['project_id'], b['affinity'], b['pod']['name'], b['end_reason'])
+            for b in history] == BINDINGS
+    assert all((b['ended_at'] is None) == (b['end_reason'] is None) for b in history)
+    moved_from, moved_to = history[2], history[3]
+    assert moved_from['ended_at'] <= moved_to['started_at']
+    open_ = api.get('/pod_bindings?open=true').body['pod_bindings']
+    assert {(b['project_id'], b['affinity']): b['member_of'] for b in open_} == {
+        ('demo-web', None): aggregate_uuid('row1'), ('demo-db', None): aggregate_uuid('row1'),
+        ('demo-ci', None): aggregate_uuid('row2'),
+        ('demo-analytics', None): aggregate_uuid('row2'),
+        ('demo-nfv', None): aggregate_uuid('row2'),
+        ('demo-analytics', CAD): aggregate_uuid('row3'), ('demo-db', CAD): aggregate_uuid('row3')}
+    # pod-row1 is in maintenance: a request of its tenants moves them on.
+    moved = api.post('/pod_bindings', {'project_id': 'demo-web'})
+    assert moved.status_code == 201, moved.content
+    assert (moved.body['pod']['name'], moved.body['replaced']['end_reason']) == (
+        'pod-row2', 'maintenance')
+
+
 def test_rerun_is_idempotent(demo, db):
     before = state()
     loaded = ('The demo cloud is already loaded (262 providers, '
@@ -272,17 +365,59 @@ def test_reset_reloads_deterministically(demo, api):
     before = allocation_rows()
     consumers = Consumer.objects.count()
     other = api.create_provider('not-the-demo')
+    pods = pod_rows()
+    # A pod outside the demo (of an affinity the demo never asks for) stays.
+    gpu = api.post('/pods', {'name': 'gpu-pod', 'affinity_tags': {'resource': 'GPU'}})
+    assert gpu.status_code == 201, gpu.content
+    assert api.post('/pod_bindings', {'project_id': 'someone-else',
+                                      'affinity': 'resource=GPU'}).status_code == 201
     output = load(size='small', seed=SEED, reset=True).splitlines()
-    assert output[0] == f'Deleted {consumers} demo consumers and 262 demo providers.'
+    assert output[0] == ('Deleted 3 demo pods with 9 bindings, '
+                         f'{consumers} demo consumers and 262 demo providers.')
     assert re.fullmatch(r'Loaded the demo cloud \(size small, seed 3\) in \d+\.\d s\.',
                         output[1])
-    assert len(output) == 6  # and the summary's four lines
+    assert len(output) == 7  # and the summary's five lines
+    assert output[-1] == PODS_LINE
     assert allocation_rows() == before
+    assert pod_rows()[1:] == pods  # after gpu-pod, now older
+    assert binding_rows() == [('someone-else', 'resource=GPU', 'gpu-pod', None)] + BINDINGS
     load(size='small', seed=SEED + 1, reset=True)
     after = allocation_rows()
     assert {r[0] for r in after}.isdisjoint({r[0] for r in before})
     assert len(demo_providers()) == 262
     assert ResourceProvider.objects.filter(uuid=other['uuid']).exists()
+    assert [p['name'] for p in api.get('/pods').body['pods']] == [
+        'gpu-pod', 'pod-row1', 'pod-row2', 'pod-row3-cad']
+    assert [b['project_id'] for b in api.get(
+        f'/pod_bindings?pod={gpu.body["uuid"]}').body['pod_bindings']] == ['someone-else']
+
+
+def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
+    bound = api.post('/pod_bindings', {'project_id': 'someone-else'})
+    assert bound.status_code == 201, bound.content
+    assert bound.body['pod']['name'] == 'pod-row2'  # pod-row1 is in maintenance
+    before = state()
+    with pytest.raises(CommandError) as refused:
+        load(reset=True)
+    assert str(refused.value) == (
+        f'1 projects outside the demo are bound to demo pods (e.g. binding '
+        f'{bound.body["uuid"]} of someone-else); end those bindings first.')
+    assert state() == before
+    assert api.delete(f'/pod_bindings/{bound.body["uuid"]}').status_code == 204
+    assert load(reset=True).startswith('Deleted 3 demo pods with 10 bindings, ')
+
+
+def test_loading_beside_pods_that_take_its_requests_is_refused(demo, api):
+    # Reloaded after this pod, the demo's pods come later in line.
+    first = api.post('/pods', {'name': 'first-in-line'})
+    assert first.status_code == 201, first.content
+    with pytest.raises(CommandError) as refused:
+        load(size='small', seed=SEED, reset=True)
+    assert str(refused.value) == (
+        'The demo binds demo-web (general-purpose) to pod-row1, but its binding request went '
+        'to first-in-line: pods outside the demo take its requests. Load it into a database '
+        'without them.')
+    assert demo_providers() == [] and demo_pods() == []
 
 
 def test_reset_refuses_foreign_consumers(demo, api):

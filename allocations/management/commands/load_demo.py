@@ -19,7 +19,14 @@ What it builds (rows x racks x nodes: small 3x10x2, medium 10x10x4):
   r3-rack01-segment with the compute nodes of row 3, rack 1;
 - instances of several projects filling most nodes to 30-75%, a few NUMA
   nodes nearly full, some with a VF or an IPv4 address, and a few MIGRATION
-  consumers holding the source side of a move.
+  consumers holding the source side of a move;
+- pods over the row aggregates (thresholds VCPU 80%, MEMORY_MB 85%):
+  pod-row1 and pod-row2 general purpose in az1, pod-row3-cad (resource=CAD)
+  in az2, and the projects bound through binding requests: three to
+  pod-row1, which then goes into maintenance, so that demo-ci's next
+  request moves it to pod-row2 (its first binding ends, reason
+  maintenance) where the next tenants go; two projects' CAD work on
+  pod-row3-cad, and a third's CAD binding ended by an admin.
 """
 import math
 import random
@@ -34,6 +41,9 @@ from django.db import connection, transaction
 from django.db.models import Sum
 
 from allocations.models import Allocation, Consumer
+from allocations.pods import services as pod_services
+from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from allocations.pods.selection import BindingRequest
 from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
 from providers import services
 from placement_site.exceptions import PlacementDomainError
@@ -58,6 +68,14 @@ PHYSNETS = ('CUSTOM_PHYSNET_PUBLIC', 'CUSTOM_PHYSNET_INTRANET')  # NIC under num
 VFS_PER_NIC = 16
 SHARED_LIMIT = 0.8  # fill the NFS share and the IPv4 pool to at most this
 NODE_NAME = re.compile(r'^r\d+-rack\d\d-cn\d\d$')
+CAD = 'resource=CAD'
+# Pods, created in this order (the default weighers bind to the oldest
+# pod that passes): name, row aggregate, availability zone, affinity tags.
+PODS = (('pod-row1', 'row1', 'az1', {}),
+        ('pod-row2', 'row2', 'az1', {}),
+        ('pod-row3-cad', 'row3', 'az2', {'resource': 'CAD'}))
+POD_THRESHOLDS = {'VCPU': 80, 'MEMORY_MB': 85}
+MAINTENANCE_POD = 'pod-row1'
 
 SHARED = 'MISC_SHARES_VIA_AGGREGATE'
 COMMON_TRAITS = ('COMPUTE_NODE', 'HW_CPU_X86_SSE42', 'HW_CPU_X86_AVX2', 'HW_CPU_X86_AESNI',
@@ -131,6 +149,10 @@ def aggregate_uuid(name):
     return demo_uuid('aggregate', name)
 
 
+def pod_uuid(name):
+    return demo_uuid('pod', name)
+
+
 def node_name(row, rack, n):
     return f'r{row}-rack{rack:02d}-cn{n:02d}'
 
@@ -139,6 +161,11 @@ def demo_providers():
     """The demo's providers in the database (uuid derived from the name)."""
     return [p for p in ResourceProvider.objects.only('id', 'uuid', 'name', 'parent_provider_id')
             if p.uuid == provider_uuid(p.name)]
+
+
+def demo_pods():
+    """The demo's pods in the database (uuid derived from the name), in line."""
+    return [p for p in Pod.objects.in_line() if p.uuid == pod_uuid(p.name)]
 
 
 @dataclass
@@ -194,9 +221,11 @@ class Command(BaseCommand):
             self.ensure_staff(staff_user, password)
 
     def reset(self):
-        """Delete the demo's consumers, then its providers (leaves first)."""
+        """Delete the demo's pods with their bindings, then its consumers,
+        then its providers (leaves first)."""
         providers = demo_providers()
-        if not providers:
+        pods = demo_pods()
+        if not providers and not pods:
             self.stdout.write('No demo cloud to reset.')
             return
         ids = [p.pk for p in providers]
@@ -207,18 +236,30 @@ class Command(BaseCommand):
             raise CommandError(
                 f'{len(foreign)} consumers outside the demo projects hold allocations on demo '
                 f'providers (e.g. {foreign[0]}); delete them first.')
+        bindings = PodBinding.objects.filter(pod__in=[p.pk for p in pods])
+        bound = list(bindings.open().exclude(project_id__in=DEMO_PROJECT_IDS)
+                     .values_list('uuid', 'project_id'))
+        if bound:
+            raise CommandError(
+                f'{len(bound)} projects outside the demo are bound to demo pods (e.g. binding '
+                f'{bound[0][0]} of {bound[0][1]}); end those bindings first.')
         parents = {p.pk: p.parent_provider_id for p in providers}
 
         def depth(pk):
             return 0 if parents.get(pk) is None else 1 + depth(parents[pk])
 
         with transaction.atomic():
+            # Bindings are history, which no service deletes: the demo's
+            # own pods take theirs with them.
+            ended_and_open, _ = bindings.delete()
+            for pod in pods:
+                pod_services.pod_delete(pod=pod)
             for consumer_uuid, _project in held:
                 allocations_delete(consumer_uuid=consumer_uuid)
             for provider in sorted(providers, key=lambda p: -depth(p.pk)):
                 services.provider_delete(provider=provider)
-        self.stdout.write(f'Deleted {len(held)} demo consumers and {len(providers)} '
-                          'demo providers.')
+        self.stdout.write(f'Deleted {len(pods)} demo pods with {ended_and_open} bindings, '
+                          f'{len(held)} demo consumers and {len(providers)} demo providers.')
 
     def summary(self, size, seed, seconds):
         providers = demo_providers()
@@ -254,6 +295,12 @@ class Command(BaseCommand):
         self.stdout.write('  usage: ' + ', '.join(
             f'{name} {100 * used.get(name, 0) / limit:.0f}%'
             for name, limit in sorted(limits.items()) if limit))
+        pods = demo_pods()
+        bindings = PodBinding.objects.filter(pod__in=[p.pk for p in pods])
+        self.stdout.write(f'  pods: {len(pods)} (' + ', '.join(
+            ' '.join([p.name, *p.tags] + ([p.state] if p.state != Pod.ENABLED else []))
+            for p in pods) + f'), bindings: {bindings.open().count()} open, '
+            f'{bindings.filter(ended_at__isnull=False).count()} ended')
 
     def ensure_staff(self, username, password):
         User = get_user_model()
@@ -286,6 +333,7 @@ class Loader:
         self.plan_migrations()
         for start in range(0, len(self.consumers), self.BATCH):
             allocations_replace(self.consumers[start:start + self.BATCH])
+        self.build_pods()
 
     # ---- providers -------------------------------------------------------
 
@@ -474,6 +522,41 @@ class Loader:
                 if allocations is not None:
                     self.consumer('MIGRATION', project, user, allocations)
                     break
+
+    # ---- pods --------------------------------------------------------------
+
+    def build_pods(self):
+        """The pods over the row aggregates, then the projects bound to them
+        as a scheduler would ask (see the module docstring); the pods'
+        books are the workload's, so this comes after it."""
+        pods = {}
+        for name, row, zone, tags in PODS:
+            pods[name] = pod_services.pod_create(
+                name=name, uuid=pod_uuid(name), aggregate_uuid=aggregate_uuid(row),
+                availability_zone=zone, affinity_tags=tags, thresholds=POD_THRESHOLDS)
+        for project in ('demo-web', 'demo-db', 'demo-ci'):
+            self.bind(project, GENERAL_PURPOSE, 'pod-row1')
+        pod_services.pod_update(pod=pods[MAINTENANCE_POD], state=Pod.MAINTENANCE)
+        self.bind('demo-ci', GENERAL_PURPOSE, 'pod-row2', replaced=PodBinding.MAINTENANCE)
+        for project in ('demo-analytics', 'demo-nfv'):
+            self.bind(project, GENERAL_PURPOSE, 'pod-row2')
+        for project in ('demo-analytics', 'demo-db', 'demo-nfv'):
+            self.bind(project, CAD, 'pod-row3-cad')
+        nfv_cad = PodBinding.objects.open().of('demo-nfv', CAD).get()
+        pod_services.binding_end(binding=nfv_cad)
+
+    def bind(self, project_id, affinity, expected, replaced=None):
+        """A binding request, which must bind as the story says (the pod,
+        and why the binding it replaced ended): other pods that take the
+        demo's requests would change the story."""
+        answer = pod_services.binding_request(BindingRequest(project_id, affinity))
+        got = (answer.binding.pod.name, answer.replaced.end_reason if answer.replaced else None)
+        if got != (expected, replaced):
+            raise CommandError(
+                f'The demo binds {project_id} ({pod_services.describe_affinity(affinity)}) to '
+                f'{expected}, but its binding request went to {got[0]}: pods outside the '
+                'demo take its requests. Load it into a database without them.')
+        return answer.binding
 
 
 def refresh_statistics():
