@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from allocations.pods import checks  # noqa: F401  (registers the system checks)
+
 
 class PodsConfig(AppConfig):
     name = 'allocations.pods'

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, F, Q, Sum
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project
-from allocations.pods import selection
+from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity
 from placement_site import exceptions
@@ -238,7 +238,7 @@ class ProjectPod:
     affinity: str
     pod: Pod
     binding: PodBinding
-    selection: selection.Selection
+    selection: pipeline.Selection
 
     @property
     def affinity_label(self):

@@ -3,12 +3,16 @@ the pods it should (and says why), each weigher orders them, multipliers
 and normalisation combine the weighers, the settings name the pipeline,
 and a pod's books are its pool's, nested trees and sharing providers
 included."""
+import io
 import uuid as uuid_lib
 
 import pytest
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 
-from allocations.pods import selection, services
+from allocations.pods import pipeline, selection, services
 from allocations.pods.models import Pod, PodBinding
 from allocations.pods.selection import (AllPodsFilter, AvailabilityZoneFilter, BelowThresholdFilter,
                                         BindingRequest, CapacityFilter, CreationTimeWeigher,
@@ -22,7 +26,7 @@ CAD = BindingRequest('tenant1', affinity='resource=CAD')
 def run(request, filters=(AllPodsFilter(),), weighers=((CreationTimeWeigher(), 1.0),)):
     """The selection over every pod with the filters and weighers given."""
     pods = Pod.objects.with_aggregate().in_line()
-    return selection.select(request, selection.pod_books(pods, request.resources),
+    return pipeline.select(request, selection.pod_books(pods, request.resources),
                             filters=list(filters), weighers=list(weighers))
 
 
@@ -204,9 +208,9 @@ def test_multipliers_decide_which_weigher_dominates(cloud):
 
 
 def test_normalise():
-    assert selection.normalise([5, 10, 7.5]) == [0.0, 1.0, 0.5]
-    assert selection.normalise([3, 3]) == [0.0, 0.0]
-    assert selection.normalise([]) == []
+    assert pipeline.normalise([5, 10, 7.5]) == [0.0, 1.0, 0.5]
+    assert pipeline.normalise([3, 3]) == [0.0, 0.0]
+    assert pipeline.normalise([]) == []
 
 
 # ---- the configured pipeline ----------------------------------------------------
@@ -218,9 +222,9 @@ def test_settings_name_the_filters_and_weighers(cloud, settings):
     settings.PLACEMENT_POD_FILTERS = [
         'AllPodsFilter', 'allocations.pods.selection.EnabledFilter']
     settings.PLACEMENT_POD_WEIGHERS = ['CreationTimeWeigher:1', 'IdleCapacityWeigher:3']
-    assert [type(f).__name__ for f in selection.configured_filters()] == [
+    assert [type(f).__name__ for f in pipeline.configured_filters()] == [
         'AllPodsFilter', 'EnabledFilter']
-    assert [(type(w).__name__, m) for w, m in selection.configured_weighers()] == [
+    assert [(type(w).__name__, m) for w, m in pipeline.configured_weighers()] == [
         ('CreationTimeWeigher', 1.0), ('IdleCapacityWeigher', 3.0)]
     chosen = selection.choose(GENERAL)
     assert names(chosen) == ['Pod3', 'Pod1']
@@ -241,15 +245,25 @@ def test_a_misconfigured_pipeline_is_named(settings, filters, weighers, message)
     settings.PLACEMENT_POD_FILTERS = filters
     settings.PLACEMENT_POD_WEIGHERS = weighers
     with pytest.raises(ImproperlyConfigured, match=message.replace('(', r'\(')):
-        selection.configured_filters()
-        selection.configured_weighers()
+        pipeline.configured_filters()
+        pipeline.configured_weighers()
+
+
+def test_manage_py_check_names_a_misconfigured_pipeline(settings):
+    settings.PLACEMENT_POD_WEIGHERS = ['CreationTimeWeigher:1', 'OldestFirst:2']
+    errors = [e for e in checks.run_checks() if e.id == 'pods.E001']
+    assert [e.msg.split(':')[0] for e in errors] == ["Unknown pod weigher 'OldestFirst'"]
+    with pytest.raises(SystemCheckError, match='pods.E001'):
+        call_command('check', stdout=io.StringIO(), stderr=io.StringIO())
+    settings.PLACEMENT_POD_WEIGHERS = ['CreationTimeWeigher:1']
+    assert [e for e in checks.run_checks() if e.id == 'pods.E001'] == []
 
 
 def test_default_pipeline_is_every_filter_and_first_pod_in_line(settings):
-    assert [type(f).__name__ for f in selection.configured_filters()] == [
+    assert [type(f).__name__ for f in pipeline.configured_filters()] == [
         'AllPodsFilter', 'AvailabilityZoneFilter', 'ResourceAffinityFilter', 'EnabledFilter',
         'BelowThresholdFilter', 'CapacityFilter']
-    assert [(type(w).__name__, m) for w, m in selection.configured_weighers()] == [
+    assert [(type(w).__name__, m) for w, m in pipeline.configured_weighers()] == [
         ('CreationTimeWeigher', 1.0), ('IdleCapacityWeigher', 0.0)]
 
 
