@@ -8,6 +8,7 @@ JSON answer with Last-Modified / Cache-Control from 1.15.
 import functools
 import json
 import math
+from datetime import timezone as dt_timezone
 from urllib.parse import unquote_to_bytes
 
 import jsonschema
@@ -243,6 +244,31 @@ def validated_query(query, schema):
     validate(params, schema, 'Invalid query string parameters: {}',
              format_checker=QUERY_FORMAT_CHECKER)
     return params
+
+
+def timestamp(moment):
+    """A time as our own endpoints write it: UTC, microseconds, 'Z' (None
+    stays None)."""
+    if moment is None:
+        return None
+    return moment.astimezone(dt_timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def page_after_marker(request, rows, params, default, maximum):
+    """A page of `rows` (a queryset) in id order after the `marker` id, at
+    most `limit` (default, maximum) long, and its links: a `next` link
+    with the last id as the marker while more rows follow."""
+    if 'marker' in params:
+        rows = rows.filter(pk__gt=int(params['marker']))
+    limit = min(int(params.get('limit', default)), maximum)
+    page = list(rows.order_by('pk')[:limit + 1])
+    links = []
+    if len(page) > limit:
+        page = page[:limit]
+        query = request.GET.copy()
+        query['marker'] = str(page[-1].pk)
+        links.append({'rel': 'next', 'href': f'{request.path}?{query.urlencode()}'})
+    return page, links
 
 
 def fast_dumps(body):

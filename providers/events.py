@@ -5,9 +5,8 @@ Event types follow OpenStack's versioned-notification names (object.action);
 the notification dispatcher (providers.notifications) sends them under these
 names.
 """
-from datetime import timezone
-
 from placement_site import actor
+from placement_site.api import timestamp
 from providers.models import Event, EventProvider
 
 PROVIDER_CREATE = 'resource_provider.create'
@@ -87,7 +86,7 @@ def describe(event):
     return {
         'id': event.pk,
         'event_type': event.event_type,
-        'created_at': _timestamp(event.created_at),
+        'created_at': timestamp(event.created_at),
         'request_id': event.request_id,
         'user_id': event.user_id,
         'project_id': event.project_id,
@@ -96,9 +95,5 @@ def describe(event):
                       for p in event.providers.all()],
         'consumer': consumer,
         'payload': event.payload,
-        'sent_at': _timestamp(event.sent_at) if event.sent_at else None,
+        'sent_at': timestamp(event.sent_at),
     }
-
-
-def _timestamp(moment):
-    return moment.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')

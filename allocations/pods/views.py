@@ -1,21 +1,16 @@
 """The pod API (not part of OpenStack Placement): /pods and /pod_bindings,
 with Placement's authentication, policy, error format and microversion
 header, the same at every microversion."""
-from datetime import timezone as dt_timezone
-
 from allocations.pods import schemas, selection, services
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, accept_json, json_body, query_params, require_json
+from placement_site.api import (PlacementViewSet, accept_json, json_body, page_after_marker,
+                                query_params, require_json, timestamp)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 
 POD_POLICY = 'placement:pods:%s'
 BINDING_POLICY = 'placement:pod_bindings:%s'
-
-
-def timestamp(moment):
-    return moment.astimezone(dt_timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ') if moment else None
 
 
 def pod_url(pod):
@@ -74,10 +69,15 @@ def binding_body(binding):
     }
 
 
-def find_pod(uuid):
+def pods_found():
+    """Pods as the answers show them: with their aggregates and tenant counts."""
+    return Pod.objects.with_aggregate().with_open_binding_counts()
+
+
+def find_pod(uuid, pods=Pod.objects):
     pod = None
     if storable(uuid):
-        pod = Pod.objects.with_aggregate().filter(uuid=uuid).first()
+        pod = pods.with_aggregate().filter(uuid=uuid).first()
     if pod is None:
         raise errors.not_found(str(exceptions.PodNotFound(uuid=uuid)))
     return pod
@@ -105,8 +105,12 @@ class PodViewSet(PlacementViewSet):
     """/pods[/{uuid}]: pods with their live capacity and use."""
 
     def _respond_pods(self, pods):
-        tenants = dict(Pod.objects.filter(pk__in=[p.pk for p in pods])
-                       .with_open_binding_counts().values_list('pk', 'tenants'))
+        """The pods' bodies; their tenant counts annotated (pods_found), or
+        read here for a pod a service has just written."""
+        tenants = {p.pk: p.tenants for p in pods if hasattr(p, 'tenants')}
+        if len(tenants) < len(pods):
+            tenants = dict(Pod.objects.filter(pk__in=[p.pk for p in pods])
+                           .with_open_binding_counts().values_list('pk', 'tenants'))
         return [pod_body(candidate, tenants[candidate.pod.pk])
                 for candidate in selection.pod_books(pods)]
 
@@ -114,7 +118,7 @@ class PodViewSet(PlacementViewSet):
     def list(self, request):
         self.authorize(POD_POLICY % 'list')
         params = query_params(request, schemas.POD_LIST_QUERY)
-        pods = Pod.objects.with_aggregate().in_line()
+        pods = pods_found().in_line()
         if 'availability_zone' in params:
             zone = params['availability_zone']
             pods = pods.filter(availability_zone=zone) if storable(zone) else pods.none()
@@ -143,7 +147,7 @@ class PodViewSet(PlacementViewSet):
     @accept_json
     def retrieve(self, request, uuid):
         self.authorize(POD_POLICY % 'show')
-        (body,) = self._respond_pods([find_pod(uuid)])
+        (body,) = self._respond_pods([find_pod(uuid, pods_found())])
         return self.respond(body, cache_headers=False)
 
     @require_json
@@ -188,16 +192,8 @@ class PodBindingViewSet(PlacementViewSet):
             found = found.filter(affinity=params['affinity'])
         if 'open' in params:
             found = found.filter(ended_at__isnull=params['open'] == 'true')
-        if 'marker' in params:
-            found = found.filter(pk__gt=int(params['marker']))
-        limit = min(int(params.get('limit', schemas.BINDING_PAGE_SIZE)), schemas.BINDING_PAGE_MAX)
-        page = list(found.order_by('pk')[:limit + 1])
-        links = []
-        if len(page) > limit:
-            page = page[:limit]
-            query = request.GET.copy()
-            query['marker'] = str(page[-1].pk)
-            links.append({'rel': 'next', 'href': f'{request.path}?{query.urlencode()}'})
+        page, links = page_after_marker(request, found, params, schemas.BINDING_PAGE_SIZE,
+                                        schemas.BINDING_PAGE_MAX)
         return self.respond({'pod_bindings': [binding_body(b) for b in page], 'links': links},
                             cache_headers=False)
 

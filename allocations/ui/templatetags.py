@@ -3,7 +3,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from allocations.pods.views import timestamp
+from placement_site.api import timestamp
 
 register = template.Library()
 

@@ -8,8 +8,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from placement_site import errors, exceptions, microversion, querystring
-from placement_site.api import (PlacementViewSet, accept_json, json_body, parse_json,
-                                query_params, require_json, validate, versions)
+from placement_site.api import (PlacementViewSet, accept_json, json_body, page_after_marker,
+                                parse_json, query_params, require_json, validate, versions)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers import events, schemas, services
@@ -558,16 +558,8 @@ class EventViewSet(PlacementViewSet):
             found = found.of_types(wanted)
         if 'since' in params:
             found = found.filter(created_at__gte=_moment(params['since']))
-        if 'marker' in params:
-            found = found.filter(pk__gt=int(params['marker']))
-        limit = min(int(params.get('limit', schemas.EVENT_PAGE_SIZE)), schemas.EVENT_PAGE_MAX)
-        page = list(found.order_by('pk')[:limit + 1])
-        links = []
-        if len(page) > limit:
-            page = page[:limit]
-            query = request.GET.copy()
-            query['marker'] = str(page[-1].pk)
-            links.append({'rel': 'next', 'href': f'{request.path}?{query.urlencode()}'})
+        page, links = page_after_marker(request, found, params, schemas.EVENT_PAGE_SIZE,
+                                        schemas.EVENT_PAGE_MAX)
         return self.respond({'events': [events.describe(e) for e in page], 'links': links},
                             cache_headers=False)
 
