@@ -178,9 +178,7 @@ def binding_request(request):
         if current is not None and chosen.passes(current.pod):
             return BindingAnswer(current, created=False)
         if chosen.best is None:
-            raise exceptions.NoPodAvailable(
-                affinity=describe_affinity(request.affinity), project_id=request.project_id,
-                reasons=chosen.refusal_text() or 'there are no pods')
+            raise no_pod_available(request.project_id, request.affinity, chosen)
         replaced = None
         if current is not None:
             _candidate, pod_filter, _why = chosen.refused[current.pod_id]
@@ -217,6 +215,14 @@ def binding_end(*, binding):
             raise exceptions.PodBindingEnded(uuid=locked.uuid, ended_at=locked.ended_at.isoformat(),
                                              reason=locked.end_reason)
         return _end(locked, PodBinding.ADMIN)
+
+
+def no_pod_available(project_id, affinity, chosen):
+    """The refusal of a binding request no pod of the selection `chosen`
+    can take, saying why each pod was refused."""
+    return exceptions.NoPodAvailable(
+        affinity=describe_affinity(affinity), project_id=project_id,
+        reasons=chosen.refusal_text() or 'there are no pods')
 
 
 def describe_affinity(affinity):

@@ -11,8 +11,7 @@ from django.db.models import Count, F, Q, Sum
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from allocations.pods.services import describe_affinity
-from placement_site import exceptions
+from allocations.pods.services import describe_affinity, no_pod_available
 from providers import books
 from providers.models import Aggregate, Inventory, ProviderAggregate, ResourceProvider
 
@@ -257,9 +256,7 @@ class ProjectPod:
     def refusal(self):
         """Why no pod can take the project's work, as a binding request
         would answer it."""
-        return str(exceptions.NoPodAvailable(
-            affinity=self.affinity_label, project_id=self.project_id,
-            reasons=self.selection.refusal_text() or 'there are no pods'))
+        return str(no_pod_available(self.project_id, self.affinity, self.selection))
 
 
 def project_pod(project_id, affinity=GENERAL_PURPOSE, resources=None):
