@@ -214,6 +214,26 @@ PLACEMENT_POD_FILTERS = config.env_list('PLACEMENT_POD_FILTERS') or [
     'BelowThresholdFilter', 'CapacityFilter']
 PLACEMENT_POD_WEIGHERS = config.env_list('PLACEMENT_POD_WEIGHERS') or [
     'CreationTimeWeigher:1.0', 'IdleCapacityWeigher:0.0']
+# Operator insight. GET /metrics (Prometheus' text format) answers clients
+# from these networks, or any client sending `Authorization: Bearer <token>`
+# when a token is set. Under gunicorn with several workers, set
+# PROMETHEUS_MULTIPROC_DIR (prometheus-client's own variable) to an empty
+# directory so the workers' request counters add up.
+PLACEMENT_METRICS_ALLOWED_NETWORKS = config.env_list(
+    'PLACEMENT_METRICS_ALLOWED_NETWORKS', '127.0.0.0/8,::1/128')
+PLACEMENT_METRICS_TOKEN = os.environ.get('PLACEMENT_METRICS_TOKEN') or None
+# Request shapes ("flavors") whose "how many more fit" the dashboards show:
+# `name=RC:amount,RC:amount` separated by semicolons.
+PLACEMENT_CAPACITY_FLAVORS = os.environ.get(
+    'PLACEMENT_CAPACITY_FLAVORS',
+    'small=VCPU:1,MEMORY_MB:2048,DISK_GB:20;'
+    'medium=VCPU:4,MEMORY_MB:8192,DISK_GB:80;'
+    'large=VCPU:16,MEMORY_MB:65536,DISK_GB:160')
+# Usage trends: snapshots of capacity and use per class per pool older than
+# this many days are deleted; a new snapshot is taken at most every
+# PLACEMENT_TREND_INTERVAL_MINUTES when changes are recorded.
+PLACEMENT_TREND_RETENTION_DAYS = config.env_int('PLACEMENT_TREND_RETENTION_DAYS', 90)
+PLACEMENT_TREND_INTERVAL_MINUTES = config.env_int('PLACEMENT_TREND_INTERVAL_MINUTES', 60)
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None
