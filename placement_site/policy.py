@@ -108,6 +108,10 @@ API_RULES = [
     ('placement:pod_bindings:override', ADMIN, 'POST', '/pod_bindings'),
     ('placement:pod_bindings:show', ADMIN_OR_SERVICE, 'GET', '/pod_bindings/{uuid}'),
     ('placement:pod_bindings:delete', ADMIN, 'DELETE', '/pod_bindings/{uuid}'),
+    # Not part of OpenStack Placement: capacity, "how many more fit" and
+    # usage trends for operators' dashboards.
+    ('placement:capacity:show', ADMIN_OR_SERVICE, 'GET', '/capacity'),
+    ('placement:capacity:trends', ADMIN_OR_SERVICE, 'GET', '/capacity/trends'),
 ]
 
 
