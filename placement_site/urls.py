@@ -6,10 +6,12 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerView
 
+import allocations.api.capacity_docs  # noqa: F401  (OpenAPI descriptions)
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
 import allocations.pods.docs  # noqa: F401  (OpenAPI descriptions)
 import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
+from allocations.api import capacity as capacity_views
 from allocations.api import views as allocation_views
 from allocations.pods import views as pod_views
 from placement_site import openapi
@@ -71,6 +73,8 @@ urlpatterns = [
           {'get': 'list', 'post': 'create'}, 'pod-bindings'),
     route('pod_bindings/<str:uuid>', pod_views.PodBindingViewSet,
           {'get': 'retrieve', 'delete': 'destroy'}, 'pod-binding'),
+    # Not part of OpenStack Placement: capacity and "how many more fit" per group.
+    route('capacity', capacity_views.CapacityViewSet, {'get': 'list'}, 'capacity'),
 
     path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', auth_views.LoginView.as_view(), name='login'),

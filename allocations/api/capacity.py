@@ -1,0 +1,124 @@
+"""GET /capacity (not part of OpenStack Placement): capacity, reserved,
+used, free and utilization per resource class for each group of providers,
+and how many more of a request shape fit in each (allocations.capacity).
+JSON, or CSV with format=csv or an Accept header preferring text/csv."""
+import csv
+import io
+
+from django.http import HttpResponse
+
+from allocations import capacity
+from placement_site import errors, exceptions, querystring
+from placement_site.api import PlacementViewSet, query_params
+from providers import services
+
+POLICY = 'placement:capacity:show'
+JSON, CSV = 'application/json', 'text/csv'
+
+CAPACITY_QUERY = {
+    'type': 'object',
+    'properties': {
+        'group_by': {'type': 'string', 'enum': list(capacity.GROUPINGS)},
+        # resources=VCPU:4,MEMORY_MB:8192: Placement's grammar, parsed by the view.
+        'resources': {'type': 'string'},
+        # One class or several, comma-separated.
+        'resource_class': {'type': 'string', 'minLength': 1},
+        'format': {'type': 'string', 'enum': ['json', 'csv']},
+    },
+    'additionalProperties': False,
+}
+
+CSV_COLUMNS = ['group_by', 'group', 'name', 'resource_class', 'total', 'reserved', 'capacity',
+               'used', 'free', 'utilization', 'providers', 'fits', 'fits_exact']
+
+
+def _number(value):
+    """A sum of capacities: a whole number as an integer."""
+    return int(value) if float(value).is_integer() else value
+
+
+def class_body(usage):
+    return {
+        'total': usage.total, 'reserved': usage.reserved, 'capacity': _number(usage.capacity),
+        'used': usage.used, 'free': _number(usage.free),
+        'utilization': 100.0 * usage.used / usage.capacity if usage.capacity else None,
+        'providers': usage.providers,
+    }
+
+
+def group_body(found):
+    return {
+        'group': found.group.key,
+        'name': found.group.name,
+        'resources': {name: class_body(usage) for name, usage in found.classes.items()},
+        'fits': None if found.fit is None else found.fit.count,
+        'fits_exact': None if found.fit is None else found.fit.exact,
+    }
+
+
+def csv_text(body):
+    """The answer as CSV: one row per group and class (a group without
+    inventory: one row without a class), the same numbers as the JSON."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator='\r\n')
+    writer.writerow(CSV_COLUMNS)
+    for group in body['groups']:
+        fits = ['' if group['fits'] is None else group['fits'],
+                '' if group['fits_exact'] is None else str(group['fits_exact']).lower()]
+        head = [body['group_by'], group['group'], group['name'] or '']
+        rows = group['resources'].items() or [('', None)]
+        for name, books in rows:
+            numbers = [''] * 7 if books is None else [
+                books[k] if books[k] is not None else '' for k in (
+                    'total', 'reserved', 'capacity', 'used', 'free', 'utilization', 'providers')]
+            writer.writerow(head + [name] + numbers + fits)
+    return out.getvalue()
+
+
+def answer_format(request, params):
+    """'json' or 'csv': format= decides, else the Accept header (JSON when
+    it takes both equally); 406 when it takes neither."""
+    if 'format' in params:
+        return params['format']
+    accept = request.META.get('HTTP_ACCEPT')
+    if not accept:
+        return 'json'
+    as_json, as_csv = errors.quality(accept, JSON), errors.quality(accept, CSV)
+    if as_json <= 0 and as_csv <= 0:
+        raise errors.PlacementError(406, 'Only application/json and text/csv are provided')
+    return 'csv' if as_csv > as_json else 'json'
+
+
+class CapacityViewSet(PlacementViewSet):
+    """GET /capacity: books and "how many more fit" per group; admin or
+    service."""
+
+    def list(self, request):
+        self.authorize(POLICY)
+        params = query_params(request, CAPACITY_QUERY)
+        as_csv = answer_format(request, params) == 'csv'
+        shape = wanted = class_ids = None
+        if 'resources' in params:
+            shape = querystring.parse_resources(params['resources'])
+        try:
+            if shape is not None:
+                ids = services.resource_class_ids(list(shape))
+                wanted = {ids[name]: amount for name, amount in shape.items()}
+        except exceptions.ResourceClassNotFound as exc:
+            raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
+        try:
+            if 'resource_class' in params:
+                names = [n.strip() for n in params['resource_class'].split(',')]
+                class_ids = set(services.resource_class_ids(names).values())
+        except exceptions.ResourceClassNotFound as exc:
+            raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
+        group_by = params.get('group_by', capacity.CLOUD)
+        body = {
+            'group_by': group_by,
+            'resources': shape,
+            'groups': [group_body(found) for found in capacity.capacity(
+                group_by, wanted=wanted, class_ids=class_ids)],
+        }
+        if as_csv:
+            return HttpResponse(csv_text(body), content_type=f'{CSV}; charset=utf-8')
+        return self.respond(body, cache_headers=False)
