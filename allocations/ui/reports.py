@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Q, Sum
 
+from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
@@ -32,6 +33,36 @@ def pools(aggregates):
     pool_books = books.pool_books(aggregate_ids)
     return {agg: {'members': members.get(agg, 0), 'classes': list(pool_books[agg].values())}
             for agg in aggregate_ids}
+
+
+@dataclass
+class FlavorFit:
+    """How many more of a configured flavor (PLACEMENT_CAPACITY_FLAVORS)
+    fit: capacity.Fit's count, a lower bound when not exact."""
+    flavor: capacity.Flavor
+    fit: capacity.Fit
+
+
+def flavor_fits(groups_of):
+    """{group key: [FlavorFit]} for the configured flavors in the groups
+    `groups_of(cloud)` gives (allocations.capacity, as GET /capacity counts
+    them). Five queries at most, whatever the number of groups."""
+    flavors = capacity.configured_flavors()
+    found = capacity.flavor_fits(flavors, groups_of)
+    return {key: [FlavorFit(f, fits[f.name]) for f in flavors] for key, fits in found.items()}
+
+
+def cloud_flavor_fits():
+    """[FlavorFit] over the whole cloud."""
+    return flavor_fits(lambda cloud: [capacity.Group(capacity.CLOUD)])[capacity.CLOUD]
+
+
+def pool_flavor_fits(aggregates):
+    """{aggregate id: [FlavorFit]} in each pool (members and the trees of
+    member roots, as member_of reads it)."""
+    aggregates = list(aggregates)
+    by_uuid = flavor_fits(lambda cloud: capacity.pools(aggregates))
+    return {a.pk: by_uuid[a.uuid] for a in aggregates}
 
 
 def aggregates_with_counts():

@@ -7,7 +7,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
-from allocations import candidates
+from allocations import candidates, capacity
 from allocations.models import Allocation, Consumer, ConsumerType
 from allocations.ui import reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, ordering
@@ -27,6 +27,7 @@ def overview(request):
         'classes': reports.class_summary(),
         'counts': reports.cloud_counts(),
         'fullest': reports.fullest_inventories(10),
+        'flavor_fits': reports.cloud_flavor_fits(),
         'thresholds': {'warning': templatetags.WARNING * 100,
                        'critical': templatetags.CRITICAL * 100},
     })
@@ -85,8 +86,10 @@ def provider_detail(request, uuid):
 def aggregate_list(request):
     page = Paginator(reports.aggregates_with_counts(), PAGE_SIZE).get_page(request.GET.get('page'))
     books = reports.pools(page)
+    fits = reports.pool_flavor_fits(page)
     return render(request, 'ui/aggregates.html', {
-        'page': page, 'rows': [(aggregate, books[aggregate.pk]) for aggregate in page],
+        'page': page, 'flavors': capacity.configured_flavors(),
+        'rows': [(aggregate, books[aggregate.pk], fits[aggregate.pk]) for aggregate in page],
     })
 
 
@@ -101,6 +104,7 @@ def aggregate_detail(request, uuid):
     return render(request, 'ui/aggregate.html', {
         'aggregate': aggregate,
         'pool': reports.pools([aggregate])[aggregate.pk],
+        'flavor_fits': reports.pool_flavor_fits([aggregate])[aggregate.pk],
         'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in members],
     })
 

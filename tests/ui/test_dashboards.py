@@ -5,11 +5,13 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.pods import services as pod_services
@@ -175,7 +177,8 @@ def test_explorer_finds_candidates_and_explains_an_empty_answer(staff):
     html = staff.get('/ui/explorer/?resources=VCPU:1000').content.decode()
     assert '<div class="notice warning" id="no-candidates"><strong>Nothing fits.</strong>' in html
     assert re.findall(r'<div class="explanation">([^<]*)</div>', html) == [
-        'unsuffixed group: 3 trees lack 1000 VCPU']
+        'unsuffixed group: 3 trees lack 1,000 VCPU',
+        'unsuffixed group, closest: cn0 lacks 944 VCPU; cn1 lacks 944 VCPU; cn2 lacks 944 VCPU']
     html = staff.get('/ui/explorer/?resources=VCPU:x').content.decode()
     assert re.findall(r'<div class="notice error" id="error">([^<]*)</div>', html) == [
         'Requested resource VCPU expected positive integer amount. Got: x.']
@@ -446,3 +449,82 @@ def test_pod_pages_do_not_grow_with_pods_providers_or_bindings(staff, pods):
     assert Pod.objects.count() == 23
     large = {path: count_queries(staff, path) for path in paths}
     assert large == small
+
+
+# ---- how many more fit -------------------------------------------------------------
+
+FLAVORS = 'tiny=VCPU:1,DISK_GB:10;big=VCPU:32,DISK_GB:100;gpu=VGPU:1'
+
+
+def flavor_cells(html):
+    """{flavor: (shown count, exact)} of the page's flavor table."""
+    return {flavor: (shown, exact == 'true') for flavor, exact, shown in re.findall(
+        r'<tr data-flavor="([^"]+)">.*?data-field="fits" data-exact="(\w+)">([^<]*)</td>',
+        html, re.S)}
+
+
+def api_fits(api, shape, group_by='cloud'):
+    answer = api.get(f'/capacity?group_by={group_by}&resources={shape}')
+    assert answer.status_code == 200, answer.content
+    return {g['group']: g['fits'] for g in answer.body['groups']}
+
+
+def test_overview_and_pool_pages_count_flavors_as_the_api_does(staff, api, settings):
+    settings.PLACEMENT_CAPACITY_FLAVORS = FLAVORS
+    grow_cloud(3)
+    other = Aggregate.objects.create(uuid='bbbbbbbb-0000-4000-8000-000000000002')
+    # One tree outside the pool, with a NUMA node of 64 VCPU at ratio 1.
+    lone = ResourceProvider.objects.create(uuid=str(uuid.uuid4()), name='lone')
+    lone.root_provider = lone
+    lone.save()
+    Inventory.objects.create(resource_provider=lone, total=1000,
+                             resource_class=ResourceClass.objects.get(name='DISK_GB'))
+    ProviderAggregate.objects.create(resource_provider=lone, aggregate=other)
+    numa = ResourceProvider.objects.create(uuid=str(uuid.uuid4()), name='lone-numa0',
+                                           parent_provider=lone, root_provider=lone)
+    Inventory.objects.create(resource_provider=numa, total=64,
+                             resource_class=ResourceClass.objects.get(name='VCPU'))
+    # grow_cloud's trees: 56 VCPU free (64 - 8) and 390 GB (490 - 100) each.
+    cloud = {'tiny': api_fits(api, 'VCPU:1,DISK_GB:10')['cloud'],
+             'big': api_fits(api, 'VCPU:32,DISK_GB:100')['cloud']}
+    assert cloud == {'tiny': 3 * 39 + 64, 'big': 3 * 1 + 2}
+    html = staff.get('/ui/').content.decode()
+    assert flavor_cells(html) == {'tiny': (str(cloud['tiny']), True),
+                                  'big': (str(cloud['big']), True), 'gpu': ('0', True)}
+    assert '<td class="mono">VCPU:32,DISK_GB:100</td>' in html
+    pools = {'tiny': api_fits(api, 'VCPU:1,DISK_GB:10', 'aggregate'),
+             'big': api_fits(api, 'VCPU:32,DISK_GB:100', 'aggregate')}
+    assert pools == {'tiny': {POOL: 117, other.uuid: 64}, 'big': {POOL: 3, other.uuid: 2}}
+    for aggregate in (POOL, other.uuid):
+        html = staff.get(f'/ui/pools/{aggregate}/').content.decode()
+        assert flavor_cells(html) == {'tiny': (str(pools['tiny'][aggregate]), True),
+                                      'big': (str(pools['big'][aggregate]), True),
+                                      'gpu': ('0', True)}, aggregate
+    html = staff.get('/ui/pools/').content.decode()
+    for aggregate in (POOL, other.uuid):
+        row = re.search(rf'<tr data-aggregate="{aggregate}">(.*?)</tr>', html, re.S).group(1)
+        assert re.findall(r'<td class="num" data-flavor="(\w+)">([^<]*)</td>', row) == [
+            ('tiny', str(pools['tiny'][aggregate])), ('big', str(pools['big'][aggregate])),
+            ('gpu', '0')]
+
+
+@pytest.mark.parametrize('value, message', [
+    ('small', "'small' is not name=RESOURCE_CLASS:amount,..."),
+    ('small=', "'small=' is not name=RESOURCE_CLASS:amount,..."),
+    ('small=VCPU:0', "flavor 'small': Requested resource VCPU requires amount >= 1. Got: 0."),
+    ('small=VCPU', "flavor 'small': Badly formed resources parameter."),
+    ('a=VCPU:1;a=VCPU:2', "flavor 'a' is named twice"),
+])
+def test_a_bad_flavor_setting_is_a_clear_configuration_error(settings, value, message):
+    with pytest.raises(ValueError) as caught:
+        capacity.parse_flavors(value)
+    assert str(caught.value).startswith(message)
+    settings.PLACEMENT_CAPACITY_FLAVORS = value
+    with pytest.raises(ImproperlyConfigured) as caught:
+        capacity.configured_flavors()
+    assert str(caught.value).startswith(f'PLACEMENT_CAPACITY_FLAVORS: {message}')
+
+
+def test_flavors_parse_with_spaces_and_a_trailing_separator():
+    assert capacity.parse_flavors(' a = VCPU:1,MEMORY_MB:512 ; b=DISK_GB:5; ') == [
+        capacity.Flavor('a', {'VCPU': 1, 'MEMORY_MB': 512}), capacity.Flavor('b', {'DISK_GB': 5})]
