@@ -96,6 +96,7 @@ OPERATIONS = {
     ('/allocation_candidates', 'get'): '1.10',
     ('/explain/allocation_candidates', 'get'): '1.10',
     ('/events', 'get'): '1.0',
+    ('/capacity', 'get'): '1.0',
     ('/pods', 'get'): '1.0',
     ('/pods', 'post'): '1.0',
     ('/pods/{uuid}', 'get'): '1.0',
@@ -155,6 +156,7 @@ ANSWERS = {
     ('/allocation_candidates', 'get'): {'200'},
     ('/explain/allocation_candidates', 'get'): {'200'},
     ('/events', 'get'): {'200'},
+    ('/capacity', 'get'): {'200'},
     ('/pods', 'get'): {'200'},
     ('/pods', 'post'): {'201', '409', '415'},
     ('/pods/{uuid}', 'get'): {'200', '404'},
@@ -205,6 +207,7 @@ QUERY_PARAMETERS = {
     '/events': {name: '1.0' for name in ('provider', 'consumer', 'type', 'since', 'marker',
                                          'limit')},
     '/pods': {name: '1.0' for name in ('availability_zone', 'state', 'affinity')},
+    '/capacity': {name: '1.0' for name in ('group_by', 'resources', 'resource_class', 'format')},
     '/pod_bindings': {name: '1.0' for name in ('project_id', 'pod', 'affinity', 'open',
                                                'marker', 'limit')},
 }
@@ -1037,6 +1040,11 @@ def assert_conforms(document, path, method, response):
     answer = operation['responses'][status]
     if 'content' not in answer:
         assert not response.content, (what, response.content)
+    elif response['Content-Type'] == 'text/csv; charset=utf-8':
+        # An alternative answer (GET /capacity?format=csv): documented, text.
+        assert 'text/csv' in answer['content'], what
+        assert_valid(document, answer['content']['text/csv']['schema'],
+                     response.content.decode(), what)
     else:
         assert response['Content-Type'] == 'application/json', what
         assert_valid(document, answer['content']['application/json']['schema'],
@@ -1171,6 +1179,11 @@ def exercise_every_operation(api, version):
             '/explain/allocation_candidates?resources=VCPU:1,DISK_GB:5', 200)
     run('get', '/events', '/events?type=resource_provider.create&limit=1', 200)
     run('get', '/events', '/events?type=resource_provider.created', 400)
+    # ---- capacity (ours: the same at every microversion)
+    run('get', '/capacity', '/capacity', 200)
+    run('get', '/capacity', '/capacity?group_by=aggregate&resources=VCPU:1,DISK_GB:5', 200)
+    run('get', '/capacity', '/capacity?group_by=root&resource_class=VCPU&format=csv', 200)
+    run('get', '/capacity', '/capacity?group_by=trait&resources=CUSTOM_NOPE:1', 400)
 
     # ---- pods and pod bindings (ours: the same at every microversion)
     pod = run('post', '/pods', '/pods', 201, {'name': 'Pod1', 'aggregate': aggregate,

@@ -64,9 +64,9 @@ CAPACITY = Component('Capacity', closed({
 }))
 
 CSV_ANSWER = OpenApiResponse(
-    {'type': 'string', 'description': 'A header row ('
-     + ','.join(views.CSV_COLUMNS) + '), then one row per group and resource class (a group '
-     'without inventory: one row without a class); the numbers of the JSON answer.'},
+    Component('CapacityCsv', {'type': 'string'}, 'A header row (' + ','.join(views.CSV_COLUMNS)
+              + '), then one row per group and resource class (a group without inventory: '
+              'one row without a class); the numbers of the JSON answer.'),
     'The same answer as CSV (`format=csv`, or an Accept header preferring text/csv).')
 
 
