@@ -22,11 +22,13 @@ LOG = logging.getLogger('placement.requests')
 # Everything else on the server is the Placement API, including unknown
 # paths, which must answer Placement's 404.
 UI_PREFIXES = ('/admin/', '/api/', '/static/', '/ui/', '/accounts/')
+# Not Placement's either: Prometheus' scrape endpoint has its own access rule.
+NON_API_PATHS = ('/metrics',)
 REQUEST_ID_HEADER = 'x-openstack-request-id'
 
 
 def is_api_path(path):
-    return not path.startswith(UI_PREFIXES)
+    return path not in NON_API_PATHS and not path.startswith(UI_PREFIXES)
 
 
 def _is_root(path):
@@ -280,6 +282,10 @@ class MicroversionMiddleware:
 
 def render_error(request, error):
     """A PlacementError as a response for this request."""
-    return errors.render(request, error,
-                         version=getattr(request, 'placement_version', None),
-                         request_id=getattr(request, 'placement_request_id', None))
+    response = errors.render(request, error,
+                             version=getattr(request, 'placement_version', None),
+                             request_id=getattr(request, 'placement_request_id', None))
+    # The error itself (its code and cause, whatever the microversion shows):
+    # placement_site.metrics counts conflicts and capacity refusals from it.
+    response.placement_error = error
+    return response

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    'placement_site.metrics.RequestMetricsMiddleware',  # outermost: the whole request's time
     # Placement's request pipeline, outermost first, applied to API paths
     # only (see placement_site.middleware.is_api_path).
     'placement_site.middleware.RequestLogMiddleware',

@@ -17,6 +17,7 @@ from allocations.pods import views as pod_views
 from placement_site import openapi
 from placement_site import views as site_views
 from placement_site.static import serve_static
+from providers import metrics as provider_metrics
 from providers.api import views as provider_views
 
 
@@ -84,5 +85,6 @@ urlpatterns = [
     path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),
     path('admin/', admin.site.urls),
     re_path(r'^static/(?P<path>.*)$', serve_static, name='static'),
+    path('metrics', provider_metrics.scrape, name='metrics'),  # Prometheus, not Placement's
     re_path(r'^.*$', site_views.not_found),
 ]

@@ -1,0 +1,444 @@
+"""GET /metrics: openstack-exporter's Placement series and ours, equal to
+what the API answers; pool and cloud sums; a fixed number of queries; who
+may scrape; request, conflict and capacity-refusal counters, in one process
+and added up over several gunicorn workers."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+from django.db import connection
+from django.db.models import F
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from prometheus_client.parser import text_string_to_metric_families
+
+from providers.models import (Aggregate, Inventory, ProviderAggregate, ResourceClass,
+                              ResourceProvider)
+from tests.conftest import new_uuid
+from tests.ports import free_port
+
+REPO = Path(__file__).resolve().parent.parent
+POOL_A = str(uuid.uuid4())
+POOL_B = str(uuid.uuid4())
+COMPAT = ('openstack_placement_resource_total', 'openstack_placement_resource_allocation_ratio',
+          'openstack_placement_resource_reserved', 'openstack_placement_resource_usage')
+OURS = ('placement_provider_capacity', 'placement_provider_free')
+
+
+def parse(text):
+    """{(sample name, frozenset of labels): value}, through prometheus-client's
+    own parser (which refuses malformed text), and {family: (type, help)}."""
+    samples, families = {}, {}
+    for family in text_string_to_metric_families(text):
+        families[family.name] = (family.type, family.documentation)
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in samples, key
+            samples[key] = sample.value
+    return samples, families
+
+
+def scrape(client=None, **extra):
+    response = (client or Client()).get('/metrics', **extra)
+    assert response.status_code == 200, response
+    assert response['Content-Type'] == 'text/plain; version=0.0.4; charset=utf-8'
+    return parse(b''.join(response.streaming_content).decode())[0]
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0)
+
+
+def of(samples, name):
+    """{frozenset of labels: value} of one sample name."""
+    return {labels: v for (n, labels), v in samples.items() if n == name}
+
+
+@pytest.fixture
+def cloud(api):
+    """Nested compute nodes, a sharing NFS provider, two pools and usage.
+
+    Pool A: cn1 (its NUMA nodes come with it, as member_of reads a member
+    root's tree) and the NFS provider. Pool B: cn2's NUMA node alone (a
+    member whose root is not one)."""
+    cn1 = api.create_provider('cn1')['uuid']
+    numa0 = api.create_provider('cn1-numa0', parent=cn1)['uuid']
+    numa1 = api.create_provider('cn1-numa1', parent=cn1)['uuid']
+    cn2 = api.create_provider('cn2')['uuid']
+    cn2_numa = api.create_provider('cn2-numa0', parent=cn2)['uuid']
+    # A name the text format must escape.
+    nfs = api.create_provider('nfs "share" \\ row1')['uuid']
+    api.set_inventory(cn1, {'DISK_GB': {'total': 1000, 'reserved': 100}})
+    api.set_inventory(numa0, {'VCPU': {'total': 16, 'allocation_ratio': 4.0},
+                              'MEMORY_MB': {'total': 65536, 'reserved': 512,
+                                            'allocation_ratio': 1.5}})
+    api.set_inventory(numa1, {'VCPU': {'total': 16, 'allocation_ratio': 4.0}})
+    api.set_inventory(cn2, {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 16384}})
+    api.set_inventory(cn2_numa, {'VCPU': {'total': 4}})
+    api.set_inventory(nfs, {'DISK_GB': {'total': 10000}})
+    api.set_traits(nfs, ['MISC_SHARES_VIA_AGGREGATE'])
+    api.set_aggregates(cn1, [POOL_A])
+    api.set_aggregates(nfs, [POOL_A])
+    api.set_aggregates(cn2_numa, [POOL_B])
+    assert api.allocate(new_uuid(), {numa0: {'VCPU': 4, 'MEMORY_MB': 4096},
+                                     nfs: {'DISK_GB': 100}}).status_code == 204
+    assert api.allocate(new_uuid(), {cn2: {'VCPU': 2}, cn2_numa: {'VCPU': 1}}).status_code == 204
+    return {'cn1': cn1, 'numa0': numa0, 'cn2': cn2, 'nfs': nfs}
+
+
+# ---- the catalogue's series -----------------------------------------------
+
+def test_every_provider_and_class_as_the_api_answers(api, cloud):
+    samples = scrape()
+    expected = {name: {} for name in COMPAT + OURS}
+    for provider in api.get('/resource_providers').body['resource_providers']:
+        inventories = api.get(f"/resource_providers/{provider['uuid']}/inventories").body
+        usages = api.get(f"/resource_providers/{provider['uuid']}/usages").body['usages']
+        assert set(usages) == set(inventories['inventories'])
+        for resource_class, inventory in inventories['inventories'].items():
+            key = frozenset({'hostname': provider['name'], 'resourcetype': resource_class}.items())
+            capacity = (inventory['total'] - inventory['reserved']) * inventory['allocation_ratio']
+            expected['openstack_placement_resource_total'][key] = inventory['total']
+            expected['openstack_placement_resource_allocation_ratio'][key] = \
+                inventory['allocation_ratio']
+            expected['openstack_placement_resource_reserved'][key] = inventory['reserved']
+            expected['openstack_placement_resource_usage'][key] = usages[resource_class]
+            expected['placement_provider_capacity'][key] = capacity
+            expected['placement_provider_free'][key] = capacity - usages[resource_class]
+    assert len(expected['openstack_placement_resource_total']) == 8
+    for name, series in expected.items():
+        assert of(samples, name) == series, name
+    assert value(samples, 'openstack_placement_up') == 1
+    assert value(samples, 'placement_provider_free', hostname='cn1-numa0',
+                 resourcetype='MEMORY_MB') == 65024 * 1.5 - 4096
+    assert value(samples, 'openstack_placement_resource_usage',
+                 hostname='nfs "share" \\ row1', resourcetype='DISK_GB') == 100
+
+
+def test_names_types_and_help_as_openstack_exporter_writes_them(cloud):
+    response = Client().get('/metrics')
+    _, families = parse(b''.join(response.streaming_content).decode())
+    for name in ('up', 'resource_total', 'resource_allocation_ratio', 'resource_reserved',
+                 'resource_usage'):
+        assert families[f'openstack_placement_{name}'] == ('gauge', name)
+    for name in ('requests', 'generation_conflicts', 'capacity_refusals'):
+        assert families[f'placement_{name}'][0] == 'counter'
+    assert families['placement_request_duration_seconds'][0] == 'histogram'
+
+
+def test_pool_and_cloud_sums(api, cloud):
+    samples = scrape()
+
+    def books(prefix, **labels):
+        return {field: value(samples, f'{prefix}_{field}', **labels)
+                for field in ('total', 'reserved', 'capacity', 'used', 'free')}
+
+    # Pool A: cn1's tree (its DISK_GB, both NUMA nodes' VCPU and memory) and the NFS share.
+    assert books('placement_pool', aggregate=POOL_A, resourcetype='DISK_GB') == {
+        'total': 11000, 'reserved': 100, 'capacity': 10900, 'used': 100, 'free': 10800}
+    assert books('placement_pool', aggregate=POOL_A, resourcetype='VCPU') == {
+        'total': 32, 'reserved': 0, 'capacity': 128, 'used': 4, 'free': 124}
+    assert books('placement_pool', aggregate=POOL_A, resourcetype='MEMORY_MB') == {
+        'total': 65536, 'reserved': 512, 'capacity': 97536, 'used': 4096, 'free': 93440}
+    # Pool B: the NUMA node alone, not its root's VCPU.
+    assert books('placement_pool', aggregate=POOL_B, resourcetype='VCPU') == {
+        'total': 4, 'reserved': 0, 'capacity': 4, 'used': 1, 'free': 3}
+    assert {dict(labels)['aggregate'] for labels in of(samples, 'placement_pool_total')} == {
+        POOL_A, POOL_B}
+    assert len(of(samples, 'placement_pool_total')) == 4
+
+    assert books('placement_cloud', resourcetype='VCPU') == {
+        'total': 44, 'reserved': 0, 'capacity': 140, 'used': 7, 'free': 133}
+    assert books('placement_cloud', resourcetype='MEMORY_MB') == {
+        'total': 81920, 'reserved': 512, 'capacity': 113920, 'used': 4096, 'free': 109824}
+    assert books('placement_cloud', resourcetype='DISK_GB') == {
+        'total': 11000, 'reserved': 100, 'capacity': 10900, 'used': 100, 'free': 10800}
+    # The cloud's sums are the providers' sums.
+    for field, per_provider in (('total', 'openstack_placement_resource_total'),
+                                ('used', 'openstack_placement_resource_usage'),
+                                ('capacity', 'placement_provider_capacity')):
+        for resource_class in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
+            assert value(samples, f'placement_cloud_{field}', resourcetype=resource_class) == sum(
+                v for labels, v in of(samples, per_provider).items()
+                if dict(labels)['resourcetype'] == resource_class)
+
+
+def grow(start, count):
+    """`count` compute trees (a root with DISK_GB in a pool, a NUMA child
+    with VCPU), written in bulk: only the shape matters here."""
+    classes = dict(ResourceClass.objects.values_list('name', 'id'))
+    pool, _ = Aggregate.objects.get_or_create(uuid=POOL_A)
+    roots = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=str(uuid.uuid4()), name=f'bulk{i}')
+        for i in range(start, start + count)])
+    ResourceProvider.objects.filter(root_provider__isnull=True).update(root_provider_id=F('id'))
+    numas = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=str(uuid.uuid4()), name=f'{r.name}-numa0', parent_provider_id=r.pk,
+                         root_provider_id=r.pk) for r in roots])
+    Inventory.objects.bulk_create(
+        [Inventory(resource_provider_id=r.pk, resource_class_id=classes['DISK_GB'], total=500,
+                   reserved=10) for r in roots]
+        + [Inventory(resource_provider_id=n.pk, resource_class_id=classes['VCPU'], total=16,
+                     allocation_ratio=4.0) for n in numas])
+    ProviderAggregate.objects.bulk_create([
+        ProviderAggregate(resource_provider_id=r.pk, aggregate=pool) for r in roots])
+
+
+def test_queries_do_not_grow_with_providers(db):
+    def counted():
+        with CaptureQueriesContext(connection) as captured:
+            samples = scrape()
+        return len(captured), samples
+
+    grow(0, 5)
+    small, samples = counted()
+    assert len(of(samples, 'openstack_placement_resource_total')) == 10
+    grow(5, 245)
+    large, samples = counted()
+    assert ResourceProvider.objects.count() == 500
+    assert len(of(samples, 'openstack_placement_resource_total')) == 500
+    assert value(samples, 'placement_pool_total', aggregate=POOL_A, resourcetype='VCPU') == 4000
+    assert small == large == 5
+
+
+# ---- access -----------------------------------------------------------------
+
+OUTSIDE = '192.0.2.7'  # TEST-NET-1: a documentation address, never a real client
+
+
+def refused(response):
+    assert response.status_code == 403
+    body = response.json()
+    assert body['errors'][0]['status'] == 403
+    assert body['errors'][0]['title'] == 'Forbidden'
+    assert 'PLACEMENT_METRICS_ALLOWED_NETWORKS' in body['errors'][0]['detail']
+    return True
+
+
+def test_loopback_may_scrape_without_placement_credentials(db):
+    # No X-Auth-Token: /metrics is not a Placement path, the API's auth does not apply.
+    assert value(scrape(REMOTE_ADDR='127.0.0.1'), 'openstack_placement_up') == 1
+    assert value(scrape(REMOTE_ADDR='::1'), 'openstack_placement_up') == 1
+
+
+def test_other_networks_are_refused(db):
+    assert refused(Client().get('/metrics', REMOTE_ADDR=OUTSIDE))
+    assert refused(Client().get('/metrics', REMOTE_ADDR=OUTSIDE,
+                                HTTP_AUTHORIZATION='Bearer anything'))
+
+
+def test_configured_networks(db, settings):
+    settings.PLACEMENT_METRICS_ALLOWED_NETWORKS = ['192.0.2.0/28', '2001:db8::/32']
+    assert scrape(REMOTE_ADDR=OUTSIDE)
+    assert scrape(REMOTE_ADDR='::ffff:192.0.2.9')  # an IPv4 client of a dual-stack socket
+    assert scrape(REMOTE_ADDR='2001:db8::1')
+    assert refused(Client().get('/metrics', REMOTE_ADDR='127.0.0.1'))
+    assert refused(Client().get('/metrics', REMOTE_ADDR='192.0.2.16'))
+
+
+def test_bearer_token(db, settings):
+    settings.PLACEMENT_METRICS_TOKEN = 's3cret'
+    assert scrape(REMOTE_ADDR=OUTSIDE, HTTP_AUTHORIZATION='Bearer s3cret')
+    assert scrape(REMOTE_ADDR=OUTSIDE, HTTP_AUTHORIZATION='bearer s3cret')
+    assert refused(Client().get('/metrics', REMOTE_ADDR=OUTSIDE,
+                                HTTP_AUTHORIZATION='Bearer s3cret2'))
+    assert refused(Client().get('/metrics', REMOTE_ADDR=OUTSIDE,
+                                HTTP_AUTHORIZATION='Basic s3cret'))
+    assert refused(Client().get('/metrics', REMOTE_ADDR=OUTSIDE))
+    # The allowed networks still need no token.
+    assert scrape(REMOTE_ADDR='127.0.0.1')
+
+
+def test_only_get(db):
+    response = Client().post('/metrics')
+    assert response.status_code == 405
+    assert response['Allow'] == 'GET'
+    assert response.json()['errors'][0]['status'] == 405
+
+
+# ---- request series ---------------------------------------------------------
+
+def delta(before, after, name, **labels):
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+def test_requests_are_counted_and_timed_by_route_and_status(api, cloud):
+    before = scrape()
+    for _ in range(3):
+        assert api.get('/resource_providers').status_code == 200
+    assert api.get(f'/resource_providers/{cloud["cn1"]}/inventories').status_code == 200
+    assert api.get(f'/resource_providers/{new_uuid()}/inventories').status_code == 404
+    assert api.get('/resource_providers', token=False).status_code == 401
+    assert api.get(f'/no/such/path/{new_uuid()}').status_code == 404
+    after = scrape()
+
+    count = 'placement_requests_total'
+    histogram = 'placement_request_duration_seconds'
+    assert delta(before, after, count, route='/resource_providers', method='GET',
+                 status='200') == 3
+    assert delta(before, after, count, route='/resource_providers/{uuid}/inventories',
+                 method='GET', status='200') == 1
+    assert delta(before, after, count, route='/resource_providers/{uuid}/inventories',
+                 method='GET', status='404') == 1
+    # Refused by the auth middleware, before the view: still its route.
+    assert delta(before, after, count, route='/resource_providers', method='GET',
+                 status='401') == 1
+    assert delta(before, after, count, route='unmatched', method='GET', status='404') == 1
+    # The scrape before this one.
+    assert delta(before, after, count, route='/metrics', method='GET', status='200') == 1
+    # No raw paths, whatever was asked for.
+    routes = {dict(labels)['route'] for labels in of(after, count)}
+    assert not [route for route in routes if cloud['cn1'] in route or 'no/such' in route]
+
+    labels = {'route': '/resource_providers', 'method': 'GET', 'status': '200'}
+    assert delta(before, after, f'{histogram}_count', **labels) == 3
+    assert delta(before, after, f'{histogram}_bucket', le='+Inf', **labels) == 3
+    assert delta(before, after, f'{histogram}_sum', **labels) > 0
+    buckets = sorted((float(dict(k)['le']), v) for k, v in of(after, f'{histogram}_bucket').items()
+                     if {('route', '/resource_providers'), ('method', 'GET'), ('status', '200')} <= k)
+    assert [v for _, v in buckets] == sorted(v for _, v in buckets)  # cumulative
+
+
+def test_generation_conflicts_are_counted_at_every_microversion(api, cloud):
+    before = scrape()
+    for version in ('1.39', '1.14'):
+        answer = api.put(f'/resource_providers/{cloud["cn2"]}/inventories', {
+            'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 9}}},
+            version=version)
+        assert answer.status_code == 409
+    # Only from 1.23 does the body say which conflict it was.
+    assert answer.body['errors'][0].get('code') is None
+    # A stale consumer generation is one too.
+    consumer = new_uuid()
+    assert api.allocate(consumer, {cloud['cn2']: {'VCPU': 1}}).status_code == 204
+    stale = api.allocate(consumer, {cloud['cn2']: {'VCPU': 2}}, generation=None)
+    assert stale.status_code == 409
+    assert stale.body['errors'][0]['code'] == 'placement.concurrent_update'
+    # Other 409s are not.
+    assert api.delete(f'/resource_providers/{cloud["cn1"]}').status_code == 409
+    after = scrape()
+    assert delta(before, after, 'placement_generation_conflicts_total',
+                 route='/resource_providers/{uuid}/inventories') == 2
+    assert delta(before, after, 'placement_generation_conflicts_total',
+                 route='/allocations/{consumer_uuid}') == 1
+    assert sum(of(after, 'placement_generation_conflicts_total').values()) - sum(
+        of(before, 'placement_generation_conflicts_total').values()) == 3
+    assert sum(of(after, 'placement_capacity_refusals_total').values()) == sum(
+        of(before, 'placement_capacity_refusals_total').values())
+
+
+def test_capacity_refusals_are_counted(api, cloud):
+    before = scrape()
+    # cn2 has 8 VCPU at ratio 1.0, 2 of them allocated.
+    refused_claim = api.allocate(new_uuid(), {cloud['cn2']: {'VCPU': 7}})
+    assert refused_claim.status_code == 409
+    assert 'exceed the capacity' in refused_claim.body['errors'][0]['detail']
+    many = api.post('/allocations', {new_uuid(): {
+        'allocations': {cloud['nfs']: {'resources': {'DISK_GB': 20000}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'}})
+    assert many.status_code == 409
+    # Not refusals for capacity: a class the provider has none of; a
+    # claim that fits.
+    assert api.allocate(new_uuid(), {cloud['nfs']: {'VCPU': 1}}).status_code == 409
+    assert api.allocate(new_uuid(), {cloud['cn2']: {'VCPU': 6}}).status_code == 204
+    after = scrape()
+    assert delta(before, after, 'placement_capacity_refusals_total',
+                 route='/allocations/{consumer_uuid}') == 1
+    assert delta(before, after, 'placement_capacity_refusals_total', route='/allocations') == 1
+    assert sum(of(after, 'placement_capacity_refusals_total').values()) - sum(
+        of(before, 'placement_capacity_refusals_total').values()) == 2
+    assert sum(of(after, 'placement_generation_conflicts_total').values()) == sum(
+        of(before, 'placement_generation_conflicts_total').values())
+    # The accepted claim shows in the next scrape's usage.
+    assert value(after, 'openstack_placement_resource_usage', hostname='cn2',
+                 resourcetype='VCPU') == 8
+    assert value(after, 'placement_provider_free', hostname='cn2', resourcetype='VCPU') == 0
+
+
+# ---- several gunicorn workers -----------------------------------------------
+
+REQUESTS = 60
+HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
+
+
+@pytest.fixture
+def workers(tmp_path):
+    """Placement under gunicorn, 3 workers sharing a multiprocess directory,
+    on an SQLite file of its own."""
+    multiproc = tmp_path / 'prometheus'
+    multiproc.mkdir()
+    port = free_port()
+    env = {**os.environ,
+           'DATABASE_URL': f'sqlite:///{tmp_path / "placement.sqlite3"}',
+           'PLACEMENT_DATA_DIR': str(tmp_path),
+           'PROMETHEUS_MULTIPROC_DIR': str(multiproc),
+           'DJANGO_SECRET_KEY': 'metrics-tests', 'PLACEMENT_LOG_LEVEL': 'WARNING'}
+    env.pop('DJANGO_SETTINGS_MODULE', None)
+    subprocess.run([sys.executable, 'manage.py', 'migrate', '--noinput'], cwd=REPO, env=env,
+                   check=True, capture_output=True, timeout=300)
+    with open(tmp_path / 'gunicorn.log', 'wb') as log:
+        server = subprocess.Popen(
+            [sys.executable, '-m', 'gunicorn', 'placement_site.wsgi:application',
+             '-c', 'python:placement_site.gunicorn_conf', '-b', f'127.0.0.1:{port}',
+             '--workers', '3', '--log-level', 'warning'],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f'http://127.0.0.1:{port}'
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(url + '/', timeout=5).status_code == 200:
+                break
+        except requests.ConnectionError:
+            pass
+        assert server.poll() is None and time.monotonic() < deadline, \
+            (tmp_path / 'gunicorn.log').read_text(errors='replace')
+        time.sleep(0.2)
+    yield url, multiproc, server
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def live_scrape(url):
+    answer = requests.get(url + '/metrics', timeout=30)
+    assert answer.status_code == 200, answer.text
+    return parse(answer.text)[0]
+
+
+def worker_pids(multiproc):
+    return {int(path.stem.rsplit('_', 1)[1]) for path in multiproc.glob('counter_*.db')}
+
+
+def test_several_workers_add_up(workers):
+    url, multiproc, server = workers
+    with ThreadPoolExecutor(6) as pool:
+        statuses = list(pool.map(
+            lambda _: requests.get(url + '/resource_providers', headers=HEADERS,
+                                   timeout=30).status_code, range(REQUESTS)))
+    assert statuses == [200] * REQUESTS
+    # Served by more than one worker (the root requests of the start-up wait too).
+    assert len(worker_pids(multiproc)) >= 2
+    labels = {'route': '/resource_providers', 'method': 'GET', 'status': '200'}
+    # Whichever worker answers the scrape, it counts every worker's requests.
+    for _ in range(4):
+        samples = live_scrape(url)
+        assert value(samples, 'placement_requests_total', **labels) == REQUESTS
+        assert value(samples, 'placement_request_duration_seconds_count', **labels) == REQUESTS
+        assert value(samples, 'openstack_placement_up') == 1
+    # A worker that exits (and is replaced) leaves its counts behind.
+    pid = max(worker_pids(multiproc), key=lambda p: (multiproc / f'counter_{p}.db').stat().st_size)
+    assert f'PPid:\t{server.pid}\n' in Path(f'/proc/{pid}/status').read_text()  # our worker
+    os.kill(pid, signal.SIGTERM)
+    time.sleep(2)
+    assert value(live_scrape(url), 'placement_requests_total', **labels) == REQUESTS
