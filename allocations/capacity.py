@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Q
 
 from allocations.pods.models import Pod
 from placement_site import errors, querystring
@@ -154,11 +155,17 @@ class CloudStock:
             self.by_root[stock.root].append(stock)
 
     @classmethod
-    def read(cls, class_ids=None):
-        """class_ids: only these classes (None: all)."""
+    def read(cls, class_ids=None, aggregate_ids=None):
+        """class_ids: only these classes (None: all); aggregate_ids: only
+        the providers of these pools (None: all), for a pool's page."""
         inventories = Inventory.objects.all()
         if class_ids is not None:
             inventories = inventories.filter(resource_class_id__in=list(class_ids))
+        if aggregate_ids is not None:
+            members = ProviderAggregate.objects.filter(
+                aggregate_id__in=list(aggregate_ids)).values('resource_provider_id')
+            inventories = inventories.filter(Q(resource_provider_id__in=members) | Q(
+                resource_provider__root_provider_id__in=members))
         stocks = [Stock(*row) for row in inventories.values_list(
             'resource_provider_id', 'resource_provider__root_provider_id', 'resource_class_id',
             'resource_class__name', 'total', 'reserved', 'allocation_ratio', 'used', 'min_unit',
@@ -531,13 +538,14 @@ def capacity(group_by=CLOUD, *, wanted=None, class_ids=None):
             for group in groups(group_by, cloud)]
 
 
-def flavor_fits(flavors, groups_of):
+def flavor_fits(flavors, groups_of, aggregate_ids=None):
     """{group key: {flavor name: Fit}} for the flavors ([Flavor]) in the
-    groups `groups_of(cloud)` gives, read once: four queries and the
-    grouping's. A flavor naming a class nobody has fits nowhere."""
+    groups `groups_of(cloud)` gives, read once (only the providers of the
+    pools `aggregate_ids` when the groups are those pools): four queries
+    and the grouping's. A flavor naming a class nobody has fits nowhere."""
     names = {name for flavor in flavors for name in flavor.resources}
     class_ids = dict(_class_ids(names))
-    cloud = CloudStock.read(set(class_ids.values()))
+    cloud = CloudStock.read(set(class_ids.values()), aggregate_ids)
     found = {}
     for group in groups_of(cloud):
         found[group.key] = {}

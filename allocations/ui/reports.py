@@ -43,12 +43,12 @@ class FlavorFit:
     fit: capacity.Fit
 
 
-def flavor_fits(groups_of):
+def flavor_fits(groups_of, aggregate_ids=None):
     """{group key: [FlavorFit]} for the configured flavors in the groups
     `groups_of(cloud)` gives (allocations.capacity, as GET /capacity counts
     them). Five queries at most, whatever the number of groups."""
     flavors = capacity.configured_flavors()
-    found = capacity.flavor_fits(flavors, groups_of)
+    found = capacity.flavor_fits(flavors, groups_of, aggregate_ids)
     return {key: [FlavorFit(f, fits[f.name]) for f in flavors] for key, fits in found.items()}
 
 
@@ -61,7 +61,7 @@ def pool_flavor_fits(aggregates):
     """{aggregate id: [FlavorFit]} in each pool (members and the trees of
     member roots, as member_of reads it)."""
     aggregates = list(aggregates)
-    by_uuid = flavor_fits(lambda cloud: capacity.pools(aggregates))
+    by_uuid = flavor_fits(lambda cloud: capacity.pools(aggregates), [a.pk for a in aggregates])
     return {a.pk: by_uuid[a.uuid] for a in aggregates}
 
 
