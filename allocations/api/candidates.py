@@ -111,7 +111,8 @@ class ExplainViewSet(PlacementViewSet):
         self.authorize('placement:allocation_candidates:list')
         candidate_query = parsed_query(request, version)
         with unknown_names_refused():
-            explanation = explain.explain_candidates(candidate_query)
+            explanation = explain.explain_candidates(
+                candidate_query, suggest_root_required=version.matches((1, 35)))
         result = explanation.result
         body = {
             'microversion': str(version),
@@ -127,5 +128,20 @@ class ExplainViewSet(PlacementViewSet):
                                'detail': record.detail, 'remaining': record.remaining}
                               for record in result.stages],
             'explanation': explanation.sentences,
+            'suggestions': [{
+                'text': suggestion.text,
+                'traits': suggestion.traits,
+                'from': 'required',
+                'to': 'root_required',
+                'query': suggestion.rewrite(request.GET).urlencode(safe=':,!'),
+                'trees': suggestion.trees,
+                'trees_now': suggestion.trees_now,
+            } for suggestion in explanation.suggestions],
+            'near_misses': [{
+                'group': miss.group, 'tree': miss.tree, 'tree_uuid': miss.tree_uuid,
+                'provider': miss.provider, 'provider_uuid': miss.provider_uuid,
+                'resource_class': miss.resource_class, 'requested': miss.requested,
+                'lacking': miss.lacking, 'limit': miss.limit, 'text': miss.text,
+            } for miss in explanation.near_misses],
         }
         return self.respond(body, cache_headers=False)

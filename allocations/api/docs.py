@@ -228,11 +228,74 @@ EXPLANATION = Component('AllocationCandidatesExplanation', closed({
         },
         'explanation': {
             'type': 'array', 'items': {'type': 'string'},
-            'description': 'When nothing fits, why: per group what eliminated its providers, '
-                           'or that the groups fit only on their own. Empty otherwise.'},
+            'description': 'In words: when nothing fits, why (per group what eliminated its '
+                           'providers, or that the groups fit only on their own); the closest '
+                           'misses of each group that fits fewer than 3 trees or providers '
+                           '("group _M, closest: cn01-numa0 lacks 1,024 MEMORY_MB; ..."); the '
+                           'texts of the suggestions. Empty when the request fits and there '
+                           'is nothing to add.'},
+        'suggestions': {
+            'type': 'array',
+            'description': 'Requests that would fit more trees: the unsuffixed group\'s '
+                           'required traits that trees have only on their root provider, '
+                           'while child providers supply the resources (Placement looks for '
+                           '`required` on the providers of the resources), moved to '
+                           '`root_required`. From 1.35.',
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'text': {'type': 'string', 'example': (
+                        '3 trees have HW_CPU_X86_AVX2 only on their root provider while '
+                        'their VCPU and MEMORY_MB come from child providers; ask '
+                        'root_required=HW_CPU_X86_AVX2 instead (then 3 trees fit the '
+                        'unsuffixed group, not 0)')},
+                    'traits': {'type': 'array', 'items': {'type': 'string'},
+                               'description': 'The traits moved.'},
+                    'from': {'type': 'string', 'enum': ['required']},
+                    'to': {'type': 'string', 'enum': ['root_required']},
+                    'query': {'type': 'string',
+                              'description': 'The query string with the traits moved.'},
+                    'trees': {'type': 'integer',
+                              'description': 'Trees the unsuffixed group would fit.'},
+                    'trees_now': {'type': 'integer',
+                                  'description': 'Trees the unsuffixed group fits now.'},
+                },
+                'required': ['text', 'traits', 'from', 'to', 'query', 'trees', 'trees_now'],
+            },
+        },
+        'near_misses': {
+            'type': 'array',
+            'description': 'For each group that fits fewer than 3 trees (providers), the 3 '
+                           'closest of the others: those meeting every constraint of the '
+                           'group but one resource class, which lack the smallest share of '
+                           'the amount asked. What they lack honours allocation ratios, '
+                           'reserved and used amounts, max_unit and sharing providers.',
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'group': {'type': 'string', 'description': '"" for the unsuffixed group.'},
+                    'tree': {'type': 'string', 'description': "The tree's root provider."},
+                    'tree_uuid': UUID,
+                    'provider': {'type': 'string',
+                                 'description': 'The provider that came closest (a sharing '
+                                                'provider for a class the tree shares).'},
+                    'provider_uuid': UUID,
+                    'resource_class': {'type': 'string'},
+                    'requested': {'type': 'integer'},
+                    'lacking': {'type': 'integer',
+                                'description': 'How much more it would need.'},
+                    'limit': {'type': 'string', 'enum': ['capacity', 'max_unit'],
+                              'description': 'Free capacity, or the largest amount one '
+                                             'allocation may take.'},
+                    'text': {'type': 'string', 'example': 'r1-rack05-cn01 lacks 1,024 MEMORY_MB'},
+                },
+                'required': ['group', 'tree', 'tree_uuid', 'provider', 'provider_uuid',
+                             'resource_class', 'requested', 'lacking', 'limit', 'text'],
+            },
+        },
     },
     'required': ['microversion', 'allocation_candidates', 'groups', 'search_stages',
-                 'explanation'],
+                 'explanation', 'suggestions', 'near_misses'],
 }))
 
 # ---- request bodies (the views' schemas at the microversion described) ------------
@@ -461,8 +524,10 @@ extend_schema_view(
         description='Not part of OpenStack Placement. Takes the query string of GET '
                     '/allocation_candidates and answers how many providers survive each '
                     'constraint of each request group and, when nothing fits, what eliminated '
-                    'them. Without an OpenStack-API-Version header the latest microversion\'s '
-                    'rules apply, unlike everywhere else.',
+                    'them, which trees came closest and by how much, and a rewritten request '
+                    'when a required trait belongs in `root_required`. Without an '
+                    'OpenStack-API-Version header the latest microversion\'s rules apply, '
+                    'unlike everywhere else.',
         since='1.10', parameters=CANDIDATE_QUERY,
         responses={200: (EXPLANATION, 'The explanation.')}, cached=[],
         errors={400: 'Invalid query parameters, as for GET /allocation_candidates.'},

@@ -3,8 +3,11 @@ eliminates, and in plain words why nothing fits."""
 import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import assert_error, error_of
+from allocations.candidates import explain as explain_module
+from tests.conftest import add_allocation, add_provider, assert_error, error_of
 
 AGG = str(uuid.uuid4())
 OTHER_AGG = str(uuid.uuid4())
@@ -109,7 +112,10 @@ def test_suffixed_groups_each_get_a_funnel(api, ten_nodes):
     assert funnel_of(body, '1') == [('4 VCPU', 6, 4)]
     assert funnel_of(body, '2') == [('100 VCPU', 0, 10)]
     assert body['allocation_candidates'] == 0
-    assert body['explanation'] == ['group 2: 10 providers lack 100 VCPU']
+    assert body['explanation'] == [
+        'group 2: 10 providers lack 100 VCPU',
+        # the closest of the providers group 2 eliminated: 8 VCPU of 100 (oldest first)
+        'group 2, closest: cn4 lacks 92 VCPU; cn5 lacks 92 VCPU; cn6 lacks 92 VCPU']
 
 
 def test_a_combination_that_fails_is_named_as_such(api, ten_nodes):
@@ -121,7 +127,7 @@ def test_a_combination_that_fails_is_named_as_such(api, ten_nodes):
     assert funnel_of(body, '1') == [('5 VCPU', 6, 4), ('trait HW_CPU_X86_AVX2', 3, 3)]
     assert funnel_of(body, '2') == [('5 VCPU', 6, 4), (f'in aggregate {AGG}', 1, 5)]
     assert body['explanation'] == [
-        'Every request group fits on its own (group 1 3 providers, group 2 1 providers), but '
+        'Every request group fits on its own (group 1 3 providers, group 2 1 provider), but '
         'no combination of them does: group_policy, same_subtree, root_required or the capacity '
         'left when the groups share providers rules them out.']
 
@@ -154,3 +160,259 @@ def test_explaining_needs_the_candidates_policy(make_api, ten_nodes):
     error = assert_error(response, 403)
     assert error['detail'] == ('Access was denied to this resource.\n\n Policy does not allow '
                                'placement:allocation_candidates:list to be performed.  ')
+
+
+# ---- a required trait only on the root: root_required ------------------------------
+
+ROOT_TRAIT_QUERY = 'resources=VCPU:2,MEMORY_MB:1024&required=HW_CPU_X86_AVX2'
+
+
+def numa_tree(name, *, root_traits=('HW_CPU_X86_AVX2',), numa_traits=(), numa=2,
+              root_inventories=None, aggregates=()):
+    """A NUMA-modelled compute node: a root with the host's traits and no
+    inventory, NUMA children with 8 VCPU and 4096 MEMORY_MB each."""
+    root = add_provider(name, inventories=root_inventories, traits=root_traits,
+                        aggregates=aggregates)
+    for i in range(numa):
+        add_provider(f'{name}-numa{i}', parent=root, traits=numa_traits,
+                     inventories={'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 4096}})
+    return root
+
+
+def candidate_trees(api, query):
+    """The roots of the trees GET /allocation_candidates answers with."""
+    body = api.get(f'/allocation_candidates?{query}').body
+    return {body['provider_summaries'][uuid]['root_provider_uuid']
+            for request in body['allocation_requests'] for uuid in request['allocations']}
+
+
+def test_a_trait_only_on_the_root_suggests_root_required(api, db):
+    roots = [numa_tree(f'r1-rack05-cn0{i}') for i in range(1, 4)]
+    body = explain(api, ROOT_TRAIT_QUERY)
+    assert body['allocation_candidates'] == 0
+    # Placement looks for `required` on the providers of the resources: the NUMA nodes.
+    assert funnel_of(body) == [('2 VCPU', 3, 0), ('1,024 MEMORY_MB', 3, 0),
+                               ('trait HW_CPU_X86_AVX2', 0, 3)]
+    text = ('3 trees have HW_CPU_X86_AVX2 only on their root provider while their VCPU and '
+            'MEMORY_MB come from child providers; ask root_required=HW_CPU_X86_AVX2 instead '
+            '(then 3 trees fit the unsuffixed group, not 0)')
+    assert body['explanation'] == [
+        'unsuffixed group: 3 trees lack trait HW_CPU_X86_AVX2 on a provider of their resources',
+        text]
+    assert body['suggestions'] == [{
+        'text': text, 'traits': ['HW_CPU_X86_AVX2'], 'from': 'required', 'to': 'root_required',
+        'query': 'resources=VCPU:2,MEMORY_MB:1024&root_required=HW_CPU_X86_AVX2',
+        'trees': 3, 'trees_now': 0}]
+    assert body['near_misses'] == []  # no tree would fit with more room
+    # Following the suggestion finds every tree.
+    assert candidate_trees(api, body['suggestions'][0]['query']) == {r.uuid for r in roots}
+    assert explain(api, body['suggestions'][0]['query'])['suggestions'] == []
+
+
+def test_the_suggestion_keeps_the_rest_of_the_request(api, db):
+    """Other traits stay required, an existing root_required is extended,
+    and only the trees the rest of the request allows are counted."""
+    numa_tree('cn1', root_traits=['HW_CPU_X86_AVX2', 'COMPUTE_NODE'], numa_traits=['HW_NUMA_ROOT'])
+    numa_tree('cn2', root_traits=['HW_CPU_X86_AVX2', 'COMPUTE_NODE'], numa_traits=['HW_NUMA_ROOT'])
+    numa_tree('cn3', root_traits=['HW_CPU_X86_AVX2'], numa_traits=['HW_NUMA_ROOT'])
+    numa_tree('cn4', root_traits=['COMPUTE_NODE'], numa_traits=['HW_NUMA_ROOT'])
+    body = explain(api, 'resources=VCPU:2&required=HW_NUMA_ROOT,HW_CPU_X86_AVX2'
+                        ',!COMPUTE_STATUS_DISABLED&root_required=COMPUTE_NODE&limit=5')
+    assert body['allocation_candidates'] == 0
+    (suggestion,) = body['suggestions']
+    assert suggestion['query'] == ('resources=VCPU:2'
+                                   '&required=HW_NUMA_ROOT,!COMPUTE_STATUS_DISABLED'
+                                   '&root_required=COMPUTE_NODE,HW_CPU_X86_AVX2&limit=5')
+    assert (suggestion['trees'], suggestion['trees_now']) == (2, 0)
+    assert suggestion['text'].startswith(
+        '2 trees have HW_CPU_X86_AVX2 only on their root provider while their VCPU comes from '
+        'child providers; ask root_required=COMPUTE_NODE,HW_CPU_X86_AVX2 instead')
+    assert {t for t in candidate_trees(api, suggestion['query'])} == {
+        api.get('/resource_providers?name=cn1').body['resource_providers'][0]['uuid'],
+        api.get('/resource_providers?name=cn2').body['resource_providers'][0]['uuid']}
+
+
+def test_no_suggestion_when_the_trait_is_where_the_resources_are(api, db):
+    numa_tree('cn1', root_traits=['HW_CPU_X86_AVX2'], numa_traits=['HW_CPU_X86_AVX2'])
+    numa_tree('cn2', root_traits=[], numa_traits=['HW_CPU_X86_AVX2'])
+    body = explain(api, ROOT_TRAIT_QUERY)
+    assert body['allocation_candidates'] == 8  # (2 NUMA x 2 NUMA) per tree
+    assert body['suggestions'] == []
+    assert body['explanation'] == []
+
+
+def test_no_suggestion_when_the_root_supplies_resources(api, db):
+    """A root with disk is a provider of the request's resources: its trait counts."""
+    numa_tree('cn1', root_inventories={'DISK_GB': {'total': 100}})
+    body = explain(api, 'resources=VCPU:2,DISK_GB:10&required=HW_CPU_X86_AVX2')
+    assert body['allocation_candidates'] == 2
+    assert body['suggestions'] == []
+
+
+def test_no_suggestion_when_root_required_would_not_help(api, db):
+    # The trees with the trait on the root cannot take the amount anyway.
+    numa_tree('cn1')
+    body = explain(api, 'resources=VCPU:20&required=HW_CPU_X86_AVX2')
+    assert body['suggestions'] == []
+    # One tree has it only on its root, two on their NUMA nodes only: moving
+    # the trait would fit 1 tree instead of 2.
+    numa_tree('cn2', root_traits=[], numa_traits=['HW_CPU_X86_AVX2'])
+    numa_tree('cn3', root_traits=[], numa_traits=['HW_CPU_X86_AVX2'])
+    body = explain(api, ROOT_TRAIT_QUERY)
+    assert body['suggestions'] == []
+    assert len(candidate_trees(api, ROOT_TRAIT_QUERY)) == 2
+    # Any-of sets cannot move (root_required takes single traits), suffixed
+    # groups are single providers; before 1.35 there is no root_required.
+    assert explain(api, 'resources=VCPU:2&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE42')[
+        'suggestions'] == []
+    assert explain(api, 'resources_C=VCPU:2&required_C=HW_CPU_X86_AVX2')['suggestions'] == []
+    numa_tree('cn4')
+    numa_tree('cn5')
+    numa_tree('cn6')
+    assert explain(api, ROOT_TRAIT_QUERY)['suggestions'][0]['trees'] == 4  # 4 roots, not 2
+    assert explain(api, ROOT_TRAIT_QUERY, version='1.34')['suggestions'] == []
+
+
+# ---- near misses -------------------------------------------------------------------
+
+@pytest.fixture
+def nearly_full(db):
+    """Trees for resources=VCPU:4,MEMORY_MB:8192, none of which fits:
+    cn01 lacks 1,024 MEMORY_MB (reserved and used), cn02 6,144 MEMORY_MB,
+    cn03 1 VCPU (a ratio of 1.5 on 2), cn05 a max_unit of 4,096 MEMORY_MB;
+    cn04 lacks both classes, cn06 has no memory at all."""
+    def tree(name, **numa):
+        root = add_provider(name)
+        children = [add_provider(f'{name}-numa{i}', parent=root, inventories=inventories)
+                    for i, inventories in numa.items()]
+        return root, children
+
+    _, (cn01_0, cn01_1) = tree('r1-rack05-cn01', **{
+        '0': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 8192, 'reserved': 512}},
+        '1': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 3072}}})
+    add_allocation(cn01_0, MEMORY_MB=512)
+    add_allocation(cn01_1, VCPU=8)
+    _, (cn02_0,) = tree('r1-rack05-cn02', **{
+        '0': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 16384}}})
+    add_allocation(cn02_0, MEMORY_MB=14336)
+    tree('r1-rack05-cn03', **{
+        '0': {'VCPU': {'total': 2, 'allocation_ratio': 1.5}, 'MEMORY_MB': {'total': 16384}}})
+    tree('r1-rack05-cn04', **{'0': {'VCPU': {'total': 2}, 'MEMORY_MB': {'total': 1024}}})
+    tree('r1-rack05-cn05', **{'0': {'VCPU': {'total': 8},
+                                    'MEMORY_MB': {'total': 65536, 'max_unit': 4096}}})
+    tree('r1-rack05-cn06', **{'0': {'VCPU': {'total': 8}}})
+
+
+def test_near_misses_name_what_the_closest_trees_lack(api, nearly_full):
+    body = explain(api, 'resources=VCPU:4,MEMORY_MB:8192')
+    assert body['allocation_candidates'] == 0
+    assert funnel_of(body) == [('4 VCPU', 4, 2), ('8,192 MEMORY_MB', 0, 4)]
+    assert body['explanation'] == [
+        'unsuffixed group: 2 trees lack 4 VCPU; 4 more trees lack 8,192 MEMORY_MB',
+        # closest: the smallest share of the amount lacking (1/8, 1/4, 1/2; cn02 lacks 3/4)
+        'unsuffixed group, closest: r1-rack05-cn01 lacks 1,024 MEMORY_MB; r1-rack05-cn03 '
+        'lacks 1 VCPU; r1-rack05-cn05 takes at most 4,096 MEMORY_MB at once (max_unit)']
+    assert [{k: m[k] for k in ('group', 'tree', 'provider', 'resource_class', 'requested',
+                               'lacking', 'limit')} for m in body['near_misses']] == [
+        {'group': '', 'tree': 'r1-rack05-cn01', 'provider': 'r1-rack05-cn01-numa0',
+         'resource_class': 'MEMORY_MB', 'requested': 8192, 'lacking': 1024, 'limit': 'capacity'},
+        {'group': '', 'tree': 'r1-rack05-cn03', 'provider': 'r1-rack05-cn03-numa0',
+         'resource_class': 'VCPU', 'requested': 4, 'lacking': 1, 'limit': 'capacity'},
+        {'group': '', 'tree': 'r1-rack05-cn05', 'provider': 'r1-rack05-cn05-numa0',
+         'resource_class': 'MEMORY_MB', 'requested': 8192, 'lacking': 4096, 'limit': 'max_unit'},
+    ]
+    by_name = {p['name']: p['uuid'] for p in api.get('/resource_providers').body[
+        'resource_providers']}
+    miss = body['near_misses'][0]
+    assert (miss['tree_uuid'], miss['provider_uuid']) == (
+        by_name['r1-rack05-cn01'], by_name['r1-rack05-cn01-numa0'])
+    assert miss['text'] == 'r1-rack05-cn01 lacks 1,024 MEMORY_MB'
+    # Asking for 1,024 MEMORY_MB less fits cn01, and only it.
+    assert candidate_trees(api, 'resources=VCPU:4,MEMORY_MB:7168') == {by_name['r1-rack05-cn01']}
+
+
+def test_near_misses_of_a_nearly_empty_answer_and_of_a_suffixed_group(api, nearly_full):
+    # Only cn03 fits: the answer is nearly empty, and the closest others are named.
+    body = explain(api, 'resources=VCPU:1,MEMORY_MB:16384')
+    assert body['allocation_candidates'] == 1
+    assert body['explanation'] == [
+        'unsuffixed group, closest: r1-rack05-cn01 lacks 9,216 MEMORY_MB; r1-rack05-cn05 takes '
+        'at most 4,096 MEMORY_MB at once (max_unit); r1-rack05-cn02 lacks 14,336 MEMORY_MB']
+    # A suffixed group counts providers, and names them (cn03-numa0 fits).
+    body = explain(api, 'resources_M=MEMORY_MB:10000')
+    assert body['allocation_candidates'] == 1
+    assert body['explanation'] == [
+        'group _M, closest: r1-rack05-cn01-numa0 lacks 2,832 MEMORY_MB; r1-rack05-cn05-numa0 '
+        'takes at most 4,096 MEMORY_MB at once (max_unit); r1-rack05-cn01-numa1 lacks '
+        '6,928 MEMORY_MB']
+    assert [(m['group'], m['tree']) for m in body['near_misses']] == [
+        ('_M', 'r1-rack05-cn01'), ('_M', 'r1-rack05-cn05'), ('_M', 'r1-rack05-cn01')]
+    # Far from nearly empty: no near misses.
+    body = explain(api, 'resources=VCPU:1,MEMORY_MB:1024')
+    assert (body['allocation_candidates'], body['near_misses']) == (6, [])
+
+
+def test_near_misses_count_sharing_providers(api, db):
+    pool = add_provider('nfs', inventories={'DISK_GB': {'total': 1200, 'reserved': 200}},
+                        traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[AGG])
+    add_allocation(pool, DISK_GB=100)
+    numa_tree('cn1', root_traits=[], aggregates=[AGG])
+    numa_tree('cn2', root_traits=[])  # not served by the pool: no disk at all
+    body = explain(api, 'resources=VCPU:1,DISK_GB:1000')
+    assert body['allocation_candidates'] == 0
+    assert [(m['tree'], m['provider'], m['lacking']) for m in body['near_misses']] == [
+        ('cn1', 'nfs', 100)]
+    assert body['explanation'][-1] == 'unsuffixed group, closest: cn1 lacks 100 DISK_GB'
+    # What the near miss says is what fits.
+    assert explain(api, 'resources=VCPU:1,DISK_GB:900')['allocation_candidates'] == 2
+
+
+def test_thousands_separators_in_every_text(api, ten_nodes):
+    body = explain(api, 'resources=VCPU:1000&required=HW_CPU_X86_AVX2')
+    assert funnel_of(body) == [('1,000 VCPU', 0, 10), ('trait HW_CPU_X86_AVX2', 0, 0)]
+    assert body['explanation'][0] == 'unsuffixed group: 10 providers lack 1,000 VCPU'
+    assert body['explanation'][1] == ('unsuffixed group, closest: cn7 lacks 992 VCPU; '
+                                      'cn8 lacks 992 VCPU; cn9 lacks 992 VCPU')
+    many = [explain_module.Funnel('', 'providers', 12000, [
+        explain_module.Step('2 VCPU', 'lack 2 VCPU', 1500, 10500),
+        explain_module.Step('trait X', 'lack trait X', 0, 1500)])]
+    assert explain_module.summary(many, []) == [
+        'unsuffixed group: 10,500 providers lack 2 VCPU; 1,500 more providers lack trait X']
+    many[0].steps.pop()
+    assert explain_module.summary(many + many, [])[0].startswith(
+        'Every request group fits on its own (unsuffixed group 1,500 providers, ')
+
+
+# ---- cost -------------------------------------------------------------------------
+
+EXPLAINED = [ROOT_TRAIT_QUERY,
+             'resources=VCPU:2,MEMORY_MB:1024,DISK_GB:1000',  # the pool is too small
+             'resources=VCPU:64',
+             'resources=VCPU:2,MEMORY_MB:1024&root_required=HW_CPU_X86_AVX2']
+
+
+def test_queries_do_not_grow_with_providers(api, db):
+    """Suggestions and near misses cost a fixed number of queries."""
+    pool = add_provider('nfs', inventories={'DISK_GB': {'total': 100}},
+                        traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[AGG])
+
+    def grow(start, count):
+        for i in range(start, start + count):
+            numa_tree(f'cn{i}', aggregates=[AGG])
+
+    def costs():
+        counts, answers = [], []
+        for query in EXPLAINED:
+            with CaptureQueriesContext(connection) as captured:
+                body = explain(api, query)
+            counts.append(len(captured))
+            answers.append((body['allocation_candidates'] > 0, len(body['suggestions']),
+                            len(body['near_misses'])))
+        return counts, answers
+
+    grow(0, 3)
+    small, answers = costs()
+    assert answers == [(False, 1, 0), (False, 0, 3), (False, 0, 3), (True, 0, 0)]
+    grow(3, 30)
+    assert costs() == (small, answers)
+    assert pool  # near misses of DISK_GB name the pool
