@@ -184,7 +184,7 @@ def explorer(request):
             query.appendlist('member_of', placed.pod.aggregate.uuid)
         context['query'] = query.urlencode(safe=':,!')
         try:
-            context.update(_explore(query))
+            context.update(_explore(query, request.GET))
         except errors.PlacementError as exc:
             context['error'] = exc.detail
         except exceptions.PlacementDomainError as exc:
@@ -192,9 +192,11 @@ def explorer(request):
     return render(request, 'ui/explorer.html', context)
 
 
-def _explore(query):
+def _explore(query, params):
     """The candidates for the query (at the latest microversion), with
-    provider names, the funnels and the explanation."""
+    provider names, the funnels, the explanation, the near misses and the
+    suggestions, each with a link re-running the explorer's `params` as
+    the suggestion rewrites them."""
     latest = microversion.parse(microversion.MAX_VERSION)
     explanation = candidates.explain_candidates(candidates.parse(query, latest))
     result = explanation.result
@@ -223,5 +225,10 @@ def _explore(query):
             'traits': s.traits,
         }) for s in result.summaries), key=lambda row: row[0]),
         'funnels': explanation.funnels,
-        'explanation': explanation.sentences,
+        'explanation': explanation.why + explanation.closest,
+        'near_misses': explanation.near_misses,
+        'suggestions': [{
+            'text': suggestion.text, 'root_required': suggestion.root_required,
+            'link': '?' + suggestion.rewrite(params).urlencode(safe=':,!'),
+        } for suggestion in explanation.suggestions],
     }

@@ -606,9 +606,46 @@ def test_candidate_explorer_fits_and_explains(page, api):
     assert notice.inner_text().startswith('Nothing fits.')
     explanation = page.locator('#no-candidates .explanation').all_inner_texts()
     roots = [u for u, p in api.providers().items() if p['root_provider_uuid'] == u]
-    assert explanation == [f'unsuffixed group: {len(roots)} trees lack 100000 VCPU']
-    assert explanation == api.get('/explain/allocation_candidates',
-                                  resources=IMPOSSIBLE)['explanation']
+    assert explanation[0] == f'unsuffixed group: {len(roots):,} trees lack 100,000 VCPU'
+    explained = api.get('/explain/allocation_candidates', resources=IMPOSSIBLE)
+    assert explanation == explained['explanation']
+    # The closest trees, as the explain endpoint names them.
+    assert explanation[1].startswith('unsuffixed group, closest: ')
+    shown = page.locator('#near-misses tbody tr').evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))")
+    assert shown == [['(unsuffixed)', m['tree'], m['provider'], m['text'][len(m['tree']) + 1:]]
+                     for m in explained['near_misses']]
+    assert len(shown) == 3
+
+
+def test_candidate_explorer_suggests_root_required(page, api):
+    """The demo's compute nodes have HW_CPU_X86_AVX2 on the root and their
+    VCPU and MEMORY_MB on NUMA nodes: asking `required` finds nothing, the
+    explorer says why and links the request with root_required, which finds
+    the candidates GET /allocation_candidates answers for it."""
+    sign_in(page)
+    page.goto('/ui/explorer/')
+    wanted = {'resources': 'VCPU:2,MEMORY_MB:2048', 'required': 'HW_CPU_X86_AVX2'}
+    submit(page, 'form.explorer', {**wanted, 'limit': '20'})
+    shoot(page, 'explorer-root-trait')
+    assert page.locator('#candidate-count').count() == 0
+    explained = api.get('/explain/allocation_candidates', **wanted)
+    (suggestion,) = explained['suggestions']
+    assert suggestion['query'] == 'resources=VCPU:2,MEMORY_MB:2048&root_required=HW_CPU_X86_AVX2'
+    assert page.locator('.suggestion').inner_text().startswith(suggestion['text'])
+    with page.expect_navigation():
+        page.click('.suggestion a.rerun')
+    shoot(page, 'explorer-root-required')
+    assert query_of(page) == {'resources': wanted['resources'], 'limit': '20',
+                              'root_required': 'HW_CPU_X86_AVX2'}
+    assert page.input_value('form.explorer [name="required"]') == ''
+    assert page.input_value('form.explorer [name="root_required"]') == 'HW_CPU_X86_AVX2'
+    check_candidates(page, api.candidates(wanted['resources'], limit=20,
+                                          root_required='HW_CPU_X86_AVX2'))
+    everything = api.get('/allocation_candidates?' + suggestion['query'])
+    trees = {everything['provider_summaries'][uuid]['root_provider_uuid']
+             for request in everything['allocation_requests'] for uuid in request['allocations']}
+    assert len(trees) == suggestion['trees'] > suggestion['trees_now'] == 0
 
 
 def check_candidates(page, body):
