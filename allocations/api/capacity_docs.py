@@ -4,7 +4,8 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema_view
 
 from allocations import capacity
 from allocations.api import capacity as views
-from placement_site.openapi import RESOURCES_GRAMMAR, Component, closed, operation, query, resources_map
+from placement_site.openapi import (RESOURCES_GRAMMAR, Component, closed, operation, query,
+                                    resources_map)
 
 _CLASS_LIST = {'type': 'string', 'pattern': '^[A-Z0-9_]+(?:,[A-Z0-9_]+)*$',
                'example': 'VCPU,MEMORY_MB'}
