@@ -28,12 +28,13 @@ LOG = logging.getLogger(__name__)
 
 # openstack-exporter's prefix; its HELP text is the name without it.
 COMPAT = 'openstack_placement_'
-BOOK_FIELDS = (  # (series suffix, HELP, value of a books.ClassUsage)
-    ('total', 'total inventory', lambda usage: usage.total),
-    ('reserved', 'reserved inventory', lambda usage: usage.reserved),
-    ('capacity', 'capacity: (total - reserved) * allocation_ratio, summed', lambda usage: usage.capacity),
-    ('used', 'allocated', lambda usage: usage.used),
-    ('free', 'capacity left: capacity - used, at least 0', lambda usage: usage.free),
+BOOK_FIELDS = (  # (series suffix, what it is, its value in a books.ClassUsage)
+    ('total', 'Total inventory', lambda usage: usage.total),
+    ('reserved', 'Reserved inventory', lambda usage: usage.reserved),
+    ('capacity', 'Capacity, (total - reserved) * allocation_ratio summed,',
+     lambda usage: usage.capacity),
+    ('used', 'Allocated amount', lambda usage: usage.used),
+    ('free', 'Free capacity, capacity - used (at least 0),', lambda usage: usage.free),
 )
 
 
@@ -104,10 +105,10 @@ def series(request_text, catalogue):
     for suffix, help_text, value in BOOK_FIELDS:
         yield from family(
             f'placement_pool_{suffix}',
-            f'A pool\'s (aggregate\'s) {help_text} per resource class: its members and the '
+            f'{help_text} per resource class of a pool (aggregate): its members and the '
             'trees of member roots, as the pool pages count them.',
             ((label, number(value(usage))) for label, usage in pool_rows))
     for suffix, help_text, value in BOOK_FIELDS:
         yield from family(
-            f'placement_cloud_{suffix}', f'The whole cloud\'s {help_text} per resource class.',
+            f'placement_cloud_{suffix}', f'{help_text} per resource class over the whole cloud.',
             ((label, number(value(usage))) for label, usage in cloud_rows))
