@@ -420,6 +420,18 @@ def test_details_are_wrapped_at_60_columns_keeping_long_words_whole(small_cloud,
     assert [line for line in wrapped if len(line) > 60] == [f'  {path}:']
 
 
+def test_a_check_that_breaks_exits_255_not_a_result(db, monkeypatch):
+    def broken_check():
+        raise RuntimeError('a bug in a check')
+    monkeypatch.setattr(status, 'CHECKS', [*status.CHECKS, ('Broken', broken_check)])
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as exit:
+        call_command('placement_status', stdout=io.StringIO(), stderr=err)
+    assert exit.value.code == 255
+    assert err.getvalue().startswith('Error:\nTraceback')
+    assert 'RuntimeError: a bug in a check' in err.getvalue()
+
+
 # ---- queries ---------------------------------------------------------------------------------
 
 def broken_cloud(nodes, broken):

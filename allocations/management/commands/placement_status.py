@@ -1,7 +1,9 @@
 """`python manage.py placement_status [--format table|json]`: the checks of
 allocations.status, printed as `placement-status upgrade check` prints
-them; the exit code is the worst result (0 success, 1 warning, 2 failure)."""
+them; the exit code is the worst result (0 success, 1 warning, 2 failure),
+or 255 when the checks themselves break, as oslo.upgradecheck answers."""
 import sys
+import traceback
 
 from django.core.management.base import BaseCommand
 
@@ -22,7 +24,11 @@ class Command(BaseCommand):
                             help='a table as placement-status prints it (default), or JSON')
 
     def handle(self, *args, **options):
-        results = status.run_checks()
+        try:
+            results = status.run_checks()
+        except Exception:  # noqa: BLE001 - a bug, not a finding: never exit 1 or 2 for it
+            self.stderr.write(f'Error:\n{traceback.format_exc()}')
+            sys.exit(255)
         render = status.as_json if options['format'] == 'json' else status.as_table
         self.stdout.write(render(results))
         code = status.worst(results)
