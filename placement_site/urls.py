@@ -10,6 +10,7 @@ import allocations.api.capacity_docs  # noqa: F401  (OpenAPI descriptions)
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
 import allocations.pods.docs  # noqa: F401  (OpenAPI descriptions)
 import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
+import providers.api.trends_docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
 from allocations.api import capacity as capacity_views
 from allocations.api import views as allocation_views
@@ -18,6 +19,7 @@ from placement_site import openapi
 from placement_site import views as site_views
 from placement_site.static import serve_static
 from providers import metrics as provider_metrics
+from providers.api import trends as trend_views
 from providers.api import views as provider_views
 
 
@@ -64,6 +66,8 @@ urlpatterns = [
     # Not part of OpenStack Placement: why a request does or does not fit.
     route('explain/allocation_candidates', candidate_views.ExplainViewSet,
           {'get': 'list'}, 'explain-allocation-candidates'),
+    # Not part of OpenStack Placement: usage trends (before any other capacity/ path).
+    route('capacity/trends', trend_views.UsageTrendViewSet, {'get': 'list'}, 'capacity-trends'),
     # Not part of OpenStack Placement: the change log notifications are sent from.
     route('events', P.EventViewSet, {'get': 'list'}, 'events'),
     # Not part of OpenStack Placement: pods and the tenants bound to them.

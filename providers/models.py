@@ -240,3 +240,35 @@ class EventProvider(models.Model):
         db_table = 'event_providers'
         ordering = ['id']
         indexes = [models.Index(fields=['provider_uuid', 'event'], name='event_providers_rp_idx')]
+
+
+class UsageSnapshot(models.Model):
+    """One resource class's books at one moment, for the whole cloud
+    (aggregate None) or for one pool: the points of the usage trends
+    (providers.trends), taken periodically and kept for
+    PLACEMENT_TREND_RETENTION_DAYS."""
+    taken_at = models.DateTimeField()
+    # (indexed first in the series index)
+    aggregate = models.ForeignKey(Aggregate, on_delete=models.CASCADE, null=True, blank=True,
+                                  related_name='+', db_index=False)
+    # A deleted custom class takes its history with it.
+    resource_class = models.ForeignKey(ResourceClass, on_delete=models.CASCADE, related_name='+')
+    total = models.BigIntegerField()
+    reserved = models.BigIntegerField()
+    capacity = models.FloatField()
+    used = models.BigIntegerField()
+    providers = models.IntegerField()
+
+    class Meta:
+        db_table = 'usage_snapshots'
+        ordering = ['taken_at', 'id']
+        indexes = [
+            # One pool's (or the cloud's) series, class by class, in time order.
+            models.Index(fields=['aggregate', 'resource_class', 'taken_at'],
+                         name='usage_snapshots_series_idx'),
+            # Pruning past the retention, and the newest snapshot.
+            models.Index(fields=['taken_at'], name='usage_snapshots_taken_idx'),
+        ]
+
+    def __str__(self):
+        return f'{self.resource_class_id} at {self.taken_at:%Y-%m-%d %H:%M}'

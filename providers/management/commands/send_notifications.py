@@ -2,6 +2,9 @@
 notifications (PLACEMENT_NOTIFICATIONS_DRIVER, PLACEMENT_TRANSPORT_URL), in
 order, marking each sent.
 
+After sending changes it also takes a usage-trend snapshot when the newest
+is PLACEMENT_TREND_INTERVAL_MINUTES old (providers.trends).
+
 Runs as a service (a loop that waits --interval seconds when there is
 nothing to send or the broker is unreachable), or with --once until nothing
 is left (exit status 1 if the broker could not be reached).
@@ -10,7 +13,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from providers import notifications
+from providers import notifications, trends
 
 
 class Command(BaseCommand):
@@ -36,6 +39,8 @@ class Command(BaseCommand):
                 sent, failed = notifications.send_pending(sender, batch=batch)
                 if sent:
                     self.stdout.write(f'Sent {sent} notification(s).')
+                    # The books changed: keep the usage trends current between timer runs.
+                    trends.snapshot_if_due()
                 if once:
                     if failed:
                         raise CommandError('Could not send every notification (is the broker '

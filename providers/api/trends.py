@@ -1,0 +1,135 @@
+"""GET /capacity/trends (not part of OpenStack Placement): the usage-trend
+snapshots of the cloud or of one pool, per resource class, with the
+forecast of when each class is full; JSON, or CSV with format=csv or an
+Accept header preferring text/csv."""
+import csv
+import io
+from datetime import timedelta
+
+from django.http import HttpResponse
+from django.utils import timezone
+
+from placement_site import errors, exceptions
+from placement_site.api import PlacementViewSet, query_params, timestamp
+from placement_site.queries import storable
+from providers import services, trends
+from providers.api.views import _moment as moment
+from providers.models import Aggregate
+
+JSON, CSV = 'application/json', 'text/csv'
+CLASS_LIST_PATTERN = '^[A-Z0-9_]+(,[A-Z0-9_]+)*$'
+TRENDS_QUERY = {
+    'type': 'object',
+    'properties': {
+        'aggregate': {'type': 'string', 'format': 'uuid'},
+        # One class or several, comma-separated.
+        'resource_class': {'type': 'string', 'pattern': CLASS_LIST_PATTERN},
+        # An ISO 8601 time; parsed by the view.
+        'since': {'type': 'string', 'minLength': 1},
+        'days': {'type': 'string', 'pattern': '^[1-9][0-9]{0,4}$'},
+        'format': {'type': 'string', 'enum': ['json', 'csv']},
+    },
+    'additionalProperties': False,
+}
+CSV_COLUMNS = ('resource_class', 'taken_at', 'total', 'reserved', 'capacity', 'used', 'free',
+               'utilization')
+
+
+class UsageTrendViewSet(PlacementViewSet):
+    """GET /capacity/trends: admin or service (placement:capacity:trends)."""
+
+    def list(self, request):
+        self.authorize('placement:capacity:trends')
+        params = query_params(request, TRENDS_QUERY)
+        as_csv = answer_format(request, params) == 'csv'
+        aggregate = _pool(params.get('aggregate'))
+        class_ids = _class_ids(params.get('resource_class'))
+        since = _since(params)
+        found = trends.class_trends(aggregate=aggregate, class_ids=class_ids, since=since)
+        if as_csv:
+            return HttpResponse(csv_text(found), content_type=f'{CSV}; charset=utf-8')
+        return self.respond({
+            'aggregate': aggregate.uuid if aggregate else None,
+            'since': timestamp(since),
+            'resources': {trend.name: describe(trend) for trend in found},
+        }, cache_headers=False)
+
+
+def answer_format(request, params):
+    """'json' or 'csv': format= decides, else the Accept header (JSON when
+    it takes both equally); 406 when it takes neither. As GET /capacity."""
+    if 'format' in params:
+        return params['format']
+    accept = request.META.get('HTTP_ACCEPT')
+    if not accept:
+        return 'json'
+    as_json, as_csv = errors.quality(accept, JSON), errors.quality(accept, CSV)
+    if as_json <= 0 and as_csv <= 0:
+        raise errors.PlacementError(406, 'Only application/json and text/csv are provided')
+    return 'csv' if as_csv > as_json else 'json'
+
+
+def _pool(uuid):
+    if uuid is None:
+        return None
+    aggregate = Aggregate.objects.filter(uuid=uuid).first() if storable(uuid) else None
+    if aggregate is None:
+        raise errors.not_found(f'No pool (aggregate) with uuid {uuid} found')
+    return aggregate
+
+
+def _class_ids(names):
+    """The ids of the comma-separated class names; None for every class."""
+    if names is None:
+        return None
+    try:
+        return list(services.resource_class_ids(
+            [name.strip() for name in names.split(',')]).values())
+    except exceptions.ResourceClassNotFound as exc:
+        raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
+
+
+def _since(params):
+    if 'since' in params and 'days' in params:
+        raise errors.bad_request(
+            "Invalid query string parameters: give 'since' or 'days', not both")
+    if 'since' in params:
+        return moment(params['since'])
+    if 'days' in params:
+        return timezone.now() - timedelta(days=int(params['days']))
+    return None
+
+
+def describe(trend):
+    """One class's points and forecast as the API answers them."""
+    result = trend.forecast
+    return {
+        'points': [{
+            'taken_at': timestamp(point.taken_at),
+            'total': point.total,
+            'reserved': point.reserved,
+            'capacity': point.capacity,
+            'used': point.used,
+            'free': point.free,
+            'utilization': point.utilization,
+        } for point in trend.points],
+        'forecast': {
+            'status': result.status,
+            'slope_per_day': result.slope_per_day,
+            'days_to_full': result.days_to_full,
+            'full_at': timestamp(result.full_at),
+        },
+    }
+
+
+def csv_text(found):
+    """One row per class and snapshot, the columns of CSV_COLUMNS."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator='\r\n')
+    writer.writerow(CSV_COLUMNS)
+    for trend in found:
+        for point in trend.points:
+            writer.writerow([trend.name, timestamp(point.taken_at), point.total, point.reserved,
+                             repr(float(point.capacity)), point.used, repr(float(point.free)),
+                             '' if point.utilization is None else repr(point.utilization)])
+    return out.getvalue()
