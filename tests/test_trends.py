@@ -4,11 +4,15 @@ their retention, the linear "full in about N days" forecast, and GET
 /capacity/trends in JSON and CSV."""
 import csv
 import io
+import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
@@ -477,3 +481,70 @@ def test_trend_queries_are_the_same_for_2_and_20_pools(api):
     for day in range(3, 10):
         trends.snapshot_take(at=T0 + day * DAY)
     assert counts() == small
+
+
+# ---- 5. the dashboards' charts ----------------------------------------------------------------
+
+@pytest.fixture
+def staff(db):
+    client = Client()
+    get_user_model().objects.create_user('operator', password='pw', is_staff=True)
+    assert client.login(username='operator', password='pw')
+    return client
+
+
+def trends_section(html):
+    return html[html.index('<section id="usage-trends"'):html.index('</section>')]
+
+
+def test_pages_carry_the_chart_data_and_the_forecast_in_words(staff):
+    now = dj_timezone.now()
+    node = add_provider('cn1', inventories={'VCPU': {'total': 100}, 'DISK_GB': {'total': 50}},
+                        aggregates=[POOL])
+    for day, used in ((3, 10), (2, 20), (1, 30)):
+        add_allocation(node, VCPU=10)
+        trends.snapshot_take(at=now - timedelta(days=day))
+    # Older than the charts' month: not drawn.
+    trends.snapshot_take(at=now - timedelta(days=40))
+    for url in ('/ui/', f'/ui/pools/{POOL}/'):
+        response = staff.get(url)
+        assert response.status_code == 200
+        section = trends_section(response.content.decode())
+        assert re.findall(r'data-resource-class="(\w+)" data-points="(\d+)" data-status="(\w+)"',
+                          section) == [('VCPU', '3', 'filling'), ('DISK_GB', '3', 'not_filling')]
+        assert 'full in about 7 days' in section and 'not filling up' in section
+        assert 'now 30 of 100 used (30%)' in section
+        data = json.loads(re.search(r'<script id="usage-trends-data" type="application/json">'
+                                    r'(.*?)</script>', section, re.S).group(1))
+        vcpu = data[0]
+        assert [p[1:] for p in vcpu['points']] == [[100.0, 10], [100.0, 20], [100.0, 30]]
+        assert vcpu['points'][-1][0] == round((now - DAY).timestamp() * 1000)
+        assert vcpu['forecast']['full_at'] == round((now + 6 * DAY).timestamp() * 1000)
+        assert '/static/js/charts.js' in section
+    # A pool without snapshots says how to take them.
+    add_provider('cn2', aggregates=[other := new_uuid()])
+    assert 'No usage snapshots in the last 30 days' in trends_section(
+        staff.get(f'/ui/pools/{other}/').content.decode())
+
+
+def test_the_charts_cost_one_query_whatever_the_classes_and_pools(staff):
+    def queries(url):
+        with CaptureQueriesContext(connection) as captured:
+            assert staff.get(url).status_code == 200
+        return len(captured)
+
+    def counts(pool):
+        return queries('/ui/'), queries(f'/ui/pools/{pool}/')
+
+    pools_of(2, 'a')
+    pool = Aggregate.objects.order_by('pk').first().uuid
+    trends.snapshot_take(at=dj_timezone.now() - DAY)
+    small = counts(pool)
+    pools_of(20, 'b')
+    add_provider('gpu', inventories={'VGPU': {'total': 4}, 'PGPU': {'total': 1}},
+                 aggregates=[pool])
+    for hours in (20, 10, 1):
+        trends.snapshot_take(at=dj_timezone.now() - timedelta(hours=hours))
+    assert counts(pool) == small
+    assert 'data-resource-class="VGPU"' in trends_section(
+        staff.get(f'/ui/pools/{pool}/').content.decode())

@@ -1,9 +1,14 @@
-"""Template tags of the dashboards: one utilization bar, used everywhere."""
+"""Template tags of the dashboards: one utilization bar, used everywhere,
+and the usage-trend charts of the overview and pool pages."""
+from datetime import timedelta
+
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from placement_site.api import timestamp
+from providers import trends
 
 register = template.Library()
 
@@ -95,3 +100,35 @@ def dictget(mapping, key):
 def api_time(moment):
     """A time as the pod API writes it (UTC, microseconds, 'Z')."""
     return timestamp(moment) or ''
+
+
+# The charts show the snapshots of the last month (hourly snapshots: ~720
+# points per class), the forecast fitted over its last two weeks.
+TREND_DAYS = 30
+
+
+@register.inclusion_tag('ui/_trends.html')
+def usage_trends(aggregate=None):
+    """One chart per resource class of the pool's (an Aggregate) or the
+    cloud's snapshots of the last TREND_DAYS, with the forecast in words.
+    One query, whatever the number of classes. The chart data go into the
+    page as JSON (json_script) for static/js/charts.js."""
+    found = trends.class_trends(aggregate=aggregate,
+                                since=timezone.now() - timedelta(days=TREND_DAYS))
+    return {
+        'days': TREND_DAYS,
+        'pool': aggregate is not None,
+        'trends': [(trend, trends.describe_forecast(trend.forecast)) for trend in found],
+        'chart_data': [{
+            'name': trend.name,
+            'points': [[_ms(p.taken_at), p.capacity, p.used] for p in trend.points],
+            'forecast': {'status': trend.forecast.status,
+                         'slope_per_day': trend.forecast.slope_per_day,
+                         'full_at': _ms(trend.forecast.full_at)},
+        } for trend in found],
+    }
+
+
+def _ms(moment):
+    """A time as JavaScript counts it (milliseconds since the epoch)."""
+    return None if moment is None else round(moment.timestamp() * 1000)

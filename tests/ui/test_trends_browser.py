@@ -1,0 +1,131 @@
+"""The usage-trend charts in a real browser, against live_server with the
+demo cloud (and its four weeks of snapshots) loaded: the overview and a
+pool page draw one chart per resource class, whose used line has a vertex
+per snapshot placed as GET /capacity/trends gives its time and use, with
+the forecast dashed and in words as the API forecasts it. Screenshots of
+the pages and of the charts go to test-artifacts/screenshots/ (the fixtures
+and helpers are test_browser's)."""
+import uuid
+from datetime import datetime
+
+import pytest
+import requests
+
+from tests.ui.test_browser import (  # noqa: F401 (fixtures)
+    HEADERS, SCREENSHOTS, api, chromium, page, shoot, sign_in, statement_timeout)
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+CHARTS_JS = """figures => figures.map(f => {
+    const svg = f.querySelector('svg');
+    const pairs = s => s.trim().split(/\\s+/).map(p => p.split(',').map(Number));
+    return {
+        name: f.dataset.resourceClass, points: Number(f.dataset.points),
+        status: f.dataset.status, caption: f.querySelector('figcaption').innerText.trim(),
+        drawn: svg && Number(f.querySelector('.trend-chart').dataset.drawn),
+        used: svg ? pairs(svg.querySelector('polyline.used').getAttribute('points')) : [],
+        area: svg ? pairs(svg.querySelector('polygon').getAttribute('points')) : [],
+        forecast: svg ? svg.querySelectorAll('line.forecast').length : 0,
+        fullAt: svg ? svg.querySelectorAll('circle.full-at').length : 0,
+        dates: svg ? [...svg.querySelectorAll('text.time-tick')].map(t => t.textContent) : [],
+        width: svg ? svg.getBoundingClientRect().width : 0,
+    };
+})"""
+
+
+def wording(forecast):
+    """The forecast in words, as the dashboards should print the API's."""
+    if forecast['status'] == 'full':
+        return 'full now'
+    if forecast['status'] == 'filling':
+        days = round(forecast['days_to_full'])
+        return 'full within a day' if forecast['days_to_full'] < 1 else \
+            f'full in about {days:,} day{"s" if days != 1 else ""}'
+    if forecast['status'] == 'not_filling':
+        return 'not filling up'
+    return 'not enough history for a forecast'
+
+
+def check_charts(page, api, query, shot):
+    """The page's charts against GET /capacity/trends?days=30 (with `query`)."""
+    page.wait_for_selector('#usage-trends .trend-chart svg')
+    expected = api.get('/capacity/trends', days=30, **query)['resources']
+    charts = page.locator('#usage-trends figure.trend').evaluate_all(CHARTS_JS)
+    assert [c['name'] for c in charts] == list(expected) != []
+    for chart in charts:
+        trend = expected[chart['name']]
+        points, forecast = trend['points'], trend['forecast']
+        assert chart['points'] == chart['drawn'] == len(chart['used']) == len(points) > 1, \
+            chart['name']
+        assert chart['status'] == forecast['status']
+        caption = ' '.join(chart['caption'].split())
+        assert caption.startswith(f"{chart['name']} {wording(forecast)}"), caption
+        now = points[-1]
+        assert caption.endswith(f"now {now['used']:,} of {round(now['capacity']):,} used "
+                                f"({now['utilization']:.0f}%)"), caption
+        # A vertex per snapshot: x in proportion to its time, height above the
+        # axis (the area's first vertex) in proportion to its use.
+        times = [_seconds(p['taken_at']) for p in points]
+        xs = [x for x, _ in chart['used']]
+        baseline = chart['area'][0][1]
+        heights = [baseline - y for _, y in chart['used']]
+        top = max(range(len(points)), key=lambda i: points[i]['used'])
+        for i, point in enumerate(points):
+            assert (xs[i] - xs[0]) / (xs[-1] - xs[0]) == pytest.approx(
+                (times[i] - times[0]) / (times[-1] - times[0]), abs=0.002), (chart['name'], i)
+            assert heights[i] == pytest.approx(
+                heights[top] * point['used'] / points[top]['used'], abs=0.2), (chart['name'], i)
+        # The forecast dashed while filling, nowhere else; dates on the time axis.
+        assert chart['forecast'] == (forecast['status'] == 'filling'), chart['name']
+        assert len(chart['dates']) >= 3 and all(d[:3].isalpha() for d in chart['dates'])
+        assert chart['width'] >= 300
+    shoot(page, shot)
+    page.locator('#usage-trends').screenshot(path=str(SCREENSHOTS / f'{shot}-charts.png'))
+    return charts
+
+
+def _seconds(stamp):
+    return datetime.strptime(stamp, '%Y-%m-%dT%H:%M:%S.%fZ').timestamp()
+
+
+def test_overview_charts_every_class_of_the_cloud(page, api):
+    sign_in(page)
+    charts = check_charts(page, api, {}, 'trends-overview')
+    # The demo's story: compute classes fill up, the NICs and addresses do not.
+    status = {c['name']: c['status'] for c in charts}
+    assert status == {'VCPU': 'filling', 'MEMORY_MB': 'filling', 'DISK_GB': 'filling',
+                      'SRIOV_NET_VF': 'not_filling', 'IPV4_ADDRESS': 'not_filling'}
+    assert page.locator('#usage-trends h2').inner_text().startswith(
+        'Usage trends last 30 days, the whole cloud')
+
+
+def test_a_pool_page_charts_its_own_classes(page, api):
+    sign_in(page)
+    (pod,) = [p for p in api.get('/pods')['pods'] if p['name'] == 'pod-row2']
+    page.goto(f"/ui/pools/{pod['aggregate']}/")
+    charts = check_charts(page, api, {'aggregate': pod['aggregate']}, 'trends-pool')
+    assert 'this pool' in page.locator('#usage-trends h2').inner_text()
+    # The pool's own numbers, not the cloud's.
+    cloud = api.get('/capacity/trends', days=30)['resources']
+    pool = api.get('/capacity/trends', days=30, aggregate=pod['aggregate'])['resources']
+    assert pool['VCPU']['points'][-1]['capacity'] < cloud['VCPU']['points'][-1]['capacity']
+    assert {c['name'] for c in charts} == set(pool)
+
+
+def test_a_pool_without_snapshots_says_how_to_take_them(page, api):
+    provider = api.provider_named('r1-rack01-cn01')
+    url = f"{api.url}/resource_providers/{provider['uuid']}/aggregates"
+    aggregates = api.get(f"/resource_providers/{provider['uuid']}/aggregates")
+    fresh = str(uuid.uuid4())
+    added = requests.put(url, headers=HEADERS, timeout=90, json={
+        'aggregates': aggregates['aggregates'] + [fresh],
+        'resource_provider_generation': aggregates['resource_provider_generation']})
+    assert added.status_code == 200, added.text
+    sign_in(page)
+    page.goto(f'/ui/pools/{fresh}/')
+    assert page.locator('#usage-trends svg').count() == 0
+    assert page.locator('#usage-trends').inner_text().endswith(
+        'No usage snapshots in the last 30 days: manage.py snapshot_usage takes them (from '
+        'cron or a systemd timer), and the notification dispatcher after changes.')
+    shoot(page, 'trends-pool-without-snapshots')
