@@ -26,7 +26,11 @@ What it builds (rows x racks x nodes: small 3x10x2, medium 10x10x4):
   pod-row1, which then goes into maintenance, so that demo-ci's next
   request moves it to pod-row2 (its first binding ends, reason
   maintenance) where the next tenants go; two projects' CAD work on
-  pod-row3-cad, and a third's CAD binding ended by an admin.
+  pod-row3-cad, and a third's CAD binding ended by an admin;
+- usage-trend snapshots for the charts: one of the cloud as loaded and, in
+  a database without snapshots yet, four weeks of synthetic history before
+  it (every six hours, VCPU, MEMORY_MB and DISK_GB growing towards today's
+  use, the other classes flat).
 """
 import math
 import random
@@ -34,20 +38,22 @@ import re
 import time
 import uuid as uuid_lib
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.db.models import Sum
+from django.utils import timezone
 
 from allocations.models import Allocation, Consumer
 from allocations.pods import services as pod_services
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.selection import BindingRequest
 from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
-from providers import services
+from providers import services, trends
 from placement_site.exceptions import PlacementDomainError
-from providers.models import Inventory, ResourceProvider, Trait, capacity
+from providers.models import Inventory, ResourceProvider, Trait, UsageSnapshot, capacity
 
 NAMESPACE = uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, 'https://placement.invalid/load_demo')
 
@@ -334,6 +340,7 @@ class Loader:
         for start in range(0, len(self.consumers), self.BATCH):
             allocations_replace(self.consumers[start:start + self.BATCH])
         self.build_pods()
+        self.trend_history()
 
     # ---- providers -------------------------------------------------------
 
@@ -557,6 +564,42 @@ class Loader:
                 f'{expected}, but its binding request went to {got[0]}: pods outside the '
                 'demo take its requests. Load it into a database without them.')
         return answer.binding
+
+    # ---- usage trends ----------------------------------------------------
+
+    # Of today's use, the share each class grew by over the history (others flat).
+    TREND_GROWTH = {'VCPU': 0.45, 'MEMORY_MB': 0.35, 'DISK_GB': 0.3}
+    TREND_STEP = timedelta(hours=6)
+    TREND_STEPS = 4 * 7 * 4
+
+    def trend_history(self):
+        """A snapshot of the cloud as loaded and, when it is the first, four
+        weeks of made-up history before it, so the charts have lines: each
+        pool's use grows steadily (with a daily rhythm) to today's."""
+        first = not UsageSnapshot.objects.exists()
+        now = timezone.now()
+        trends.snapshot_take(at=now)
+        if not first:
+            return
+        rng = random.Random(self.seed)
+        history = []
+        for latest in UsageSnapshot.objects.filter(taken_at=now).select_related(
+                'resource_class').order_by('aggregate_id', 'resource_class_id'):
+            growth = self.TREND_GROWTH.get(latest.resource_class.name, 0.0)
+            growth *= rng.uniform(0.7, 1.3)
+            for step in range(1, self.TREND_STEPS + 1):
+                at = now - step * self.TREND_STEP
+                share = 1 - growth * step / self.TREND_STEPS
+                if growth:
+                    share *= 1 + 0.02 * math.sin(2 * math.pi * at.hour / 24) + rng.uniform(
+                        -0.01, 0.01)
+                used = min(max(round(latest.used * share), 0), int(latest.capacity))
+                history.append(UsageSnapshot(
+                    taken_at=at, aggregate_id=latest.aggregate_id,
+                    resource_class_id=latest.resource_class_id, total=latest.total,
+                    reserved=latest.reserved, capacity=latest.capacity, used=used,
+                    providers=latest.providers))
+        UsageSnapshot.objects.bulk_create(history, batch_size=1000)
 
 
 def refresh_statistics():
