@@ -25,7 +25,8 @@ from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
 from providers.models import (Aggregate, Event, EventProvider, Inventory, ProviderAggregate,
-                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
+                              ProviderTrait, ResourceClass, ResourceProvider, Trait,
+                              UsageSnapshot)
 
 # ---- inline formsets written by one service call each ---------------------------
 
@@ -527,3 +528,32 @@ class EventAdmin(ReadOnlyAdmin):
     @admin.display(description='providers')
     def provider_list(self, event):
         return ', '.join(p.provider_uuid for p in event.providers.all())
+
+
+# ---- usage trends ---------------------------------------------------------------------
+
+class CloudFilter(YesNoFilter):
+    title = 'whole cloud'
+    parameter_name = 'cloud'
+
+    def condition(self):
+        return Q(aggregate__isnull=True)
+
+
+@admin.register(UsageSnapshot)
+class UsageSnapshotAdmin(ReadOnlyAdmin):
+    """The usage-trend snapshots, newest first: taken by manage.py
+    snapshot_usage and the notification dispatcher only (providers.trends)."""
+    list_display = ('taken_at', 'scope', 'resource_class', 'total', 'reserved', 'capacity',
+                    'used', 'providers')
+    list_filter = (CloudFilter, ('resource_class', RelatedOnly), 'taken_at')
+    list_select_related = ('aggregate', 'resource_class')
+    search_fields = ('=aggregate__uuid',)
+    ordering = ('-taken_at', 'resource_class_id')
+    date_hierarchy = 'taken_at'
+    fields = ('taken_at', 'aggregate', 'resource_class', 'total', 'reserved', 'capacity', 'used',
+              'providers')
+
+    @admin.display(description='pool', ordering='aggregate__uuid')
+    def scope(self, snapshot):
+        return snapshot.aggregate.uuid if snapshot.aggregate else 'whole cloud'

@@ -548,3 +548,34 @@ def test_the_charts_cost_one_query_whatever_the_classes_and_pools(staff):
     assert counts(pool) == small
     assert 'data-resource-class="VGPU"' in trends_section(
         staff.get(f'/ui/pools/{pool}/').content.decode())
+
+
+def test_the_admin_lists_snapshots_read_only(small_cloud, admin_client):
+    trends.snapshot_take(at=T0)
+    trends.snapshot_take(at=T0 + DAY)
+    url = '/admin/providers/usagesnapshot/'
+
+    def listed(query=''):
+        response = admin_client.get(url + query)
+        assert response.status_code == 200, response.content
+        return response.context['cl'].result_list
+
+    assert len(listed()) == 14
+    assert [s.taken_at for s in listed()][:7] == [T0 + DAY] * 7     # newest first
+    assert {s.aggregate for s in listed('?cloud=yes')} == {None}
+    assert {s.aggregate.uuid for s in listed(f'?q={ROW}')} == {ROW}
+    assert 'whole cloud' in admin_client.get(url).content.decode()
+    snapshot = UsageSnapshot.objects.first()
+    assert admin_client.get(f'{url}add/').status_code == 403
+    assert admin_client.post(f'{url}{snapshot.pk}/delete/', {'post': 'yes'}).status_code == 403
+    assert UsageSnapshot.objects.count() == 14
+
+    def queries(query=''):
+        with CaptureQueriesContext(connection) as captured:
+            listed(query)
+        return len(captured)
+
+    few = queries()
+    pools_of(5, 'admin')
+    trends.snapshot_take(at=T0 + 2 * DAY)
+    assert queries() == few
