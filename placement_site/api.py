@@ -14,6 +14,7 @@ from urllib.parse import unquote_to_bytes
 import jsonschema
 import orjson
 from django.http import HttpResponse
+from django.utils.dateparse import parse_datetime
 from django.utils.http import http_date
 from django.utils import timezone
 from rest_framework import exceptions as drf_exceptions
@@ -252,6 +253,43 @@ def timestamp(moment):
     if moment is None:
         return None
     return moment.astimezone(dt_timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def moment(text, name='since'):
+    """An ISO 8601 time query parameter (UTC unless it says otherwise) as
+    UTC, or 400.
+
+    Converted here: databases take a narrower range of offsets than ISO
+    8601 writes (PostgreSQL none beyond 15:59)."""
+    try:
+        found = parse_datetime(text)
+        if found is not None:
+            found = (found.astimezone(dt_timezone.utc) if found.tzinfo
+                     else found.replace(tzinfo=dt_timezone.utc))
+    except (ValueError, OverflowError):
+        found = None
+    if found is None:
+        raise errors.bad_request(
+            f"Invalid query string parameters: '{name}' must be an ISO 8601 time, not {text!r}")
+    return found
+
+
+JSON, CSV = 'application/json', 'text/csv'
+
+
+def answer_format(request, params):
+    """'json' or 'csv' for our endpoints that answer both: format= decides,
+    else the Accept header (JSON when it takes both equally); 406 when it
+    takes neither."""
+    if 'format' in params:
+        return params['format']
+    accept = request.META.get('HTTP_ACCEPT')
+    if not accept:
+        return 'json'
+    as_json, as_csv = errors.quality(accept, JSON), errors.quality(accept, CSV)
+    if as_json <= 0 and as_csv <= 0:
+        raise errors.PlacementError(406, 'Only application/json and text/csv are provided')
+    return 'csv' if as_csv > as_json else 'json'
 
 
 def page_after_marker(request, rows, params, default, maximum):

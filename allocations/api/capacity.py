@@ -9,11 +9,10 @@ from django.http import HttpResponse
 
 from allocations import capacity
 from placement_site import errors, exceptions, querystring
-from placement_site.api import PlacementViewSet, query_params
+from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
 from providers import services
 
 POLICY = 'placement:capacity:show'
-JSON, CSV = 'application/json', 'text/csv'
 
 CAPACITY_QUERY = {
     'type': 'object',
@@ -74,19 +73,6 @@ def csv_text(body):
             writer.writerow(head + [name] + numbers + fits)
     return out.getvalue()
 
-
-def answer_format(request, params):
-    """'json' or 'csv': format= decides, else the Accept header (JSON when
-    it takes both equally); 406 when it takes neither."""
-    if 'format' in params:
-        return params['format']
-    accept = request.META.get('HTTP_ACCEPT')
-    if not accept:
-        return 'json'
-    as_json, as_csv = errors.quality(accept, JSON), errors.quality(accept, CSV)
-    if as_json <= 0 and as_csv <= 0:
-        raise errors.PlacementError(406, 'Only application/json and text/csv are provided')
-    return 'csv' if as_csv > as_json else 'json'
 
 
 class CapacityViewSet(PlacementViewSet):

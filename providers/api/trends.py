@@ -10,13 +10,12 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, query_params, timestamp
+from placement_site.api import (CSV, PlacementViewSet, answer_format, moment, query_params,
+                                timestamp)
 from placement_site.queries import storable
 from providers import services, trends
-from providers.api.views import _moment as moment
 from providers.models import Aggregate
 
-JSON, CSV = 'application/json', 'text/csv'
 CLASS_LIST_PATTERN = '^[A-Z0-9_]+(,[A-Z0-9_]+)*$'
 TRENDS_QUERY = {
     'type': 'object',
@@ -54,19 +53,6 @@ class UsageTrendViewSet(PlacementViewSet):
             'resources': {trend.name: describe(trend) for trend in found},
         }, cache_headers=False)
 
-
-def answer_format(request, params):
-    """'json' or 'csv': format= decides, else the Accept header (JSON when
-    it takes both equally); 406 when it takes neither. As GET /capacity."""
-    if 'format' in params:
-        return params['format']
-    accept = request.META.get('HTTP_ACCEPT')
-    if not accept:
-        return 'json'
-    as_json, as_csv = errors.quality(accept, JSON), errors.quality(accept, CSV)
-    if as_json <= 0 and as_csv <= 0:
-        raise errors.PlacementError(406, 'Only application/json and text/csv are provided')
-    return 'csv' if as_csv > as_json else 'json'
 
 
 def _pool(uuid):

@@ -2,14 +2,13 @@
 resource classes."""
 import contextlib
 import uuid as uuid_lib
-from datetime import timezone as dt_timezone
 
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from placement_site import errors, exceptions, microversion, querystring
-from placement_site.api import (PlacementViewSet, accept_json, json_body, page_after_marker,
-                                parse_json, query_params, require_json, validate, versions)
+from placement_site.api import (PlacementViewSet, accept_json, json_body, moment,
+                                page_after_marker, parse_json, query_params, require_json,
+                                validate, versions)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers import events, schemas, services
@@ -557,26 +556,9 @@ class EventViewSet(PlacementViewSet):
                     f'Invalid query string parameters: unknown event type(s) {", ".join(unknown)}')
             found = found.of_types(wanted)
         if 'since' in params:
-            found = found.filter(created_at__gte=_moment(params['since']))
+            found = found.filter(created_at__gte=moment(params['since']))
         page, links = page_after_marker(request, found, params, schemas.EVENT_PAGE_SIZE,
                                         schemas.EVENT_PAGE_MAX)
         return self.respond({'events': [events.describe(e) for e in page], 'links': links},
                             cache_headers=False)
 
-
-def _moment(text):
-    """An ISO 8601 time (UTC unless it says otherwise) as UTC, or 400.
-
-    Converted here: databases take a narrower range of offsets than ISO
-    8601 writes (PostgreSQL none beyond 15:59)."""
-    try:
-        moment = parse_datetime(text)
-        if moment is not None:
-            moment = (moment.astimezone(dt_timezone.utc) if moment.tzinfo
-                      else moment.replace(tzinfo=dt_timezone.utc))
-    except (ValueError, OverflowError):
-        moment = None
-    if moment is None:
-        raise errors.bad_request(
-            f"Invalid query string parameters: 'since' must be an ISO 8601 time, not {text!r}")
-    return moment
