@@ -37,6 +37,7 @@ from placement_site.openapi import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR, RESOURC
                                     keyed_maps, openapi_schema)
 from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
+from providers import trends
 
 P = provider_schemas
 A = allocation_schemas
@@ -96,6 +97,7 @@ OPERATIONS = {
     ('/allocation_candidates', 'get'): '1.10',
     ('/explain/allocation_candidates', 'get'): '1.10',
     ('/events', 'get'): '1.0',
+    ('/capacity/trends', 'get'): '1.0',
     ('/capacity', 'get'): '1.0',
     ('/pods', 'get'): '1.0',
     ('/pods', 'post'): '1.0',
@@ -156,6 +158,7 @@ ANSWERS = {
     ('/allocation_candidates', 'get'): {'200'},
     ('/explain/allocation_candidates', 'get'): {'200'},
     ('/events', 'get'): {'200'},
+    ('/capacity/trends', 'get'): {'200', '404'},
     ('/capacity', 'get'): {'200'},
     ('/pods', 'get'): {'200'},
     ('/pods', 'post'): {'201', '409', '415'},
@@ -207,6 +210,8 @@ QUERY_PARAMETERS = {
     '/events': {name: '1.0' for name in ('provider', 'consumer', 'type', 'since', 'marker',
                                          'limit')},
     '/pods': {name: '1.0' for name in ('availability_zone', 'state', 'affinity')},
+    '/capacity/trends': {name: '1.0' for name in ('aggregate', 'resource_class', 'since', 'days',
+                                                  'format')},
     '/capacity': {name: '1.0' for name in ('group_by', 'resources', 'resource_class', 'format')},
     '/pod_bindings': {name: '1.0' for name in ('project_id', 'pod', 'affinity', 'open',
                                                'marker', 'limit')},
@@ -1179,6 +1184,13 @@ def exercise_every_operation(api, version):
             '/explain/allocation_candidates?resources=VCPU:1,DISK_GB:5', 200)
     run('get', '/events', '/events?type=resource_provider.create&limit=1', 200)
     run('get', '/events', '/events?type=resource_provider.created', 400)
+    trends.snapshot_take()
+    trends.snapshot_take()
+    run('get', '/capacity/trends', '/capacity/trends', 200)
+    run('get', '/capacity/trends',
+        f'/capacity/trends?aggregate={aggregate}&resource_class=VCPU,DISK_GB&days=30', 200)
+    run('get', '/capacity/trends', f'/capacity/trends?aggregate={missing}', 404)
+    run('get', '/capacity/trends', '/capacity/trends?days=0', 400)
     # ---- capacity (ours: the same at every microversion)
     run('get', '/capacity', '/capacity', 200)
     run('get', '/capacity', '/capacity?group_by=aggregate&resources=VCPU:1,DISK_GB:5', 200)
