@@ -98,9 +98,10 @@ def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
         select_candidates(query(text))
     with CaptureQueriesContext(connection) as explain_queries:
         explanation = explain_candidates(query(text))
-    # One more for the funnels' roots; two for the near misses, looked for
-    # because fewer than three trees fit (none here: cn2 lacks the trait).
-    assert len(explain_queries) == len(search_queries) + 1 + 2
+    # One more for the funnels' roots, one for the near misses' inventories,
+    # looked for because fewer than three trees fit (none close here: cn2
+    # lacks the trait, so no names to read).
+    assert len(explain_queries) == len(search_queries) + 1 + 1
     assert candidates(cloud, explanation.result) == [{'cn1': {'VCPU': 2, 'DISK_GB': 10}}]
     funnel, = explanation.funnels
     assert (funnel.unit, funnel.total) == ('trees', 4)
@@ -118,7 +119,11 @@ def test_explain_says_why_nothing_fits(cloud):
     assert explanation.result.allocation_requests == []
     assert [(f.group, f.unit, f.total) for f in explanation.funnels] == [
         ('_X', 'providers', 5), ('_Y', 'providers', 5)]
-    assert explanation.sentences == ['group _X: 5 providers lack 20 VCPU']
+    assert explanation.sentences == [
+        'group _X: 5 providers lack 20 VCPU',
+        # cn1: (8 * 2.0) - 3 used = 13 free; the NUMA node's max_unit is 2.
+        'group _X, closest: cn1 lacks 7 VCPU; cn2-numa0 takes at most 2 VCPU at once '
+        '(max_unit); cn3 lacks 19 VCPU']
 
 
 # ---- a random `limit`, drawn before the candidates are built ------------------------
