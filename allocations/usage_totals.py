@@ -14,7 +14,9 @@ Concurrent writers stay correct: allocation writes lock their providers
 first, and the recount runs in the writing transaction, after its own rows.
 
 SQLite rebuilds a table to alter it, dropping its triggers: a migration
-that alters `inventories` or `allocations` must call install() again.
+that alters `inventories` or `allocations` must call install() again. On
+MySQL/MariaDB with binary logging on, creating triggers takes SUPER or
+log_bin_trust_function_creators=1 (docs/mariadb.md).
 """
 
 # The recount of one inventory row, `row` being NEW or OLD.
@@ -73,12 +75,34 @@ def _sqlite():
     return statements
 
 
+def _mysql():
+    """MySQL and MariaDB: a trigger per event (no INSERT OR UPDATE); the
+    inventories' BEFORE triggers assign NEW as PostgreSQL's function does, and
+    the allocations' triggers touch the inventory rows so that those recount."""
+    statements = []
+    for event in ('INSERT', 'UPDATE'):
+        name = f'inventories_used_{event.lower()}'
+        statements += [f'DROP TRIGGER IF EXISTS {name}',
+                       f'CREATE TRIGGER {name} BEFORE {event} ON inventories FOR EACH ROW '
+                       f'SET NEW.used = {_SUM.format(row="NEW")}']
+    for event, rows in (('INSERT', ['NEW']), ('DELETE', ['OLD']), ('UPDATE', ['OLD', 'NEW'])):
+        name = f'allocations_inventory_used_{event.lower()}'
+        touches = ''.join(f'UPDATE inventories SET used = used WHERE {_SAME_KEY.format(row=row)};'
+                          for row in rows)
+        statements += [f'DROP TRIGGER IF EXISTS {name}',
+                       f'CREATE TRIGGER {name} AFTER {event} ON allocations FOR EACH ROW '
+                       f'BEGIN {touches} END']
+    return statements
+
+
 def install(connection):
     """Create (or replace) the triggers and recount every inventory."""
     if connection.vendor == 'postgresql':
         statements = _POSTGRESQL
     elif connection.vendor == 'sqlite':
         statements = _sqlite()
+    elif connection.vendor == 'mysql':
+        statements = _mysql()
     else:
         raise NotImplementedError(f'Inventory.used has no triggers for {connection.vendor}')
     with connection.cursor() as cursor:
@@ -94,4 +118,4 @@ def miscounted(connection):
     with connection.cursor() as cursor:
         cursor.execute(f'SELECT id, used, {_SUM.format(row="inventories")} FROM inventories '
                        f'WHERE used <> {_SUM.format(row="inventories")} ORDER BY id')
-        return cursor.fetchall()
+        return list(cursor.fetchall())

@@ -56,8 +56,9 @@ def database_from_url(url, *, data_dir):
     """Translate a DATABASE_URL into a Django DATABASES entry.
 
     sqlite:////abs/path.sqlite3, sqlite:///relative/path (relative to the data
-    directory) and postgresql://user:password@host:port/name?option=value are
-    understood.
+    directory), postgresql://user:password@host:port/name?option=value and
+    mysql://user:password@host:port/name?option=value (also mariadb:// and
+    oslo.db's mysql+pymysql:// / mysql+mysqldb://) are understood.
     """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -96,8 +97,52 @@ def database_from_url(url, *, data_dir):
             'CONN_MAX_AGE': 600,
             'CONN_HEALTH_CHECKS': True,
         }
+    if scheme in MYSQL_SCHEMES:
+        return _mysql(parts)
     raise ValueError(f'DATABASE_URL scheme {parts.scheme!r} is not supported '
-                     '(use sqlite:// or postgresql://)')
+                     '(use sqlite://, postgresql:// or mysql://)')
+
+
+# Placement's connection strings are SQLAlchemy URLs naming a driver; we use
+# mysqlclient (MySQLdb) whichever they name.
+MYSQL_SCHEMES = {'mysql', 'mariadb', 'mysql+pymysql', 'mysql+mysqldb',
+                 'mariadb+pymysql', 'mariadb+mysqldb'}
+# Refuse what does not fit instead of truncating or zeroing it, as PostgreSQL
+# does (a too-long name, an out-of-range integer, a bad date).
+MYSQL_SQL_MODE = ('STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,'
+                  'ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION')
+# URL options meant for SQLAlchemy or oslo.db, not for the driver. `charset`
+# is always utf8mb4: Placement's URLs often say utf8 (three bytes at most),
+# which cannot hold every name PostgreSQL accepts.
+_SQLALCHEMY_ONLY = {'charset', 'plugin'}
+
+
+def _mysql(parts):
+    options = {}
+    for key, value in parse_qsl(parts.query):
+        if key not in _SQLALCHEMY_ONLY:
+            options[key] = int(value) if value.isdigit() else value  # e.g. connect_timeout
+    options.update({
+        'charset': 'utf8mb4',
+        # PostgreSQL's level: each statement sees what others committed, so a
+        # capacity check under row locks sees every committed allocation.
+        'isolation_level': 'read committed',
+        'init_command': f"SET SESSION sql_mode='{MYSQL_SQL_MODE}'",
+    })
+    return {
+        'ENGINE': 'django.db.backends.mysql',
+        'NAME': unquote(parts.path.lstrip('/')),
+        'USER': unquote(parts.username or ''),
+        'PASSWORD': unquote(parts.password or ''),
+        'HOST': parts.hostname or '',
+        'PORT': str(parts.port or ''),
+        'OPTIONS': options,
+        'CONN_MAX_AGE': 600,
+        'CONN_HEALTH_CHECKS': True,
+        # Our tables get a binary collation from a migration (names are
+        # case-sensitive, as on PostgreSQL); the test database starts with one.
+        'TEST': {'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'},
+    }
 
 
 def replica_databases(urls, *, data_dir, connect_timeout=2):

@@ -12,12 +12,22 @@ def storable(value):
     return '\x00' not in value
 
 
+# MySQL/MariaDB: a deadlock (also Galera's certification failure), a lock
+# wait timeout.
+MYSQL_RETRYABLE = {1213, 1205}
+
+
 def is_retryable(exc):
     """Is this OperationalError a deadlock or serialization failure
-    (PostgreSQL), or a busy lock (SQLite)? The whole transaction was rolled
-    back and may simply be rerun."""
-    code = getattr(exc.__cause__, 'pgcode', None)
-    return code in ('40P01', '40001') or 'database is locked' in str(exc)
+    (PostgreSQL, MySQL), a lock wait timeout (MySQL) or a busy lock (SQLite)?
+    The transaction is rolled back as it leaves atomic() and may simply be
+    rerun."""
+    cause = exc.__cause__
+    if getattr(cause, 'pgcode', None) in ('40P01', '40001'):
+        return True
+    if cause is not None and type(cause).__module__.startswith('MySQLdb'):
+        return bool(cause.args) and cause.args[0] in MYSQL_RETRYABLE
+    return 'database is locked' in str(exc)
 
 
 def count_of(model, field):
