@@ -300,7 +300,9 @@ CHECKS = (
           'WHERE rp.parent_provider_id IS NOT NULL AND parent.id IS NULL ORDER BY rp.id',
           'resource provider {1} ({2}, id {0}) has parent provider id {3}, which does not exist'),
     Check('provider-root-wrong', ERROR,
+          # (a missing root or parent is reported above, not again here)
           'SELECT rp.id, rp.uuid, rp.name, rp.root_provider_id FROM resource_providers rp '
+          'JOIN resource_providers root ON root.id = rp.root_provider_id '
           'LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id '
           'WHERE (rp.parent_provider_id IS NULL AND rp.root_provider_id <> rp.id) '
           'OR (parent.id IS NOT NULL AND parent.root_provider_id <> rp.root_provider_id) '
