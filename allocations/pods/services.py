@@ -12,7 +12,7 @@ winner's binding.
 import uuid as uuid_lib
 from dataclasses import dataclass
 
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from allocations.pods import selection
@@ -143,8 +143,14 @@ def _open_binding(project_id, affinity):
     """The open binding of the tenant and affinity, locked, or None."""
     # Only the binding's row: locking the pod too would make every tenant of
     # a pod wait for each other.
-    return PodBinding.objects.select_for_update(of=('self',)).open().of(
-        project_id, affinity).select_related('pod__aggregate').first()
+    bindings = PodBinding.objects.open().of(project_id, affinity)
+    if connection.features.has_select_for_update_of:
+        return bindings.select_for_update(of=('self',)).select_related('pod__aggregate').first()
+    # MySQL locks every row a locking read joins: lock the binding alone first.
+    locked = bindings.select_for_update().values_list('pk', flat=True).first()
+    if locked is None:
+        return None
+    return PodBinding.objects.select_related('pod__aggregate').get(pk=locked)
 
 
 def _end(binding, reason):
