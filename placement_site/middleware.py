@@ -24,6 +24,11 @@ LOG = logging.getLogger('placement.requests')
 UI_PREFIXES = ('/admin/', '/api/', '/static/', '/ui/', '/accounts/')
 # Not Placement's either: Prometheus' scrape endpoint has its own access rule.
 NON_API_PATHS = ('/metrics',)
+# Django's SecurityMiddleware and XFrameOptionsMiddleware add these for the
+# browser pages; Placement's answers carry none of them, and a drop-in
+# replacement answers with Placement's headers only.
+BROWSER_HEADERS = ('X-Frame-Options', 'X-Content-Type-Options', 'Referrer-Policy',
+                   'Cross-Origin-Opener-Policy')
 REQUEST_ID_HEADER = 'x-openstack-request-id'
 
 
@@ -60,6 +65,8 @@ class RequestLogMiddleware:
         if not accept or accept == '*/*':
             request.META['HTTP_ACCEPT'] = 'application/json'
         response = self.get_response(request)
+        for header in BROWSER_HEADERS:
+            del response[header]
         if REQUEST_ID_HEADER not in response:
             response[REQUEST_ID_HEADER] = request.placement_request_id
         if not response.streaming and not response.has_header('Content-Length'):

@@ -336,3 +336,22 @@ def test_204_answers_have_no_content_type(api, rp, method, path, payload):
     assert response.status_code == 204
     assert 'Content-Type' not in response
     assert response.content == b''
+
+
+# ---- only Placement's headers ------------------------------------------------------
+
+BROWSER_HEADERS = ('X-Frame-Options', 'X-Content-Type-Options', 'Referrer-Policy',
+                   'Cross-Origin-Opener-Policy')
+
+
+@pytest.mark.parametrize('path', ['/', '/resource_providers', '/traits', '/nowhere'])
+def test_api_answers_carry_no_browser_security_headers(api, path):
+    # Placement sends none of them; the adoption check compares headers.
+    response = api.get(path)
+    assert [h for h in BROWSER_HEADERS if h in response] == []
+
+
+def test_the_browser_pages_keep_them(client):
+    response = client.get('/admin/login/')
+    assert response.status_code == 200
+    assert all(h in response for h in BROWSER_HEADERS)
