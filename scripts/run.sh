@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a running service: creates the virtualenv,
 # installs the pinned requirements, migrates the database (SQLite in ./data
-# unless DATABASE_URL says otherwise) and serves on http://127.0.0.1:8000.
+# unless DATABASE_URL says otherwise: postgresql://... or mysql://..., see
+# docs/mariadb.md) and serves on http://127.0.0.1:8000.
 #   scripts/run.sh --demo   also loads a demo cloud and a staff user admin/admin
 #                           for the dashboards at http://127.0.0.1:8000/ui/
 # Environment: HOST (127.0.0.1), PORT (8000), WORKERS (2), DATABASE_URL, PLACEMENT_*.
@@ -12,6 +13,20 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+# A mysql:// (or mariadb://) DATABASE_URL needs mysqlclient, which builds
+# against the MariaDB client headers (requirements-mysql.txt).
+case "${DATABASE_URL:-}" in
+    mysql*|mariadb*)
+        if ! .venv/bin/python -c 'import MySQLdb' 2>/dev/null \
+                && ! pkg-config --exists libmariadb 2>/dev/null && ! pkg-config --exists mysqlclient 2>/dev/null \
+                && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            echo "$(basename "$0"): installing libmariadb-dev (Debian package) for the MySQL driver" >&2
+            apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive \
+                apt-get install -y -qq libmariadb-dev pkg-config gcc python3-dev >&2
+        fi
+        .venv/bin/pip install -q --disable-pip-version-check -r requirements-mysql.txt
+        ;;
+esac
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py sync_standards
 if [ "${1:-}" = "--demo" ]; then

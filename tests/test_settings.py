@@ -38,11 +38,56 @@ def test_postgresql_url():
                   'CONN_HEALTH_CHECKS': True}
 
 
+MYSQL_OPTIONS = {
+    'charset': 'utf8mb4', 'isolation_level': 'read committed',
+    'init_command': "SET SESSION sql_mode='STRICT_TRANS_TABLES,STRICT_ALL_TABLES,"
+                    "NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
+                    "NO_ENGINE_SUBSTITUTION'"}
+
+
+def mysql_database(name, user, password, host, port, **options):
+    return {'ENGINE': 'django.db.backends.mysql', 'NAME': name, 'USER': user,
+            'PASSWORD': password, 'HOST': host, 'PORT': port,
+            'OPTIONS': {**options, **MYSQL_OPTIONS}, 'CONN_MAX_AGE': 600,
+            'CONN_HEALTH_CHECKS': True,
+            'TEST': {'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'}}
+
+
+def test_mysql_url():
+    db = config.database_from_url('mysql://placement:s%40cret@db.example:3307/placement',
+                                  data_dir='/x')
+    assert db == mysql_database('placement', 'placement', 's@cret', 'db.example', '3307')
+
+
+@pytest.mark.parametrize('scheme', ['mariadb', 'mysql+pymysql', 'mysql+mysqldb', 'MySQL'])
+def test_mariadb_and_oslo_db_schemes_mean_mysql(scheme):
+    db = config.database_from_url(f'{scheme}://u:p@h/placement', data_dir='/x')
+    assert db == mysql_database('placement', 'u', 'p', 'h', '')
+
+
+def test_placements_own_connection_string_works_as_it_is():
+    """oslo.db's options are SQLAlchemy's: utf8 becomes utf8mb4, the plugin
+    goes; the driver's own options (numbers as numbers) stay."""
+    db = config.database_from_url(
+        'mysql+pymysql://placement:pw@10.0.0.5/placement?charset=utf8&plugin=dbcounter'
+        '&connect_timeout=5&ssl_mode=REQUIRED', data_dir='/x')
+    assert db == mysql_database('placement', 'placement', 'pw', '10.0.0.5', '',
+                                connect_timeout=5, ssl_mode='REQUIRED')
+
+
+def test_mysql_url_options_cannot_loosen_strict_mode():
+    db = config.database_from_url(
+        "mysql://u:p@h/n?init_command=SET+sql_mode%3D''&isolation_level=read+uncommitted",
+        data_dir='/x')
+    assert db['OPTIONS'] == MYSQL_OPTIONS
+
+
 @pytest.mark.parametrize('url, message', [
-    ('mysql://x/y', "DATABASE_URL scheme 'mysql' is not supported (use sqlite:// or "
-                    'postgresql://)'),
+    ('oracle://x/y', "DATABASE_URL scheme 'oracle' is not supported (use sqlite://, "
+                     'postgresql:// or mysql://)'),
     ('sqlite://', "DATABASE_URL 'sqlite://' names no SQLite file"),
-    ('nonsense', "DATABASE_URL scheme '' is not supported (use sqlite:// or postgresql://)"),
+    ('nonsense', "DATABASE_URL scheme '' is not supported (use sqlite://, postgresql:// or "
+                 'mysql://)'),
 ])
 def test_unsupported_database_urls_are_refused(url, message, tmp_path):
     with pytest.raises(ValueError) as refused:
