@@ -167,8 +167,12 @@ class InventoryViewSet(PlacementViewSet):
                     .select_related('resource_class'))
 
     def _send_all(self, provider, inventories):
-        return self.respond(serializers.inventories(inventories, provider.generation),
-                            last_modified=serializers.latest(inventories))
+        response = self.respond(serializers.inventories(inventories, provider.generation),
+                                last_modified=serializers.latest(inventories))
+        if not inventories:
+            # Placement dates an empty inventory with nothing, not with now.
+            del response['Last-Modified']
+        return response
 
     def _send_one(self, provider, inventory, status=200, location=None):
         return self.respond(serializers.inventory(inventory, provider.generation), status=status,

@@ -42,6 +42,15 @@ def test_a_new_provider_has_no_inventory(api, rp):
     response = api.get(inv_path(rp))
     assert response.status_code == 200
     assert response.body == {'resource_provider_generation': 0, 'inventories': {}}
+    # As Placement: no inventory, no date (not "now"); still no-cache.
+    assert 'Last-Modified' not in response
+    assert response['Cache-Control'] == 'no-cache'
+
+
+def test_an_inventory_list_is_dated_by_its_newest_change(api, rp):
+    api.set_inventory(rp, {'VCPU': {'total': 8}})
+    response = api.get(inv_path(rp))
+    assert response['Last-Modified'] == api.get(inv_path(rp, 'VCPU'))['Last-Modified']
 
 
 def test_show_one_inventory(api, rp):
@@ -98,6 +107,7 @@ def test_replace_all_removes_what_is_not_listed(api, rp):
     assert response.body['inventories'] == {'DISK_GB': {**DEFAULTS, 'total': 50}}
     response = api.put(inv_path(rp), {'resource_provider_generation': 2, 'inventories': {}})
     assert response.body == {'resource_provider_generation': 3, 'inventories': {}}
+    assert 'Last-Modified' not in response
 
 
 def test_replace_all_with_a_stale_generation_is_409(api, rp, db_snapshot):
