@@ -290,9 +290,13 @@ CHECKS = (
           'WHERE rc.id IS NULL ORDER BY a.id',
           'allocation {0} of consumer {1} names resource class id {2}, which does not exist'),
     Check('provider-root-missing', ERROR,
+          'SELECT id, uuid, name FROM resource_providers WHERE root_provider_id IS NULL '
+          'ORDER BY id',
+          'resource provider {1} ({2}, id {0}) has no root provider'),
+    Check('provider-root-missing', ERROR,
           'SELECT rp.id, rp.uuid, rp.name, rp.root_provider_id FROM resource_providers rp '
           'LEFT JOIN resource_providers root ON root.id = rp.root_provider_id '
-          'WHERE root.id IS NULL ORDER BY rp.id',
+          'WHERE rp.root_provider_id IS NOT NULL AND root.id IS NULL ORDER BY rp.id',
           'resource provider {1} ({2}, id {0}) has root provider id {3}, which does not exist'),
     Check('provider-parent-missing', ERROR,
           'SELECT rp.id, rp.uuid, rp.name, rp.parent_provider_id FROM resource_providers rp '
