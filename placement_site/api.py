@@ -13,6 +13,7 @@ from urllib.parse import unquote_to_bytes
 
 import jsonschema
 import orjson
+from django.db import OperationalError
 from django.http import HttpResponse
 from django.utils.dateparse import parse_datetime
 from django.utils.http import http_date
@@ -23,8 +24,9 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.versioning import BaseVersioning
 from rest_framework.views import set_rollback
 
-from placement_site import errors, microversion, policy
+from placement_site import errors, exceptions, microversion, policy
 from placement_site.middleware import render_error
+from placement_site.queries import is_retryable
 from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
 
 CACHE_HEADERS_MICROVERSION = (1, 15)
@@ -60,6 +62,12 @@ def exception_handler(exc, context):
             headers={'allow': ', '.join(allowed)} if allowed else None)
     elif isinstance(exc, (drf_exceptions.NotFound,)):
         error = errors.not_found()
+    elif isinstance(exc, OperationalError) and is_retryable(exc):
+        # A deadlock or lock wait timeout no service retried (MySQL takes
+        # locks PostgreSQL does not): a conflict to retry, as a stale
+        # generation is, not a server error.
+        error = errors.conflict(f'Update conflict: {exceptions.ConcurrentUpdate.message}',
+                                code=errors.CONCURRENT_UPDATE)
     else:
         return None  # unexpected: the fault wrapper answers 500
     set_rollback()

@@ -149,9 +149,16 @@ def send_pending(sender, *, batch=100):
 
 
 def dispatcher_lock():
-    """On PostgreSQL, wait to become the only dispatcher (a second one is a
-    hot standby); elsewhere run one dispatcher per database."""
-    if connection.vendor != 'postgresql':
-        return
+    """On PostgreSQL and MySQL, wait to become the only dispatcher (a second
+    one is a hot standby); on SQLite run one dispatcher per database."""
     with connection.cursor() as cursor:
-        cursor.execute('SELECT pg_advisory_lock(%s)', [_DISPATCHER_LOCK])
+        if connection.vendor == 'postgresql':
+            cursor.execute('SELECT pg_advisory_lock(%s)', [_DISPATCHER_LOCK])
+        elif connection.vendor == 'mysql':
+            # Named locks are the server's, not the database's: named after
+            # the database. GET_LOCK waits at most its timeout (1 = taken).
+            while True:
+                cursor.execute("SELECT GET_LOCK(CONCAT(LEFT(DATABASE(), 40), %s), 3600)",
+                               [f'.dispatcher.{_DISPATCHER_LOCK:x}'])
+                if cursor.fetchone()[0] == 1:
+                    return

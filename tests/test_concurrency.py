@@ -6,9 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from django.db import connection
+from django.db import connection, connections
 
 from allocations import usage_totals
+from providers.models import ResourceProvider
+from tests.conftest import assert_error
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -171,3 +173,29 @@ def test_writers_creating_the_same_new_projects_in_any_order_all_succeed(server)
                                                                  if a.status_code != 204][:1]
     usages = server.call('GET', f'/resource_providers/{rp}/usages').json()['usages']
     assert usages == {'VCPU': WRITERS * len(owners)}
+
+
+@pytest.mark.skipif(connection.vendor != 'mysql', reason="MySQL's lock wait timeout")
+def test_a_lock_wait_timeout_is_a_conflict_not_a_server_error(api):
+    """MySQL gives up waiting for a row lock where PostgreSQL waits on: the
+    writer hears 409 concurrent_update, as when it loses on a generation."""
+    rp = api.create_provider('cn-locked')['uuid']
+    provider_id = ResourceProvider.objects.get(uuid=rp).pk
+    holder = connections.create_connection('default')
+    try:
+        holder.set_autocommit(False)
+        with holder.cursor() as cursor:
+            cursor.execute('SELECT id FROM resource_providers WHERE id = %s FOR UPDATE',
+                           [provider_id])
+        with connection.cursor() as cursor:
+            cursor.execute('SET SESSION innodb_lock_wait_timeout = 1')
+        answer = api.put(f'/resource_providers/{rp}/inventories', {
+            'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 4}}})
+    finally:
+        holder.rollback()
+        holder.close()
+        with connection.cursor() as cursor:
+            cursor.execute('SET SESSION innodb_lock_wait_timeout = DEFAULT')
+    assert_error(answer, 409, 'Update conflict: Another thread concurrently updated the data. '
+                              'Please retry your update', code='placement.concurrent_update')
+    assert api.get(f'/resource_providers/{rp}/inventories').body['inventories'] == {}
