@@ -161,11 +161,13 @@ def stop(process):
 class Backend:
     """A test server (scripts/*-test-server.sh) and databases on it."""
 
-    def __init__(self, kind):
+    def __init__(self, kind, url=None):
         self.kind = kind
-        script = {'postgresql': 'pg-test-server.sh', 'mariadb': 'mariadb-test-server.sh'}[kind]
-        self.url = subprocess.run([os.path.join(ROOT, 'scripts', script)], check=True,
-                                  capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        if not url:
+            script = {'postgresql': 'pg-test-server.sh', 'mariadb': 'mariadb-test-server.sh'}[kind]
+            url = subprocess.run([os.path.join(ROOT, 'scripts', script)], check=True,
+                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        self.url = url
         self.parts = urllib.parse.urlsplit(self.url)
 
     def connect(self, database=None):
@@ -1056,7 +1058,7 @@ class Run:
         args, kind = self.args, self.kind
         venv = subprocess.run([os.path.join(ROOT, 'scripts', 'placement-venv.sh')], check=True,
                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        backend = Backend(kind)
+        backend = Backend(kind, args.server_url)
         log(f'{kind}: source database {self.src_db} on {backend.parts.hostname}:'
             f'{backend.parts.port}')
         backend.recreate(self.src_db)
@@ -1128,7 +1130,7 @@ class Run:
             stop(process)
         if not self.args.keep:
             try:
-                backend = Backend(self.kind)
+                backend = Backend(self.kind, self.args.server_url)
                 backend.drop(self.src_db)
                 backend.drop(self.our_db)
             except Exception as exc:      # the report matters more than the cleanup
@@ -1158,7 +1160,7 @@ def print_report(report, shown=3):
         ('answers compared', report.get('answers')),
         ('  byte-identical', report.get('verdicts', {}).get('bytes', 0)),
         ('  JSON-equal only', report.get('verdicts', {}).get('json', 0)),
-        ('  candidates in another order', report.get('verdicts', {}).get('order', 0)),
+        ('  lists in another order', report.get('verdicts', {}).get('order', 0)),
         ('  limited candidates, other sample', report.get('verdicts', {}).get('sample', 0)),
         ('  Last-Modified "now" on both', report.get('now_dated')),
         ('  deliberate (README)', report.get('verdicts', {}).get('deliberate', 0)),
@@ -1195,7 +1197,11 @@ def main(argv=None):
     parser.add_argument('--providers', type=int, default=1000)
     parser.add_argument('--seed', type=int, default=14)
     parser.add_argument('--threads', type=int, default=4)
-    parser.add_argument('--db-prefix', default='adopt')
+    parser.add_argument('--db-prefix', default='adopt',
+                        help='databases <prefix>_src and <prefix>_ours (dropped afterwards)')
+    parser.add_argument('--server-url',
+                        help='a database URL on the server to use (its user creates and drops '
+                             'databases) instead of the test server script; one backend only')
     parser.add_argument('--json', help='write the full report (every difference) here')
     parser.add_argument('--keep', action='store_true', help='keep databases and logs')
     parser.add_argument('--self-check', action='store_true',
