@@ -221,6 +221,17 @@ class Backend:
         conn.close()
         return counts
 
+    def generations(self, name):
+        """{table: (rows with generation > 1, highest)} for providers and consumers."""
+        conn = self.connect(name)
+        out = {}
+        with conn.cursor() as cur:
+            for table in ('resource_providers', 'consumers'):
+                cur.execute(f'SELECT COUNT(*), MAX(generation) FROM {table} WHERE generation > 1')
+                out[table] = list(cur.fetchone())
+        conn.close()
+        return out
+
 
 # --- the cloud ---------------------------------------------------------------------------------
 
@@ -569,9 +580,13 @@ class Filler:
                     resources[rc] = max(inv['min_unit'], inv['step_size'])
             self.allocate(consumer, current['consumer_generation'])
 
+        # Half of the deleted come back under the same uuid, as a rebuild
+        # (decided here, not in the threads, so the seed fixes the cloud).
+        rebuilt = {c.uuid for c in deleted if rng.random() < 0.5}
+
         def delete_and_recreate(consumer):
             self.call('DELETE', f'/allocations/{consumer.uuid}')
-            if rng.random() < 0.5:          # the same uuid comes back, as a rebuild
+            if consumer.uuid in rebuilt:
                 self.allocate(consumer)
 
         # A move, as nova makes it: the instance's allocations on the source
@@ -1074,6 +1089,7 @@ class Run:
         self.report['fill_seconds'] = round(time.time() - started, 1)
         self.report['fill_requests'] = dict(filler.requests)
         self.report['rows'] = backend.row_counts(self.src_db)
+        self.report['generations_above_1'] = backend.generations(self.src_db)
         writes = prepare_writes(source, cloud, filler.consumers)
 
         if args.self_check:
@@ -1114,6 +1130,8 @@ class Run:
             for p, v, _, probs, _, o, n in differences]
         self.report['json_only'] = [f'{v} {p}' for p, v, verdict, *_ in results
                                     if verdict == 'json'][:20]
+        self.report['json_by_endpoint'] = dict(Counter(
+            endpoint_kind(p) for p, v, verdict, *_ in results if verdict == 'json'))
         self.report['order_only'] = [f'{v} {p}' for p, v, verdict, *_ in results
                                      if verdict == 'order']
         self.report['order_by_endpoint'] = dict(Counter(
@@ -1154,6 +1172,7 @@ def print_report(report, shown=3):
         print(f'{table:32} {rows:>8}', file=out)
     lines = [
         ('providers / consumers', f'{report.get("providers")} / {report.get("consumers")}'),
+        ('generation > 1 (count, max)', report.get('generations_above_1')),
         ('fill (s, requests)', f'{report.get("fill_seconds")} s, '
                                f'{sum(report.get("fill_requests", {}).values())}'),
         ('import (s)', report.get('import_seconds')),
@@ -1162,7 +1181,7 @@ def print_report(report, shown=3):
         ('  JSON-equal only', report.get('verdicts', {}).get('json', 0)),
         ('  lists in another order', report.get('verdicts', {}).get('order', 0)),
         ('  limited candidates, other sample', report.get('verdicts', {}).get('sample', 0)),
-        ('  Last-Modified "now" on both', report.get('now_dated')),
+        ('  Last-Modified "now", apart', report.get('now_dated')),
         ('  deliberate (README)', report.get('verdicts', {}).get('deliberate', 0)),
         ('differences', report.get('verdicts', {}).get('different', 0)),
         ('statuses', report.get('statuses')),
@@ -1174,6 +1193,8 @@ def print_report(report, shown=3):
         print(f'prepared PUT {write["path"]} (generation {write["generation"]}): '
               f'{write["status"]}, again {write["again_status"]} '
               f'{"ok" if write["ok"] else "FAILED " + write["body"]}', file=out)
+    for kind, count in sorted(report.get('json_by_endpoint', {}).items()):
+        print(f'JSON-equal, keys in another order: {kind} ({count} answers)', file=out)
     for kind, count in sorted(report.get('order_by_endpoint', {}).items()):
         print(f'lists in another order: {kind} ({count} answers)', file=out)
     for reason, count in report.get('deliberate', {}).items():
