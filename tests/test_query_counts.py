@@ -315,8 +315,18 @@ def measure(api, staff, pool):
     return counts
 
 
+# The queries MySQL needs beyond the baseline (kept for PostgreSQL and SQLite).
+MYSQL_EXTRA = {
+    # No SELECT ... FOR UPDATE OF: the open binding is locked alone, then
+    # read with its pod.
+    'POST /pod_bindings, kept': 1,
+}
+
+
 def test_query_counts_match_the_baseline(api, cloud):
     counts = measure(api, staff_client(), cloud)
+    if connection.vendor == 'mysql':
+        counts = {kind: n - MYSQL_EXTRA.get(kind, 0) for kind, n in counts.items()}
     if os.environ.get('PLACEMENT_RECORD_QUERY_COUNTS'):
         BASELINE.write_text(json.dumps(counts, indent=2) + '\n')
     baseline = json.loads(BASELINE.read_text())
