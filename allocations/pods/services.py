@@ -144,7 +144,8 @@ def _open_binding(project_id, affinity):
     # Only the binding's row: locking the pod too would make every tenant of
     # a pod wait for each other.
     bindings = PodBinding.objects.open().of(project_id, affinity)
-    if connection.features.has_select_for_update_of:
+    features = connection.features
+    if features.has_select_for_update_of or not features.has_select_for_update:
         return bindings.select_for_update(of=('self',)).select_related('pod__aggregate').first()
     # MySQL locks every row a locking read joins: lock the binding alone first.
     locked = bindings.select_for_update().values_list('pk', flat=True).first()
