@@ -33,14 +33,14 @@ def allocations_on_provider(provider):
 def provider_usages(provider):
     """{resource class: used} for every class the provider has inventory of."""
     rows = Inventory.objects.filter(resource_provider_id=provider.pk).values_list(
-        'resource_class__name', 'used')
+        'resource_class__name', 'used').order_by('resource_class_id')   # as Placement groups
     return {name: used for name, used in rows}
 
 
 def project_usages(project_id, user_id=None):
     """{resource class: used} over a project's (and user's) consumers."""
     rows = _owned(project_id, user_id).values('resource_class__name').annotate(
-        used=Coalesce(Sum('used'), 0))
+        used=Coalesce(Sum('used'), 0)).order_by('resource_class_id')   # as Placement groups
     return {row['resource_class__name']: row['used'] for row in rows}
 
 

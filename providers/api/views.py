@@ -163,8 +163,10 @@ class InventoryViewSet(PlacementViewSet):
     """/resource_providers/{uuid}/inventories[/{resource_class}]"""
 
     def _inventories(self, provider):
+        # In class id order, as Placement's rows come from the (provider,
+        # class) index: the same JSON key order byte for byte.
         return list(Inventory.objects.filter(resource_provider_id=provider.pk)
-                    .select_related('resource_class'))
+                    .select_related('resource_class').order_by('resource_class_id'))
 
     def _send_all(self, provider, inventories):
         response = self.respond(serializers.inventories(inventories, provider.generation),

@@ -268,3 +268,22 @@ def test_usages_refuse_bad_versions(api, version, status, detail):
     assert response.status_code == status
     error = error_of(response)
     assert (error['status'], error['detail']) == (status, detail)
+
+
+# ---- key order ------------------------------------------------------------------
+
+def test_usages_list_classes_in_class_id_order_as_placement(api):
+    # Placement's rows come grouped by resource class id; the same JSON,
+    # byte for byte, whatever order the inventory or allocations were written in.
+    rp = api.create_provider()['uuid']
+    api.set_inventory(rp, {'DISK_GB': {'total': 100}, 'MEMORY_MB': {'total': 4096},
+                           'VCPU': {'total': 16}})
+    project = f'proj-{new_uuid()}'
+    assert api.allocate(new_uuid(), {rp: {'DISK_GB': 10}}, project=project).status_code == 204
+    assert api.allocate(new_uuid(), {rp: {'VCPU': 1}}, project=project).status_code == 204
+    assert list(api.get(f'/resource_providers/{rp}/usages').body['usages']) == [
+        'VCPU', 'MEMORY_MB', 'DISK_GB']
+    assert list(api.get(f'/resource_providers/{rp}/inventories').body['inventories']) == [
+        'VCPU', 'MEMORY_MB', 'DISK_GB']
+    assert list(api.get(f'/usages?project_id={project}', version='1.9').body['usages']) == [
+        'VCPU', 'DISK_GB']
