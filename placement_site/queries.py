@@ -3,7 +3,7 @@ import json
 
 from django.core.exceptions import EmptyResultSet
 from django.db import models
-from django.db.models import Count, Lookup, OuterRef, Subquery
+from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
 
 
@@ -65,3 +65,27 @@ class InIds(Lookup):
 
 models.Field.register_lookup(InIds)
 models.ForeignObject.register_lookup(InIds)  # related fields keep their own lookups
+
+
+class FoldsCaseOnMySQL:
+    """`name__icontains='cn'` finds 'CN1' on every database. MySQL's
+    case-insensitive lookups count on the column's collation, and ours is
+    binary (placement_site.mysql): they compare upper case, as PostgreSQL's
+    do (a case-insensitive collation would also fold accents)."""
+
+    def process_lhs(self, compiler, connection, lhs=None):
+        sql, params = super().process_lhs(compiler, connection, lhs)
+        return (f'UPPER({sql})' if connection.vendor == 'mysql' else sql), params
+
+    def get_rhs_op(self, connection, rhs):
+        op = super().get_rhs_op(connection, rhs)
+        if connection.vendor != 'mysql':
+            return op
+        operator, _, operand = op.partition(' ')  # LIKE %s, LIKE CONCAT(...)
+        return f'{operator} UPPER({operand})'
+
+
+for _builtin in (lookups.IExact, lookups.IContains, lookups.IStartsWith, lookups.IEndsWith):
+    _folding = type(_builtin.__name__, (FoldsCaseOnMySQL, _builtin), {})
+    models.CharField.register_lookup(_folding)
+    models.TextField.register_lookup(_folding)

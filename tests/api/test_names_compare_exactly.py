@@ -9,6 +9,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
+from providers.models import ResourceProvider
 from tests.conftest import assert_error, new_uuid
 
 LOOK_ALIKES = ['cn1', 'CN1', 'cn1 ', 'cñ1', 'cn1\N{GRINNING FACE}']
@@ -52,6 +53,20 @@ def test_a_name_too_long_for_its_column_is_a_400(api, db_snapshot):
     # 200 characters of four bytes each fit, as they do on PostgreSQL.
     assert db_snapshot() == before
     assert api.create_provider('\N{GRINNING FACE}' * 200)['name'] == '\N{GRINNING FACE}' * 200
+
+
+def test_searches_that_say_so_still_fold_case(api):
+    """The dashboards' "name contains" and the admin's searches ignore case,
+    as on PostgreSQL, though the names themselves compare exactly."""
+    for name in LOOK_ALIKES:
+        api.create_provider(name)
+    providers = ResourceProvider.objects.order_by('name')
+    assert list(providers.filter(name__icontains='N1').values_list('name', flat=True)) == [
+        'CN1', 'cn1', 'cn1 ', 'cn1\N{GRINNING FACE}']
+    assert list(providers.filter(name__iexact='Cn1').values_list('name', flat=True)) == [
+        'CN1', 'cn1']
+    assert providers.filter(name__istartswith='cn1 ').count() == 1
+    assert providers.filter(name__exact='Cn1').count() == 0
 
 
 @pytest.mark.skipif(connection.vendor != 'mysql', reason='MySQL/MariaDB collations')
