@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+import psycopg2
 from django.core.management.color import no_style
 from django.db import connection, transaction
 from django.db.models import Sum
@@ -54,7 +55,7 @@ POSTGRESQL_SCHEMES = {'postgres', 'postgresql', 'postgresql+psycopg2', 'pgsql'}
 PROGRESS_EVERY_SECONDS = 2.0
 
 
-class ImportError_(Exception):
+class ImportRefused(Exception):
     """The import cannot go on; the message says why and what to do."""
 
 
@@ -131,19 +132,19 @@ class Source:
                 return cls._postgresql(parts, url)
             if scheme in MYSQL_SCHEMES:
                 return cls._mysql(parts, url)
-        except ImportError_:
+        except ImportRefused:
             raise
-        except Exception as e:  # noqa: BLE001 - any driver's connection failure
-            raise ImportError_(f'cannot open the source database {redacted(url)}: {e}') from e
-        raise ImportError_(f'unsupported source URL scheme {parts.scheme!r}: use postgresql://, '
+        except Exception as e:  # any driver's connection failure
+            raise ImportRefused(f'cannot open the source database {redacted(url)}: {e}') from e
+        raise ImportRefused(f'unsupported source URL scheme {parts.scheme!r}: use postgresql://, '
                            'mysql:// (or mysql+pymysql://) or sqlite:///path')
 
     @classmethod
     def _sqlite(cls, parts, url):
         path = unquote(parts.path)
-        path = path[1:] if path.startswith('/') else path  # sqlite:////abs, sqlite:///rel
+        path = path.removeprefix('/')  # sqlite:////abs, sqlite:///rel
         if not path:
-            raise ImportError_(f'{url!r} names no SQLite file')
+            raise ImportRefused(f'{url!r} names no SQLite file')
         conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True, isolation_level=None,
                                detect_types=0)
         conn.execute('BEGIN')  # one snapshot for the whole read
@@ -151,7 +152,6 @@ class Source:
 
     @classmethod
     def _postgresql(cls, parts, url):
-        import psycopg2  # noqa: PLC0415 - a driver, imported where the scheme asks for it
         conn = psycopg2.connect(
             dbname=unquote(parts.path.lstrip('/')), user=unquote(parts.username or '') or None,
             password=unquote(parts.password or '') or None, host=parts.hostname or None,
@@ -162,9 +162,9 @@ class Source:
     @classmethod
     def _mysql(cls, parts, url):
         try:
-            import MySQLdb  # noqa: PLC0415 - optional driver (requirements-mysql.txt)
+            import MySQLdb  # optional: requirements-mysql.txt
         except ImportError as e:
-            raise ImportError_(
+            raise ImportRefused(
                 'reading a MySQL/MariaDB source needs mysqlclient (MySQLdb): '
                 'pip install -r requirements-mysql.txt') from e
         options = dict(parse_qsl(parts.query))
@@ -243,19 +243,19 @@ def check_revision(source):
     """The alembic revision, if it is one whose schema we read; else refuse."""
     tables = source.tables()
     if 'alembic_version' not in tables:
-        raise ImportError_(f'{redacted(source.url)} has no alembic_version table: it is not an '
+        raise ImportRefused(f'{redacted(source.url)} has no alembic_version table: it is not an '
                            'OpenStack Placement database (or was never migrated with '
                            '`placement-manage db sync`)')
     revisions = sorted(row[0] for row in source.query('SELECT version_num FROM alembic_version'))
     if len(revisions) != 1 or revisions[0] not in ACCEPTED_REVISIONS:
         found = ', '.join(revisions) or 'none'
-        raise ImportError_(
+        raise ImportRefused(
             f'the source database is at alembic revision {found}; this importer reads the '
             f'schema of openstack-placement 16.0.0 ({" or ".join(ACCEPTED_REVISIONS)}): '
             'upgrade the source with `placement-manage db sync` first')
     missing = sorted(SOURCE_TABLES - tables)
     if missing:
-        raise ImportError_(f'the source database lacks the tables {", ".join(missing)}')
+        raise ImportRefused(f'the source database lacks the tables {", ".join(missing)}')
     return revisions[0]
 
 
@@ -507,7 +507,7 @@ def import_books(source, survey_, *, batch_size=DEFAULT_BATCH_SIZE, progress=Non
     _reset_sequences()
     problems = verify(source, survey_)
     if problems:
-        raise ImportError_('the imported books do not match the source (re-run with --replace '
+        raise ImportRefused('the imported books do not match the source (re-run with --replace '
                            'once the cause is fixed):\n  ' + '\n  '.join(problems))
     with transaction.atomic():
         report.standard_classes_added, report.standard_traits_added = sync_standard_names(
@@ -545,7 +545,7 @@ class _Copy:
                 ResourceClass.objects.filter(id=class_id).update(
                     created_at=_utc(created_at), updated_at=updated_at and _utc(updated_at))
             elif class_id in ours or name in names:
-                raise ImportError_(f'resource class {name} has id {class_id} in the source, but '
+                raise ImportRefused(f'resource class {name} has id {class_id} in the source, but '
                                    'not here: do both use the same os-resource-classes?')
             else:
                 new.append(row)
@@ -621,7 +621,7 @@ def _utc(value):
     """Placement keeps naive UTC datetimes (SQLite: as text)."""
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
-    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
 
 
 def _insert(model, columns, rows):

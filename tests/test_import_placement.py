@@ -226,11 +226,11 @@ class RealPlacement:
     def serving(self):
         port = free_port()
         self.base = f'http://127.0.0.1:{port}'
-        log = open(self.workdir / 'gunicorn.log', 'ab')
-        self.process = subprocess.Popen(
-            [str(self.venv / 'bin' / 'gunicorn'), '--no-control-socket', '-w', '1',
-             '-b', f'127.0.0.1:{port}', 'placement.wsgi.api:application'],
-            env=self.env, stdout=log, stderr=log, cwd=self.workdir)
+        with open(self.workdir / 'gunicorn.log', 'ab') as log:
+            self.process = subprocess.Popen(
+                [str(self.venv / 'bin' / 'gunicorn'), '--no-control-socket', '-w', '1',
+                 '-b', f'127.0.0.1:{port}', 'placement.wsgi.api:application'],
+                env=self.env, stdout=log, stderr=log, cwd=self.workdir)
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -245,7 +245,6 @@ class RealPlacement:
         finally:
             self.process.terminate()
             self.process.wait(timeout=30)
-            log.close()
 
     def request(self, method, path, body=None, version=VERSION):
         return requests.request(method, self.base + path, json=body, timeout=30, headers={
@@ -524,7 +523,8 @@ def test_a_non_empty_target_is_refused_unless_replaced(cloud):
 
 
 def test_batch_size_one_gives_the_same_books_as_one_large_batch(cloud):
-    _code, out, err = run_import(cloud.db_url, '--batch-size', '1')
+    code, _out, err = run_import(cloud.db_url, '--batch-size', '1')
+    assert code == 0
     assert 'import_placement: allocations 12/12' in err
     one_by_one = books()
     imported(cloud.db_url, '--batch-size', '100000', '--replace')
@@ -581,8 +581,8 @@ def test_a_dry_run_on_a_damaged_copy_reports_each_problem_and_writes_nothing(clo
     assert ('ERROR allocation-consumer-missing: allocation 901 names consumer '
             'no-such-consumer, which does not exist') in lines
     assert [line for line in lines if line.startswith('ERROR provider-root-missing')] == [
-        f'ERROR provider-root-missing: resource provider {numa1} (cn1-numa1, id '
-        f'{ResourceProviderIds.of(damaged, numa1)}) has no root provider']
+        (f'ERROR provider-root-missing: resource provider {numa1} (cn1-numa1, id '
+         f'{ResourceProviderIds.of(damaged, numa1)}) has no root provider')]
     assert '3 errors, 0 warnings' in lines
     assert snapshot() == before
 

@@ -47,7 +47,7 @@ class Command(BaseCommand):
                                  replace=replace)
             finally:
                 source.close()
-        except importer.ImportError_ as e:
+        except importer.ImportRefused as e:
             raise CommandError(str(e)) from e
 
     def _run(self, source, *, dry_run, batch_size, replace):
