@@ -40,6 +40,7 @@ from django.db.models import Sum
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from allocations.pods.models import Pod, PodBinding
 from allocations.usage_totals import miscounted
+from placement_site import config
 from providers.models import (Aggregate, Event, EventProvider, Inventory, ProviderAggregate,
                               ProviderTrait, ResourceClass, ResourceProvider, Trait,
                               UsageSnapshot)
@@ -49,9 +50,6 @@ from providers.standards import sync_standard_names
 # which only has redundant indexes more.
 ACCEPTED_REVISIONS = ('a082b8bb98d0', '422ece571366')
 DEFAULT_BATCH_SIZE = 1000
-MYSQL_SCHEMES = {'mysql', 'mariadb', 'mysql+pymysql', 'mysql+mysqldb',
-                 'mariadb+pymysql', 'mariadb+mysqldb'}
-POSTGRESQL_SCHEMES = {'postgres', 'postgresql', 'postgresql+psycopg2', 'pgsql'}
 PROGRESS_EVERY_SECONDS = 2.0
 
 
@@ -128,9 +126,9 @@ class Source:
         try:
             if scheme == 'sqlite':
                 return cls._sqlite(parts, url)
-            if scheme in POSTGRESQL_SCHEMES:
+            if scheme in config.POSTGRESQL_SCHEMES:
                 return cls._postgresql(parts, url)
-            if scheme in MYSQL_SCHEMES:
+            if scheme in config.MYSQL_SCHEMES:
                 return cls._mysql(parts, url)
         except ImportRefused:
             raise

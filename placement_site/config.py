@@ -82,7 +82,7 @@ def database_from_url(url, *, data_dir):
                 'init_command': 'PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;',
             },
         }
-    if scheme in ('postgres', 'postgresql', 'pgsql', 'postgresql+psycopg2'):
+    if scheme in POSTGRESQL_SCHEMES:
         options = dict(parse_qsl(parts.query))
         return {
             'ENGINE': 'django.db.backends.postgresql',
@@ -103,6 +103,7 @@ def database_from_url(url, *, data_dir):
                      '(use sqlite://, postgresql:// or mysql://)')
 
 
+POSTGRESQL_SCHEMES = {'postgres', 'postgresql', 'pgsql', 'postgresql+psycopg2'}
 # Placement's connection strings are SQLAlchemy URLs naming a driver; we use
 # mysqlclient (MySQLdb) whichever they name.
 MYSQL_SCHEMES = {'mysql', 'mariadb', 'mysql+pymysql', 'mysql+mysqldb',
