@@ -83,20 +83,7 @@ def database_from_url(url, *, data_dir):
             },
         }
     if scheme in POSTGRESQL_SCHEMES:
-        options = dict(parse_qsl(parts.query))
-        return {
-            'ENGINE': 'django.db.backends.postgresql',
-            'NAME': unquote(parts.path.lstrip('/')),
-            'USER': unquote(parts.username or ''),
-            'PASSWORD': unquote(parts.password or ''),
-            'HOST': parts.hostname or '',
-            'PORT': str(parts.port or ''),
-            'OPTIONS': options,
-            # Keep connections between requests: connecting costs more than
-            # most Placement queries.
-            'CONN_MAX_AGE': 600,
-            'CONN_HEALTH_CHECKS': True,
-        }
+        return _server('django.db.backends.postgresql', parts, dict(parse_qsl(parts.query)))
     if scheme in MYSQL_SCHEMES:
         return _mysql(parts)
     raise ValueError(f'DATABASE_URL scheme {parts.scheme!r} is not supported '
@@ -130,19 +117,27 @@ def _mysql(parts):
         'isolation_level': 'read committed',
         'init_command': f"SET SESSION sql_mode='{MYSQL_SQL_MODE}'",
     })
+    # Our tables get a binary collation from a migration (names are
+    # case-sensitive, as on PostgreSQL); the test database starts with one.
+    return _server('django.db.backends.mysql', parts, options,
+                   TEST={'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'})
+
+
+def _server(engine, parts, options, **extra):
+    """The DATABASES entry of a database server's URL."""
     return {
-        'ENGINE': 'django.db.backends.mysql',
+        'ENGINE': engine,
         'NAME': unquote(parts.path.lstrip('/')),
         'USER': unquote(parts.username or ''),
         'PASSWORD': unquote(parts.password or ''),
         'HOST': parts.hostname or '',
         'PORT': str(parts.port or ''),
         'OPTIONS': options,
+        # Keep connections between requests: connecting costs more than
+        # most Placement queries.
         'CONN_MAX_AGE': 600,
         'CONN_HEALTH_CHECKS': True,
-        # Our tables get a binary collation from a migration (names are
-        # case-sensitive, as on PostgreSQL); the test database starts with one.
-        'TEST': {'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'},
+        **extra,
     }
 
 
