@@ -1,0 +1,678 @@
+#!/usr/bin/env python3
+"""The soak run (docs/operations.md, "Soak runs"): mixed Placement traffic at
+a steady rate against the service as production runs it, with per-minute
+latency, errors, worker memory and database connections.
+
+    scripts/soak.sh [--minutes 10] [--rate 20] [--workers 4] [--providers 200] [--out DIR]
+
+scripts/soak.sh finds or starts the PostgreSQL server and runs this. It
+- drops and creates the database --database on the server of --server-url;
+- starts `scripts/run.sh` (gunicorn, WORKERS=--workers) on a free port, with
+  PLACEMENT_DATA_DIR=<out>/data, and waits for GET / to answer;
+- seeds through the REST API: --providers compute nodes (VCPU, MEMORY_MB,
+  DISK_GB, some CPU traits), every tenth one taking its disk from one of two
+  shared DISK_GB pools (MISC_SHARES_VIA_AGGREGATE, through an aggregate);
+- sends operations at --rate per second (open loop: on a fixed schedule,
+  from a thread pool, whether or not earlier ones answered) for --minutes:
+  allocation candidates (a few shapes, with limits), claims of a candidate
+  (PUT /allocations, consumer_generation null), deletes of the oldest claims
+  (so usage stays level once --live-claims consumers exist), inventory updates
+  at the last generation seen (on 409 the inventory is read again and the
+  write retried once), project usages and provider usages;
+- at the end of each bucket (--bucket-seconds, 60) reads the master's and
+  its workers' VmRSS and the database's open connections;
+- stops the service with SIGTERM, writes <out>/soak.md (also on stdout) and
+  <out>/soak.json, and exits 1 when the verdict fails.
+
+Latency is measured from sending a request to reading its whole answer. A
+request counts in the bucket it was scheduled in; "lag" is how late the
+client started it (a client that cannot keep up shows there, not in latency).
+"""
+import argparse
+import collections
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+import psycopg2
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MICROVERSION = '1.39'
+MIB = 1024 * 1024
+
+PROJECTS = [f'soak-project-{i}' for i in range(5)]
+USERS = [f'soak-user-{i}' for i in range(5)]
+
+# What a compute node offers; every tenth node has no DISK_GB of its own and
+# takes disk from its aggregate's shared pool.
+NODE_INVENTORY = {
+    'VCPU': {'total': 32, 'allocation_ratio': 4.0, 'max_unit': 32},
+    'MEMORY_MB': {'total': 131072, 'reserved': 512, 'allocation_ratio': 1.5, 'max_unit': 131072},
+    'DISK_GB': {'total': 2000, 'max_unit': 2000},
+}
+POOL_INVENTORY = {'DISK_GB': {'total': 100000, 'max_unit': 100000}}
+NODE_TRAITS = [['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE42'], ['HW_CPU_X86_SSE42'], []]
+POOLS = 2
+SHARED_EVERY = 10
+
+FLAVORS = {
+    'small': 'VCPU:1,MEMORY_MB:2048,DISK_GB:20',
+    'medium': 'VCPU:4,MEMORY_MB:8192,DISK_GB:80',
+}
+# GET /allocation_candidates shapes: (name, query, flavor claims take from it).
+# {agg} is a pool's aggregate.
+SHAPES = [
+    ('small', f'resources={FLAVORS["small"]}&limit=20', 'small'),
+    ('medium_avx2', f'resources={FLAVORS["medium"]}&required=HW_CPU_X86_AVX2&limit=50', 'medium'),
+    ('shared_pool', f'resources={FLAVORS["small"]}&member_of={{agg}}&limit=10', None),
+    ('nova_limit1000', 'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&limit=1000', None),
+]
+
+# Operation mix (weights) and the answers each request kind may get.
+MIX = {'candidates': 30, 'claim': 20, 'delete': 20, 'inventory': 5, 'usages': 10,
+       'provider_usages': 15}
+EXPECTED = {
+    'candidates': {200},
+    'claim': {204, 409},           # capacity taken or a generation race
+    'delete': {204},
+    'inventory': {200, 409},       # a write at a stale generation
+    'inventory_read': {200},
+    'usages': {200},
+    'provider_usages': {200},
+}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--server-url', required=True,
+                        help='postgresql:// URL of the server (its database name is ignored)')
+    parser.add_argument('--database', default='placement_soak',
+                        help='database dropped and created for the run (placement_soak)')
+    parser.add_argument('--minutes', type=float, default=10)
+    parser.add_argument('--rate', type=float, default=20, help='operations per second (20)')
+    parser.add_argument('--workers', type=int, default=4, help='gunicorn workers (4)')
+    parser.add_argument('--worker-threads', type=int, default=1,
+                        help='threads per worker, for the connection limit (1: sync workers)')
+    parser.add_argument('--providers', type=int, default=200, help='compute nodes (200)')
+    parser.add_argument('--live-claims', type=int, default=None,
+                        help='consumers kept before deletes start (default: --providers)')
+    parser.add_argument('--bucket-seconds', type=float, default=60)
+    parser.add_argument('--client-threads', type=int, default=32)
+    parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--out', default=None, help='output directory (test-artifacts/soak/<time>)')
+    parser.add_argument('--rss-slack-mib', type=float, default=10,
+                        help='last bucket max worker RSS may exceed the second\'s by '
+                             'max(this, --rss-slack-percent)')
+    parser.add_argument('--rss-slack-percent', type=float, default=10)
+    args = parser.parse_args(argv)
+    if args.live_claims is None:
+        args.live_claims = args.providers
+    if args.out is None:
+        args.out = os.path.join(ROOT, 'test-artifacts', 'soak', time.strftime('%Y%m%d-%H%M%S'))
+    return args
+
+
+# ---- the database and the service ----
+
+def database_url(server_url, name):
+    parts = urllib.parse.urlsplit(server_url)
+    return urllib.parse.urlunsplit(parts._replace(path='/' + name))
+
+
+def recreate_database(server_url, name):
+    conn = psycopg2.connect(server_url, dbname='postgres')
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+
+
+def open_connections(url, name):
+    """Connections to the database, not counting the one asking."""
+    conn = psycopg2.connect(url, connect_timeout=5)
+    try:
+        with conn.cursor() as cur:
+            cur.execute('SELECT count(*) FROM pg_stat_activity '
+                        'WHERE datname = %s AND pid <> pg_backend_pid()', [name])
+            return cur.fetchone()[0]
+    finally:
+        conn.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """scripts/run.sh as production starts it; run.sh execs gunicorn, so the
+    process started here is the master and the workers are its children."""
+
+    def __init__(self, *, db_url, workers, out):
+        self.port = free_port()
+        self.url = f'http://127.0.0.1:{self.port}'
+        self.log_path = os.path.join(out, 'server.log')
+        env = dict(os.environ, WORKERS=str(workers), PORT=str(self.port), HOST='127.0.0.1',
+                   DATABASE_URL=db_url, PLACEMENT_DATA_DIR=os.path.join(out, 'data'),
+                   PLACEMENT_AUTH_STRATEGY='noauth2')
+        env.pop('PROMETHEUS_MULTIPROC_DIR', None)
+        with open(self.log_path, 'wb') as log:
+            self.process = subprocess.Popen([os.path.join(ROOT, 'scripts', 'run.sh')], cwd=ROOT,
+                                            env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        self.pid = self.process.pid
+
+    def wait_ready(self, timeout=300):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f'the service exited ({self.process.returncode}); '
+                                   f'see {self.log_path}')
+            try:
+                conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=5)
+                conn.request('GET', '/')
+                if conn.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f'the service did not answer within {timeout} s')
+
+    def stop(self, timeout=90):
+        """SIGTERM to the master (gunicorn's graceful stop); seconds it took."""
+        if self.process.poll() is not None:
+            return 0.0
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.pid, signal.SIGKILL)
+            self.process.wait()
+        return time.monotonic() - started
+
+    def tracebacks(self):
+        with open(self.log_path, 'rb') as log:
+            return log.read().count(b'Traceback (most recent call last)')
+
+
+def rss_mib(pid):
+    try:
+        with open(f'/proc/{pid}/status') as status:
+            for line in status:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def children(pid):
+    try:
+        with open(f'/proc/{pid}/task/{pid}/children') as f:
+            return sorted(int(p) for p in f.read().split())
+    except OSError:
+        found = []
+        for entry in os.listdir('/proc'):
+            if entry.isdigit():
+                try:
+                    with open(f'/proc/{entry}/stat') as f:
+                        # pid (comm) state ppid ...: comm may hold spaces.
+                        if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
+                            found.append(int(entry))
+                except (OSError, IndexError, ValueError):
+                    continue
+        return sorted(found)
+
+
+# ---- HTTP ----
+
+def request(port, method, path, body=None):
+    """(status, parsed body or None, seconds). One connection per request:
+    gunicorn's sync workers close it after every answer anyway."""
+    headers = {'X-Auth-Token': 'admin', 'Accept': 'application/json',
+               'OpenStack-API-Version': f'placement {MICROVERSION}'}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers['Content-Type'] = 'application/json'
+    conn = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
+    try:
+        started = time.perf_counter()
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        elapsed = time.perf_counter() - started
+    finally:
+        conn.close()
+    parsed = None
+    if raw and response.getheader('Content-Type', '').startswith('application/json'):
+        parsed = json.loads(raw)
+    return response.status, parsed, elapsed
+
+
+# ---- seeding ----
+
+def seed(port, providers, threads=8):
+    """Pools and compute nodes through the REST API. Returns (node uuids,
+    pool aggregate uuids)."""
+    def ok(status, body, expected=200):
+        if status != expected:
+            raise RuntimeError(f'seeding: {status} {body}')
+        return body
+
+    def provider(name, inventories, traits, aggregate):
+        body = ok(*request(port, 'POST', '/resource_providers',
+                           {'name': name, 'uuid': str(uuid.uuid4())})[:2])
+        rp, gen = body['uuid'], body['generation']
+        gen = ok(*request(port, 'PUT', f'/resource_providers/{rp}/inventories', {
+            'resource_provider_generation': gen, 'inventories': inventories})[:2])[
+                'resource_provider_generation']
+        if traits:
+            gen = ok(*request(port, 'PUT', f'/resource_providers/{rp}/traits', {
+                'resource_provider_generation': gen, 'traits': traits})[:2])[
+                    'resource_provider_generation']
+        if aggregate:
+            ok(*request(port, 'PUT', f'/resource_providers/{rp}/aggregates', {
+                'resource_provider_generation': gen, 'aggregates': [aggregate]})[:2])
+        return rp
+
+    aggregates = [str(uuid.uuid4()) for _ in range(POOLS)]
+    for i, agg in enumerate(aggregates):
+        provider(f'soak-pool-{i}', POOL_INVENTORY,
+                 ['MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_SSD'], agg)
+
+    def node(i):
+        shared = i % SHARED_EVERY == 0
+        inventories = {rc: inv for rc, inv in NODE_INVENTORY.items()
+                       if not (shared and rc == 'DISK_GB')}
+        return provider(f'soak-cn{i:05d}', inventories, NODE_TRAITS[i % len(NODE_TRAITS)],
+                        aggregates[(i // SHARED_EVERY) % POOLS] if shared else None)
+
+    with cf.ThreadPoolExecutor(threads) as pool:
+        nodes = list(pool.map(node, range(providers)))
+    return nodes, aggregates
+
+
+# ---- recording ----
+
+def percentile(values, p):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    k = (len(ordered) - 1) * p / 100
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+class Recorder:
+    """Every request's kind, status and latency, by the bucket of its
+    scheduled time."""
+
+    def __init__(self, start, bucket_seconds, buckets):
+        self.start, self.bucket_seconds = start, bucket_seconds
+        self.lock = threading.Lock()
+        self.requests = [collections.defaultdict(list) for _ in range(buckets)]  # kind -> ms
+        self.statuses = [collections.Counter() for _ in range(buckets)]  # (kind, status)
+        self.lag = [0.0] * buckets
+        self.samples = [None] * buckets
+
+    def bucket(self, scheduled):
+        return min(int((scheduled - self.start) // self.bucket_seconds), len(self.lag) - 1)
+
+    def record(self, scheduled, kind, status, seconds):
+        b = self.bucket(scheduled)
+        with self.lock:
+            if seconds is not None:
+                self.requests[b][kind].append(seconds * 1000)
+            self.statuses[b][(kind, status)] += 1
+
+    def late(self, scheduled, seconds):
+        b = self.bucket(scheduled)
+        with self.lock:
+            self.lag[b] = max(self.lag[b], seconds)
+
+
+# ---- traffic ----
+
+class Traffic:
+    def __init__(self, port, recorder, nodes, aggregates, *, live_claims, seed):
+        self.port, self.recorder = port, recorder
+        self.nodes, self.aggregates = nodes, aggregates
+        self.live_claims = live_claims
+        self.random = random.Random(seed)
+        self.lock = threading.Lock()
+        self.live = collections.deque()            # (consumer uuid) oldest first
+        self.latest = {}                           # flavor -> latest allocation_requests
+        self.generations = {}                      # provider uuid -> last generation seen
+        self.reserved = {}                         # provider uuid -> MEMORY_MB reserved
+
+    def call(self, scheduled, kind, method, path, body=None):
+        try:
+            status, answer, seconds = request(self.port, method, path, body)
+        except (OSError, http.client.HTTPException) as exc:
+            self.recorder.record(scheduled, kind, f'failed: {type(exc).__name__}', None)
+            return None, None
+        self.recorder.record(scheduled, kind, status, seconds)
+        return status, answer
+
+    def choose(self):
+        with self.lock:
+            kind = self.random.choices(list(MIX), weights=list(MIX.values()))[0]
+            if kind == 'delete' and len(self.live) <= self.live_claims:
+                kind = 'claim'
+            return kind, random.Random(self.random.getrandbits(64))
+
+    def run(self, scheduled, kind, rng):
+        self.recorder.late(scheduled, time.monotonic() - scheduled)
+        try:
+            getattr(self, kind)(scheduled, rng)
+        except Exception as exc:  # noqa: BLE001 - a broken answer or a bug here: counted, never lost
+            self.recorder.record(scheduled, kind, f'client error: {exc!r}'[:200], None)
+
+    def candidates_(self, scheduled, name, query, flavor):
+        status, answer = self.call(scheduled, 'candidates', 'GET',
+                                   f'/allocation_candidates?{query}')
+        if status == 200 and flavor and answer['allocation_requests']:
+            with self.lock:
+                self.latest[flavor] = answer['allocation_requests']
+        return status
+
+    def shape_query(self, query, rng):
+        return query.format(agg=rng.choice(self.aggregates))
+
+    # Each operation is named after its kind.
+    def candidates(self, scheduled, rng):
+        name, query, flavor = rng.choice(SHAPES)
+        self.candidates_(scheduled, name, self.shape_query(query, rng), flavor)
+
+    def claim(self, scheduled, rng):
+        flavor = rng.choice(list(FLAVORS))
+        with self.lock:
+            known = self.latest.get(flavor)
+        if not known:
+            name, query, _ = next(s for s in SHAPES if s[2] == flavor)
+            self.candidates_(scheduled, name, query, flavor)
+            with self.lock:
+                known = self.latest.get(flavor)
+            if not known:
+                return
+        chosen = rng.choice(known)
+        consumer = str(uuid.uuid4())
+        status, _ = self.call(scheduled, 'claim', 'PUT', f'/allocations/{consumer}', {
+            'allocations': chosen['allocations'],
+            'project_id': rng.choice(PROJECTS), 'user_id': rng.choice(USERS),
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        if status == 204:
+            with self.lock:
+                self.live.append(consumer)
+
+    def delete(self, scheduled, rng):
+        with self.lock:
+            consumer = self.live.popleft() if self.live else None
+        if consumer:
+            self.call(scheduled, 'delete', 'DELETE', f'/allocations/{consumer}')
+
+    def inventory(self, scheduled, rng):
+        rp = rng.choice(self.nodes)
+        with self.lock:
+            generation = self.generations.get(rp)
+        for attempt in range(2):
+            if generation is None or attempt:
+                status, answer = self.call(scheduled, 'inventory_read', 'GET',
+                                           f'/resource_providers/{rp}/inventories')
+                if status != 200:
+                    return
+                generation = answer['resource_provider_generation']
+            with self.lock:
+                reserved = 0 if self.reserved.get(rp, 512) else 512
+            record = dict(NODE_INVENTORY['MEMORY_MB'], reserved=reserved,
+                          resource_provider_generation=generation)
+            status, answer = self.call(scheduled, 'inventory', 'PUT',
+                                       f'/resource_providers/{rp}/inventories/MEMORY_MB', record)
+            if status == 200:
+                with self.lock:
+                    self.generations[rp] = answer['resource_provider_generation']
+                    self.reserved[rp] = reserved
+                return
+            if status != 409:
+                return
+
+    def usages(self, scheduled, rng):
+        self.call(scheduled, 'usages', 'GET', f'/usages?project_id={rng.choice(PROJECTS)}')
+
+    def provider_usages(self, scheduled, rng):
+        rp = rng.choice(self.nodes)
+        status, answer = self.call(scheduled, 'provider_usages', 'GET',
+                                   f'/resource_providers/{rp}/usages')
+        if status == 200:
+            with self.lock:
+                self.generations[rp] = answer['resource_provider_generation']
+
+
+def sample(service, db_url, database):
+    workers = children(service.pid)
+    rss = {pid: rss_mib(pid) for pid in workers}
+    rss = {pid: value for pid, value in rss.items() if value is not None}
+    try:
+        connections = open_connections(db_url, database)
+    except psycopg2.Error as exc:
+        connections = None
+        print(f'soak: could not count connections: {exc}', file=sys.stderr)
+    return {'at': time.time(), 'master_rss_mib': rss_mib(service.pid),
+            'worker_rss_mib': {str(pid): round(v, 1) for pid, v in rss.items()},
+            'worker_rss_max_mib': max(rss.values()) if rss else None,
+            'worker_rss_total_mib': sum(rss.values()) if rss else None,
+            'worker_pids': sorted(rss), 'db_connections': connections}
+
+
+def drive(args, service, db_url, nodes, aggregates):
+    buckets = max(1, round(args.minutes * 60 / args.bucket_seconds))
+    duration = buckets * args.bucket_seconds
+    start = time.monotonic()
+    recorder = Recorder(start, args.bucket_seconds, buckets)
+    traffic = Traffic(service.port, recorder, nodes, aggregates,
+                      live_claims=args.live_claims, seed=args.seed)
+    first_pids = set(children(service.pid))
+
+    def sampler():
+        for b in range(buckets):
+            wake = start + (b + 1) * args.bucket_seconds
+            time.sleep(max(0.0, wake - time.monotonic()))
+            reading = recorder.samples[b] = sample(service, db_url, args.database)
+            new = sorted(set(reading['worker_pids']) - first_pids)
+            with recorder.lock:
+                done = sum(recorder.statuses[b].values())
+            print(f'soak: {label(b, args.bucket_seconds)}  {done} requests  worker RSS max '
+                  f'{fmt(reading["worker_rss_max_mib"])} MiB  connections '
+                  f'{reading["db_connections"]}  new workers {new or "none"}',
+                  file=sys.stderr, flush=True)
+
+    sampling = threading.Thread(target=sampler, daemon=True)
+    sampling.start()
+    interval = 1.0 / args.rate
+    with cf.ThreadPoolExecutor(args.client_threads) as pool:
+        i = 0
+        while True:
+            scheduled = start + i * interval
+            if scheduled >= start + duration:
+                break
+            time.sleep(max(0.0, scheduled - time.monotonic()))
+            kind, rng = traffic.choose()
+            pool.submit(traffic.run, scheduled, kind, rng)
+            i += 1
+    sampling.join()
+    return recorder, first_pids, len(traffic.live)
+
+
+# ---- report ----
+
+def label(b, bucket_seconds):
+    if bucket_seconds == 60:
+        return f'minute {b + 1}'
+    return f'{(b + 1) * bucket_seconds:g} s'
+
+
+def fmt(value, digits=1):
+    return '-' if value is None else f'{value:.{digits}f}'
+
+
+def summarise(recorder, first_pids, args):
+    rows = []
+    seen_pids = set(first_pids)
+    for b in range(len(recorder.lag)):
+        all_ms = [ms for values in recorder.requests[b].values() for ms in values]
+        statuses = recorder.statuses[b]
+        server_errors = sum(n for (k, s), n in statuses.items()
+                            if isinstance(s, int) and s >= 500)
+        unexpected = sum(n for (k, s), n in statuses.items()
+                         if not (isinstance(s, int) and s >= 500) and s not in EXPECTED[k])
+        conflicts = sum(n for (k, s), n in statuses.items() if s == 409)
+        reading = recorder.samples[b] or {}
+        pids = set(reading.get('worker_pids', []))
+        respawned = sorted(pids - seen_pids)
+        seen_pids |= pids
+        rows.append({
+            'bucket': b + 1, 'label': label(b, args.bucket_seconds),
+            'requests': sum(statuses.values()),
+            'p50_ms': percentile(all_ms, 50), 'p95_ms': percentile(all_ms, 95),
+            'conflicts_409': conflicts, 'errors_5xx': server_errors,
+            'errors_unexpected': unexpected, 'client_lag_max_s': round(recorder.lag[b], 3),
+            'by_kind': {kind: {'n': len(ms), 'p50_ms': percentile(ms, 50),
+                               'p95_ms': percentile(ms, 95)}
+                        for kind, ms in sorted(recorder.requests[b].items())},
+            'statuses': {f'{k} {s}': n for (k, s), n in sorted(statuses.items(), key=str)},
+            'new_worker_pids': respawned, **reading,
+        })
+    return rows
+
+
+def verdict(rows, args, tracebacks):
+    """(passed, reasons) from the rows: no 5xx or unexpected answer, no
+    respawned worker, flat worker RSS and connections."""
+    failures, notes = [], []
+    errors = sum(r['errors_5xx'] for r in rows)
+    unexpected = sum(r['errors_unexpected'] for r in rows)
+    (failures if errors else notes).append(f'5xx answers: {errors}')
+    (failures if unexpected else notes).append(f'unexpected answers: {unexpected}')
+    (failures if tracebacks else notes).append(f'tracebacks in the server log: {tracebacks}')
+    respawned = sum(len(r['new_worker_pids']) for r in rows)
+    (failures if respawned else notes).append(f'workers respawned: {respawned}')
+    if len(rows) >= 2 and rows[1].get('worker_rss_max_mib') and rows[-1].get('worker_rss_max_mib'):
+        base, last = rows[1]['worker_rss_max_mib'], rows[-1]['worker_rss_max_mib']
+        allowed = max(args.rss_slack_mib, base * args.rss_slack_percent / 100)
+        line = (f'max worker RSS {last:.1f} MiB in the last bucket, {base:.1f} MiB in the second '
+                f'(growth {last - base:+.1f} MiB, allowed {allowed:.1f})')
+        (failures if last - base > allowed else notes).append(line)
+    limit = args.workers * args.worker_threads
+    counts = [r.get('db_connections') for r in rows]
+    if None in counts:
+        failures.append('database connections could not be counted in every bucket')
+    elif counts:
+        line = (f'database connections {min(counts)}..{max(counts)} '
+                f'(limit workers x threads = {limit})')
+        (failures if max(counts) > limit else notes).append(line)
+    return not failures, failures, notes
+
+
+def markdown(rows, args, meta, passed, failures, notes):
+    lines = [
+        (f'Soak run: {args.minutes:g} min at {args.rate:g} operations/s, {args.workers} workers, '
+         f'{args.providers} compute nodes, PostgreSQL {meta["postgresql"]}; '
+         f'{meta["machine"]}.'), '',
+        (f'| {"minute" if args.bucket_seconds == 60 else "until"} | requests | p50 ms | p95 ms '
+         '| 409 | 5xx | other errors | worker RSS max MiB | worker RSS total MiB '
+         '| master RSS MiB | DB connections | new workers |'),
+        '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ]
+    for r in rows:
+        bucket = r['bucket'] if args.bucket_seconds == 60 else f'{r["bucket"] * args.bucket_seconds:g} s'
+        lines.append(
+            f'| {bucket} | {r["requests"]} | {fmt(r["p50_ms"])} | {fmt(r["p95_ms"])} '
+            f'| {r["conflicts_409"]} | {r["errors_5xx"]} | {r["errors_unexpected"]} '
+            f'| {fmt(r.get("worker_rss_max_mib"))} | {fmt(r.get("worker_rss_total_mib"))} '
+            f'| {fmt(r.get("master_rss_mib"))} | {fmt(r.get("db_connections"), 0)} '
+            f'| {", ".join(map(str, r["new_worker_pids"])) or "-"} |')
+    lines += ['', f'Verdict: {"PASS" if passed else "FAIL"}']
+    lines += [f'- FAIL: {line}' for line in failures]
+    lines += [f'- {line}' for line in notes]
+    return '\n'.join(lines) + '\n'
+
+
+def postgres_version(url):
+    conn = psycopg2.connect(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute('SHOW server_version')
+            return cur.fetchone()[0].split()[0]
+    finally:
+        conn.close()
+
+
+def machine():
+    cpus = os.cpu_count()
+    model = ''
+    try:
+        with open('/proc/cpuinfo') as f:
+            model = next((line.split(':', 1)[1].strip() for line in f
+                          if line.startswith('model name')), '')
+    except OSError:
+        pass
+    with open('/proc/meminfo') as f:
+        mem_gib = int(f.readline().split()[1]) / 1024 / 1024
+    return f'{cpus} CPUs ({model or platform.machine()}), {mem_gib:.0f} GiB RAM'
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    db_url = database_url(args.server_url, args.database)
+    recreate_database(args.server_url, args.database)
+    service = Service(db_url=db_url, workers=args.workers, out=args.out)
+    stop_seconds = None
+    try:
+        service.wait_ready()
+        seeded = time.monotonic()
+        nodes, aggregates = seed(service.port, args.providers)
+        print(f'soak: seeded {len(nodes)} compute nodes and {POOLS} pools in '
+              f'{time.monotonic() - seeded:.1f} s; traffic for {args.minutes:g} min',
+              file=sys.stderr, flush=True)
+        recorder, first_pids, live = drive(args, service, db_url, nodes, aggregates)
+    finally:
+        stop_seconds = service.stop()
+    tracebacks = service.tracebacks()
+    rows = summarise(recorder, first_pids, args)
+    passed, failures, notes = verdict(rows, args, tracebacks)
+    notes.append(f'SIGTERM stopped the service in {stop_seconds:.1f} s '
+                 f'(exit status {service.process.returncode})')
+    meta = {'postgresql': postgres_version(db_url), 'machine': machine(),
+            'python': platform.python_version()}
+    report = markdown(rows, args, meta, passed, failures, notes)
+    sys.stdout.write(report)
+    with open(os.path.join(args.out, 'soak.md'), 'w') as f:
+        f.write(report)
+    with open(os.path.join(args.out, 'soak.json'), 'w') as f:
+        json.dump({'arguments': {k: v for k, v in vars(args).items() if k != 'server_url'},
+                   'database': args.database, **meta, 'passed': passed, 'failures': failures,
+                   'notes': notes, 'live_claims_at_end': live, 'first_worker_pids':
+                   sorted(first_pids), 'server_log_tracebacks': tracebacks, 'rows': rows},
+                  f, indent=1)
+    return 0 if passed else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
