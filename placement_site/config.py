@@ -52,7 +52,7 @@ def env_list(name, default=''):
     return [item.strip() for item in raw.split(',') if item.strip()]
 
 
-def database_from_url(url, *, data_dir):
+def database_from_url(url, *, data_dir, connect_timeout=None):
     """Translate a DATABASE_URL into a Django DATABASES entry.
 
     sqlite:////abs/path.sqlite3, sqlite:///relative/path (relative to the data
@@ -83,13 +83,17 @@ def database_from_url(url, *, data_dir):
             },
         }
     if scheme in POSTGRESQL_SCHEMES:
-        return _server('django.db.backends.postgresql', parts, dict(parse_qsl(parts.query)))
+        return _server('django.db.backends.postgresql', parts, dict(parse_qsl(parts.query)),
+                       connect_timeout=connect_timeout, several_hosts=True)
     if scheme in MYSQL_SCHEMES:
-        return _mysql(parts)
+        return _mysql(parts, connect_timeout)
     raise ValueError(f'DATABASE_URL scheme {parts.scheme!r} is not supported '
                      '(use sqlite://, postgresql:// or mysql://)')
 
 
+# Seconds to wait for a server to accept a connection (per host of a
+# multi-host URL), unless the URL says connect_timeout itself.
+CONNECT_TIMEOUT = 5
 POSTGRESQL_SCHEMES = {'postgres', 'postgresql', 'pgsql', 'postgresql+psycopg2'}
 # Placement's connection strings are SQLAlchemy URLs naming a driver; we use
 # mysqlclient (MySQLdb) whichever they name.
@@ -105,7 +109,7 @@ MYSQL_SQL_MODE = ('STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO
 _SQLALCHEMY_ONLY = {'charset', 'plugin'}
 
 
-def _mysql(parts):
+def _mysql(parts, connect_timeout):
     options = {}
     for key, value in parse_qsl(parts.query):
         if key not in _SQLALCHEMY_ONLY:
@@ -119,19 +123,23 @@ def _mysql(parts):
     })
     # Our tables get a binary collation from a migration (names are
     # case-sensitive, as on PostgreSQL); the test database starts with one.
-    return _server('django.db.backends.mysql', parts, options,
+    return _server('django.db.backends.mysql', parts, options, connect_timeout=connect_timeout,
                    TEST={'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'})
 
 
-def _server(engine, parts, options, **extra):
+def _server(engine, parts, options, *, connect_timeout=None, several_hosts=False, **extra):
     """The DATABASES entry of a database server's URL."""
+    host, port = _hosts(parts, several_hosts)
+    # A server that does not answer (a failed-over host) is given up on
+    # rather than waited for until a worker times out.
+    options.setdefault('connect_timeout', connect_timeout or CONNECT_TIMEOUT)
     return {
         'ENGINE': engine,
         'NAME': unquote(parts.path.lstrip('/')),
         'USER': unquote(parts.username or ''),
         'PASSWORD': unquote(parts.password or ''),
-        'HOST': parts.hostname or '',
-        'PORT': str(parts.port or ''),
+        'HOST': host,
+        'PORT': port,
         'OPTIONS': options,
         # Keep connections between requests: connecting costs more than
         # most Placement queries.
@@ -141,6 +149,32 @@ def _server(engine, parts, options, **extra):
     }
 
 
+def _hosts(parts, several_hosts):
+    """HOST and PORT of a URL naming one server, or several as libpq takes
+    them (postgresql://u:p@db1:5432,db2:5432/placement?target_session_attrs=
+    read-write: the first that accepts writes is used, found again on each
+    new connection). Several hosts become libpq's comma-separated lists."""
+    netloc = parts.netloc.rpartition('@')[2]
+    if ',' not in netloc:
+        return parts.hostname or '', str(parts.port or '')
+    if not several_hosts:
+        raise ValueError('DATABASE_URL: several hosts are understood for PostgreSQL only')
+    hosts, ports = [], []
+    for item in netloc.split(','):
+        if item.startswith('['):  # [IPv6]:port
+            host, _, rest = item[1:].partition(']')
+            port = rest.lstrip(':')
+        else:
+            host, _, port = item.partition(':')
+        if not host or (port and not port.isdigit()):
+            raise ValueError(f'DATABASE_URL: cannot read the server {item!r}')
+        hosts.append(unquote(host))
+        ports.append(port)
+    if not any(ports):
+        return ','.join(hosts), ''
+    return ','.join(hosts), ','.join(port or '5432' for port in ports)
+
+
 def replica_databases(urls, *, data_dir, connect_timeout=2):
     """DATABASES entries replica0, replica1, ... for read replica URLs
     (PostgreSQL only). A replica that does not answer is given up on after
@@ -148,10 +182,9 @@ def replica_databases(urls, *, data_dir, connect_timeout=2):
     primary's test database under each alias."""
     databases = {}
     for index, url in enumerate(urls):
-        database = database_from_url(url, data_dir=data_dir)
+        database = database_from_url(url, data_dir=data_dir, connect_timeout=connect_timeout)
         if database['ENGINE'] != 'django.db.backends.postgresql':
             raise ValueError(f'PLACEMENT_READ_DATABASE_URLS: {url!r} is not a PostgreSQL URL')
-        database['OPTIONS'].setdefault('connect_timeout', connect_timeout)
         database['TEST'] = {'MIRROR': 'default'}
         databases[f'replica{index}'] = database
     return databases

@@ -34,8 +34,38 @@ def test_postgresql_url():
         'postgresql://bench:s%40cret@db.example:6543/placement?sslmode=require', data_dir='/x')
     assert db == {'ENGINE': 'django.db.backends.postgresql', 'NAME': 'placement',
                   'USER': 'bench', 'PASSWORD': 's@cret', 'HOST': 'db.example', 'PORT': '6543',
-                  'OPTIONS': {'sslmode': 'require'}, 'CONN_MAX_AGE': 600,
+                  'OPTIONS': {'sslmode': 'require', 'connect_timeout': 5}, 'CONN_MAX_AGE': 600,
                   'CONN_HEALTH_CHECKS': True}
+
+
+def test_a_url_may_set_its_own_connect_timeout():
+    db = config.database_from_url('postgresql://u:p@db/placement?connect_timeout=12',
+                                  data_dir='/x')
+    assert db['OPTIONS'] == {'connect_timeout': '12'}
+
+
+def test_several_postgresql_hosts_become_libpq_lists():
+    """A failover pair: libpq tries each host in turn and, with
+    target_session_attrs=read-write, keeps the one that accepts writes."""
+    db = config.database_from_url(
+        'postgresql://u:p@db1:5433,db2,[fd00::7]:5434/placement?target_session_attrs=read-write',
+        data_dir='/x')
+    assert (db['HOST'], db['PORT']) == ('db1,db2,fd00::7', '5433,5432,5434')
+    assert db['OPTIONS'] == {'target_session_attrs': 'read-write', 'connect_timeout': 5}
+    db = config.database_from_url('postgresql://u:p@db1,db2/placement', data_dir='/x')
+    assert (db['HOST'], db['PORT']) == ('db1,db2', '')
+
+
+@pytest.mark.parametrize('url, message', [
+    ('postgresql://u:p@db1:x,db2/placement', "DATABASE_URL: cannot read the server 'db1:x'"),
+    ('postgresql://u:p@db1,,db2/placement', "DATABASE_URL: cannot read the server ''"),
+    ('mysql://u:p@db1,db2/placement', 'DATABASE_URL: several hosts are understood for '
+                                      'PostgreSQL only'),
+])
+def test_unreadable_host_lists_are_refused(url, message):
+    with pytest.raises(ValueError) as refused:
+        config.database_from_url(url, data_dir='/x')
+    assert str(refused.value) == message
 
 
 MYSQL_OPTIONS = {
@@ -48,7 +78,8 @@ MYSQL_OPTIONS = {
 def mysql_database(name, user, password, host, port, **options):
     return {'ENGINE': 'django.db.backends.mysql', 'NAME': name, 'USER': user,
             'PASSWORD': password, 'HOST': host, 'PORT': port,
-            'OPTIONS': {**options, **MYSQL_OPTIONS}, 'CONN_MAX_AGE': 600,
+            'OPTIONS': {**options, **MYSQL_OPTIONS, 'connect_timeout': options.get('connect_timeout', 5)},
+            'CONN_MAX_AGE': 600,
             'CONN_HEALTH_CHECKS': True,
             'TEST': {'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'}}
 
@@ -79,7 +110,7 @@ def test_mysql_url_options_cannot_loosen_strict_mode():
     db = config.database_from_url(
         "mysql://u:p@h/n?init_command=SET+sql_mode%3D''&isolation_level=read+uncommitted",
         data_dir='/x')
-    assert db['OPTIONS'] == MYSQL_OPTIONS
+    assert db['OPTIONS'] == {**MYSQL_OPTIONS, 'connect_timeout': 5}
 
 
 @pytest.mark.parametrize('url, message', [
