@@ -24,7 +24,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.versioning import BaseVersioning
 from rest_framework.views import set_rollback
 
-from placement_site import errors, exceptions, microversion, policy
+from placement_site import errors, exceptions, microversion, outages, policy
 from placement_site.middleware import render_error
 from placement_site.queries import is_retryable
 from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
@@ -62,6 +62,8 @@ def exception_handler(exc, context):
             headers={'allow': ', '.join(allowed)} if allowed else None)
     elif isinstance(exc, (drf_exceptions.NotFound,)):
         error = errors.not_found()
+    elif outages.is_unavailable(exc):
+        return None  # the database is away: DatabaseOutageMiddleware answers 503
     elif isinstance(exc, OperationalError) and is_retryable(exc):
         # A deadlock or lock wait timeout no service retried (MySQL takes
         # locks PostgreSQL does not): a conflict to retry, as a stale

@@ -63,6 +63,8 @@ _STATUSES = {
     500: ('Internal Server Error',
           'The server has either erred or is incapable of performing the '
           'requested operation.', _STANDARD),
+    503: ('Service Unavailable',
+          'The server is currently unavailable. Please try again at a later time.', _STANDARD),
 }
 
 _BR = re.compile(r'<br.*?>', re.I | re.S)

@@ -15,7 +15,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig, Suspicious
 from django.http import HttpResponse
 from oslo_context import context as oslo_context
 
-from placement_site import actor, errors, microversion
+from placement_site import actor, errors, microversion, outages
 
 LOG = logging.getLogger('placement.requests')
 
@@ -285,6 +285,35 @@ class MicroversionMiddleware:
                 f'Invalid input: NUL characters are not allowed ({exception})'))
         LOG.exception('Placement API unexpected error: %s', exception)
         return render_error(request, errors.PlacementError(500, str(exception)))
+
+
+class DatabaseOutageMiddleware:
+    """A database that is restarting or failing over answers 503 with
+    Retry-After (Placement's error format on API paths), logged as one
+    WARNING line, not as a 500 with a traceback. Innermost, so it sees a
+    view's exception before the fault wrapper does."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not outages.is_unavailable(exception):
+            return None
+        outages.forget_connections()
+        request_id = getattr(request, 'placement_request_id', None)
+        outages.note(request_id, request.path, exception)
+        headers = {'Retry-After': str(outages.RETRY_AFTER_SECONDS)}
+        if is_api_path(request.path_info):
+            response = render_error(request, errors.PlacementError(
+                503, outages.DETAIL, headers=headers))
+        else:
+            response = HttpResponse(f'<h1>Service Unavailable</h1>\n<p>{outages.DETAIL}</p>\n',
+                                    status=503, headers=headers)
+        response._has_been_logged = True  # the WARNING above is the log line
+        return response
 
 
 def render_error(request, error):

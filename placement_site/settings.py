@@ -56,6 +56,8 @@ MIDDLEWARE = [
     'django.contrib.messages.middleware.MessageMiddleware',
     'django.middleware.clickjacking.XFrameOptionsMiddleware',
     'placement_site.middleware.StaffActorMiddleware',
+    # Innermost: a view's database outage becomes a 503, on every path.
+    'placement_site.middleware.DatabaseOutageMiddleware',
 ]
 
 ROOT_URLCONF = 'placement_site.urls'
