@@ -7,10 +7,24 @@ names a directory the workers write their counts to, empty when the server
 starts (run.sh empties it). A worker that exits leaves its counters there,
 so they keep counting; this hook only retires its live gauges, as
 prometheus-client asks. Without the variable the hooks do nothing.
+
+Shutdown: on SIGTERM the master closes its listening socket and every
+worker finishes the requests it holds, for up to graceful_timeout seconds,
+before it is killed (docs/operations.md). A request cut short by a killed
+worker was one database transaction that never committed: nothing of it is
+written. Both settings can be changed with GUNICORN_CMD_ARGS
+(e.g. "--graceful-timeout 60").
 """
 import os
 
 from prometheus_client import multiprocess
+
+# Far longer than any request takes (the slowest candidate searches take
+# seconds), so a request being drained is never cut off.
+graceful_timeout = 30
+# A worker silent this long is killed and replaced: a request stuck longer
+# than any answer takes.
+timeout = 60
 
 
 def child_exit(server, worker):
