@@ -1,11 +1,14 @@
 """A throw-away PostgreSQL primary with a streaming replica, and Placement
-servers (gunicorn) in front of them, for the read replica tests.
+servers (gunicorn) in front of them, for the read replica and resilience
+tests.
 
 The primary is initdb'd with wal_level=replica and trust authentication
 (replication included); the replica is a pg_basebackup -R of it, started
-hot_standby on the next port. Both run from Debian's PostgreSQL (as the
+hot_standby on the next port (synchronous when asked: a commit returns once
+the replica has flushed it). Both run from Debian's PostgreSQL (as the
 postgres user when we are root, as scripts/pg-test-server.sh does), from a
-directory under /tmp that stop() removes."""
+directory under /tmp that stop() removes. The resilience tests also crash
+and restart the primary and promote the replica."""
 import os
 import shutil
 import subprocess
@@ -31,15 +34,18 @@ def postgres_bin():
 
 
 class Cluster:
-    """A primary on `port` and its replica on `port + 1`."""
+    """A primary on `port` and its replica on `port + 1` (none when
+    replica=False)."""
 
-    def __init__(self, port=25460, base=None):
+    def __init__(self, port=25460, base=None, *, replica=True, synchronous=False):
         self.bin = postgres_bin()
         self.primary_port = port
         self.replica_port = port + 1
         self.base = Path(base or f'/tmp/placement-replica-test-{port}')
         self.primary_dir = self.base / 'primary'
         self.replica_dir = self.base / 'replica'
+        self.replica, self.synchronous = replica, synchronous
+        self._started = {}  # data directory -> (port, options) of its server
 
     def url(self, port):
         return f'postgresql://placement:placement@127.0.0.1:{port}/placement'
@@ -75,11 +81,23 @@ class Cluster:
         self.sql(self.primary_port, "CREATE ROLE placement LOGIN SUPERUSER PASSWORD 'placement'",
                  dbname='postgres')
         self.sql(self.primary_port, 'CREATE DATABASE placement OWNER placement', dbname='postgres')
+        if not self.replica:
+            return
         self._run(self.bin / 'pg_basebackup', '-h', '127.0.0.1', '-p', self.primary_port,
                   '-U', 'postgres', '-D', self.replica_dir, '-R', '-X', 'stream', '-c', 'fast')
         self.start_replica()
+        if self.synchronous:
+            # Only now: with no standby connected a synchronous commit waits.
+            self.sql(self.primary_port, "ALTER SYSTEM SET synchronous_standby_names = '*'",
+                     dbname='postgres')
+            self.sql(self.primary_port, 'SELECT pg_reload_conf()', dbname='postgres')
+            wait_for(lambda: self.sql(
+                self.primary_port, "SELECT count(*) FROM pg_stat_replication "
+                "WHERE sync_state = 'sync'", dbname='postgres')[0][0] == 1,
+                'the replica to become synchronous')
 
     def start_server(self, data, port, options=''):
+        self._started[data] = (port, options)
         self._pg_ctl(data, '-l', data.parent / f'{data.name}.log', '-w', '-o',
                      f'-p {port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off '
                      f'-c full_page_writes=off -c max_connections=100 {options}', 'start')
@@ -89,6 +107,25 @@ class Cluster:
 
     def stop_replica(self):
         self._pg_ctl(self.replica_dir, '-m', 'fast', '-w', 'stop')
+
+    def stop_primary(self, mode='immediate'):
+        """Immediate: a crash, every session cut and recovery at the next start."""
+        self._pg_ctl(self.primary_dir, '-m', mode, '-w', 'stop')
+
+    def start_primary(self):
+        """Start the stopped primary again, as it was started first."""
+        self.start_server(self.primary_dir, *self._started[self.primary_dir])
+
+    def promote_replica(self):
+        """The replica becomes a primary, accepting writes on its own port."""
+        self._pg_ctl(self.replica_dir, '-w', 'promote')
+
+    def accepts_connections(self, port):
+        try:
+            self.sql(port, 'SELECT 1', dbname='postgres')
+        except psycopg2.Error:
+            return False
+        return True
 
     def stop(self):
         """Stop both servers and remove their files."""
@@ -151,10 +188,11 @@ def wait_for(condition, what, timeout=30, interval=0.1):
 
 
 class Server:
-    """`manage.py migrate`-ed Placement under gunicorn, as
-    ../shared/compat/servers/project.sh runs it, on a free port."""
+    """`manage.py migrate`-ed Placement under gunicorn, as scripts/run.sh
+    runs it (its config file; sync workers when threads is None), on a free
+    port."""
 
-    def __init__(self, base, *, database_url, read_urls, max_lag, workers=2, threads=4):
+    def __init__(self, base, *, database_url, read_urls=(), max_lag=5, workers=2, threads=4):
         self.port = free_port()
         self.url = f'http://127.0.0.1:{self.port}'
         self.data = Path(base) / f'server-{self.port}'
@@ -180,8 +218,10 @@ class Server:
         with open(self.data / 'gunicorn.log', 'ab') as log:
             self.process = subprocess.Popen(
                 [sys.executable, '-m', 'gunicorn', 'placement_site.wsgi:application',
+                 '-c', 'python:placement_site.gunicorn_conf',
                  '-b', f'127.0.0.1:{self.port}', '--workers', str(self.workers),
-                 '--threads', str(self.threads), '--log-level', 'warning'],
+                 *(['--threads', str(self.threads)] if self.threads else []),
+                 '--log-level', 'warning'],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         wait_for(lambda: requests.get(self.url + '/', timeout=5).status_code == 200,
@@ -195,6 +235,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def worker_pids(self):
+        """The gunicorn master's live worker processes."""
+        children = Path(f'/proc/{self.process.pid}/task/{self.process.pid}/children')
+        return sorted(int(pid) for pid in children.read_text().split())
 
     def log(self):
         return (self.data / 'gunicorn.log').read_text(errors='replace')
