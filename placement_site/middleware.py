@@ -289,9 +289,10 @@ class MicroversionMiddleware:
 
 class DatabaseOutageMiddleware:
     """A database that is restarting or failing over answers 503 with
-    Retry-After (Placement's error format on API paths), logged as one
-    WARNING line, not as a 500 with a traceback. Innermost, so it sees a
-    view's exception before the fault wrapper does."""
+    Retry-After instead of a 500 with a traceback. Innermost, so it sees a
+    view's exception before the fault wrapper does; what fails in Django's
+    own middleware (a session read) reaches placement_site.views.server_error,
+    which answers the same way."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -302,18 +303,24 @@ class DatabaseOutageMiddleware:
     def process_exception(self, request, exception):
         if not outages.is_unavailable(exception):
             return None
-        outages.forget_connections()
-        request_id = getattr(request, 'placement_request_id', None)
-        outages.note(request_id, request.path, exception)
-        headers = {'Retry-After': str(outages.RETRY_AFTER_SECONDS)}
-        if is_api_path(request.path_info):
-            response = render_error(request, errors.PlacementError(
-                503, outages.DETAIL, headers=headers))
-        else:
-            response = HttpResponse(f'<h1>Service Unavailable</h1>\n<p>{outages.DETAIL}</p>\n',
-                                    status=503, headers=headers)
-        response._has_been_logged = True  # the WARNING above is the log line
-        return response
+        return database_unavailable(request, exception)
+
+
+def database_unavailable(request, exception):
+    """The 503 for a request that met an unavailable database (Placement's
+    error format on API paths, a line of HTML elsewhere), logged as one
+    WARNING line; this thread's connections are closed."""
+    outages.forget_connections()
+    outages.note(getattr(request, 'placement_request_id', None), request.path, exception)
+    headers = {'Retry-After': str(outages.RETRY_AFTER_SECONDS)}
+    if is_api_path(request.path_info):
+        response = render_error(request, errors.PlacementError(503, outages.DETAIL,
+                                                               headers=headers))
+    else:
+        response = HttpResponse(f'<h1>Service Unavailable</h1>\n<p>{outages.DETAIL}</p>\n',
+                                status=503, headers=headers)
+    response._has_been_logged = True  # the WARNING is its log line, not Django's ERROR
+    return response
 
 
 def render_error(request, error):

@@ -92,3 +92,6 @@ urlpatterns = [
     path('metrics', provider_metrics.scrape, name='metrics'),  # Prometheus, not Placement's
     re_path(r'^.*$', site_views.not_found),
 ]
+
+# A database that is away answers 503, even when Django's own middleware met it.
+handler500 = site_views.server_error

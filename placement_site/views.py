@@ -1,10 +1,14 @@
-"""The version document at the root, and Placement's 404 for unknown paths."""
+"""The version document at the root, Placement's 404 for unknown paths, and
+the server-error page."""
+import sys
+
 from django.http import Http404
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from placement_site import errors, microversion
+from placement_site import errors, microversion, outages
 from placement_site.api import PlacementViewSet
-from placement_site.middleware import is_api_path, render_error
+from placement_site.middleware import database_unavailable, is_api_path, render_error
 
 
 class RootViewSet(PlacementViewSet):
@@ -28,3 +32,12 @@ def not_found(request, *args, **kwargs):
     if is_api_path(request.path_info):
         return render_error(request, errors.not_found(vary=False))
     raise Http404(request.path_info)
+
+
+def server_error(request):
+    """handler500: an exception no view handled, such as a session read in
+    Django's middleware when the database is away (a 503 then)."""
+    exception = sys.exc_info()[1]
+    if outages.is_unavailable(exception):
+        return database_unavailable(request, exception)
+    return defaults.server_error(request)

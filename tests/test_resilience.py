@@ -30,6 +30,7 @@ from tests.ports import free_port
 from tests.replica_cluster import Cluster, Server, postgres_bin, wait_for
 
 PORT = int(os.environ.get('PLACEMENT_RESILIENCE_TEST_PORT', '25470'))
+PASSWORD = 'resilience-admin-password'
 UNAVAILABLE_DETAIL = ('The server is currently unavailable. Please try again at a later '
                       'time.\n\n The database is unavailable; please retry your request.  ')
 
@@ -129,6 +130,8 @@ class TestOutages:
             cluster.start()
             server = Server(tmp_path, database_url=cluster.primary_url, threads=None)
             server.manage('migrate', '--noinput')
+            server.manage('shell', '-c', 'from django.contrib.auth.models import User; '
+                          f"User.objects.create_superuser('admin', '', {PASSWORD!r})")
             server.start()
             yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server))
         finally:
@@ -138,12 +141,18 @@ class TestOutages:
 
     def test_a_crashed_and_restarted_database_costs_only_503s(self, single):
         cluster, server = single.cluster, single.server
+        dashboards = server.login('admin', PASSWORD)
         load = ClaimsLoad(server, single.cloud, clients=8).start()
         try:
             wait_for_claims(load, 40)
             cluster.stop_primary('immediate')
             down = time.monotonic()
-            time.sleep(2)
+            time.sleep(1)
+            # The dashboards say so too, in plain HTML.
+            page = dashboards.get(server.url + '/ui/', timeout=30)
+            assert (page.status_code, page.headers.get('Retry-After')) == (503, '1'), page.text
+            assert 'The database is unavailable' in page.text
+            time.sleep(1)
             # From now on, when does the database accept connections again?
             accepting = {}
 
@@ -171,6 +180,7 @@ class TestOutages:
         first = min(a.done for a in answers if a.status == 204 and a.done >= up)
         assert first - up < 2.0, f'first success {first - up:.2f} s after the database came back'
         assert_books_balance(read_books(cluster.primary_port), load)
+        assert dashboards.get(server.url + '/ui/', timeout=30).status_code == 200
         log = assert_quiet_log(server)
         assert re.search(r'WARNING placement\.database Database unavailable, answered 503 to '
                          r'req-[0-9a-f-]{36} \(/allocations/', log), log[-3000:]
