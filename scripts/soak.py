@@ -3,7 +3,7 @@
 a steady rate against the service as production runs it, with per-minute
 latency, errors, worker memory and database connections.
 
-    scripts/soak.sh [--minutes 10] [--rate 20] [--workers 4] [--providers 200] [--out DIR]
+    scripts/soak.sh [--minutes 10] [--rate 25] [--workers 4] [--providers 200] [--out DIR]
 
 scripts/soak.sh finds or starts the PostgreSQL server and runs this. It
 - drops and creates the database --database on the server of --server-url;
@@ -20,7 +20,9 @@ scripts/soak.sh finds or starts the PostgreSQL server and runs this. It
   at the last generation seen (on 409 the inventory is read again and the
   write retried once), project usages and provider usages;
 - at the end of each bucket (--bucket-seconds, 60) reads the master's and
-  its workers' VmRSS and the database's open connections;
+  its workers' VmRSS (and its parts) and CPU time, and the database's
+  client connections with the process holding each (autovacuum workers,
+  which pg_stat_activity also lists under the database, are not counted);
 - stops the service with SIGTERM, writes <out>/soak.md (also on stdout) and
   <out>/soak.json, and exits 1 when the verdict fails.
 
@@ -100,7 +102,7 @@ def parse_args(argv):
     parser.add_argument('--database', default='placement_soak',
                         help='database dropped and created for the run (placement_soak)')
     parser.add_argument('--minutes', type=float, default=10)
-    parser.add_argument('--rate', type=float, default=20, help='operations per second (20)')
+    parser.add_argument('--rate', type=float, default=25, help='operations per second (25)')
     parser.add_argument('--workers', type=int, default=4, help='gunicorn workers (4)')
     parser.add_argument('--worker-threads', type=int, default=1,
                         help='threads per worker, for the connection limit (1: sync workers)')
@@ -140,15 +142,48 @@ def recreate_database(server_url, name):
 
 
 def open_connections(url, name):
-    """Connections to the database, not counting the one asking."""
+    """Clients' connections to the database, not counting the one asking,
+    as [{backend pid, client port, state, backend_start}], and the other
+    backends on it by type: autovacuum workers show in pg_stat_activity with
+    the database's name too, but they are not connections anyone opened."""
     conn = psycopg2.connect(url, connect_timeout=5)
     try:
         with conn.cursor() as cur:
-            cur.execute('SELECT count(*) FROM pg_stat_activity '
-                        'WHERE datname = %s AND pid <> pg_backend_pid()', [name])
-            return cur.fetchone()[0]
+            cur.execute("SELECT pid, client_port, state, backend_start::text FROM pg_stat_activity "
+                        "WHERE datname = %s AND backend_type = 'client backend' "
+                        "AND pid <> pg_backend_pid() ORDER BY backend_start", [name])
+            clients = [dict(zip(('backend_pid', 'client_port', 'state', 'since'), row))
+                       for row in cur.fetchall()]
+            cur.execute("SELECT backend_type, count(*) FROM pg_stat_activity WHERE datname = %s "
+                        "AND backend_type <> 'client backend' GROUP BY 1", [name])
+            return clients, dict(cur.fetchall())
     finally:
         conn.close()
+
+
+def socket_owners(pids):
+    """{local TCP port: pid} for the TCP sockets the processes `pids` hold."""
+    inode_pid = {}
+    for pid in pids:
+        try:
+            for fd in os.listdir(f'/proc/{pid}/fd'):
+                target = os.readlink(f'/proc/{pid}/fd/{fd}')
+                if target.startswith('socket:['):
+                    inode_pid[target[8:-1]] = pid
+        except OSError:
+            continue
+    owners = {}
+    for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[9] in inode_pid:
+                        owners[int(fields[1].rsplit(':', 1)[1], 16)] = inode_pid[fields[9]]
+        except OSError:
+            continue
+    return owners
 
 
 def free_port():
@@ -209,15 +244,35 @@ class Service:
             return log.read().count(b'Traceback (most recent call last)')
 
 
-def rss_mib(pid):
+def memory_mib(pid):
+    """VmRSS and its parts (RssAnon: the heap; RssFile and RssShmem: mapped
+    files, shared with the master and other workers) in MiB, or None."""
+    fields = {}
     try:
         with open(f'/proc/{pid}/status') as status:
             for line in status:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1]) / 1024
+                key, _, value = line.partition(':')
+                if key in ('VmRSS', 'RssAnon', 'RssFile', 'RssShmem'):
+                    fields[key] = int(value.split()[0]) / 1024
     except OSError:
-        pass
-    return None
+        return None
+    return fields or None
+
+
+def rss_mib(pid):
+    memory = memory_mib(pid)
+    return memory and memory['VmRSS']
+
+
+def cpu_seconds(pid):
+    """User and system CPU time the process has used so far, or None."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            # pid (comm) state ppid ... utime stime: comm may hold spaces.
+            fields = f.read().rsplit(')', 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def children(pid):
@@ -330,6 +385,7 @@ class Recorder:
         self.statuses = [collections.Counter() for _ in range(buckets)]  # (kind, status)
         self.lag = [0.0] * buckets
         self.samples = [None] * buckets
+        self.cpu_at_start = {}
 
     def bucket(self, scheduled):
         return min(int((scheduled - self.start) // self.bucket_seconds), len(self.lag) - 1)
@@ -466,18 +522,28 @@ class Traffic:
 
 def sample(service, db_url, database):
     workers = children(service.pid)
-    rss = {pid: rss_mib(pid) for pid in workers}
-    rss = {pid: value for pid, value in rss.items() if value is not None}
+    memory = {pid: memory_mib(pid) for pid in workers}
+    memory = {pid: value for pid, value in memory.items() if value}
+    rss = {pid: value['VmRSS'] for pid, value in memory.items()}
     try:
-        connections = open_connections(db_url, database)
+        details, others = open_connections(db_url, database)
+        connections = len(details)
+        owners = socket_owners([service.pid, *workers])
+        for connection in details:
+            connection['owner_pid'] = owners.get(connection['client_port'])
     except psycopg2.Error as exc:
-        connections = None
+        connections, details, others = None, [], {}
         print(f'soak: could not count connections: {exc}', file=sys.stderr)
+    cpu = {pid: cpu_seconds(pid) for pid in workers}
     return {'at': time.time(), 'master_rss_mib': rss_mib(service.pid),
+            'worker_cpu_seconds': {str(pid): v for pid, v in cpu.items() if v is not None},
             'worker_rss_mib': {str(pid): round(v, 1) for pid, v in rss.items()},
+            'worker_memory_mib': {str(pid): {k: round(v, 1) for k, v in parts.items()}
+                                  for pid, parts in memory.items()},
             'worker_rss_max_mib': max(rss.values()) if rss else None,
             'worker_rss_total_mib': sum(rss.values()) if rss else None,
-            'worker_pids': sorted(rss), 'db_connections': connections}
+            'worker_pids': sorted(rss), 'db_connections': connections,
+            'db_connection_details': details, 'db_other_backends': others}
 
 
 def drive(args, service, db_url, nodes, aggregates):
@@ -488,6 +554,7 @@ def drive(args, service, db_url, nodes, aggregates):
     traffic = Traffic(service.port, recorder, nodes, aggregates,
                       live_claims=args.live_claims, seed=args.seed)
     first_pids = set(children(service.pid))
+    recorder.cpu_at_start = {str(pid): cpu_seconds(pid) or 0.0 for pid in first_pids}
 
     def sampler():
         for b in range(buckets):
@@ -543,6 +610,12 @@ def summarise(recorder, first_pids, args):
                          if not (isinstance(s, int) and s >= 500) and s not in EXPECTED[k])
         conflicts = sum(n for (k, s), n in statuses.items() if s == 409)
         reading = recorder.samples[b] or {}
+        # CPU the workers used in the bucket (a new worker's from its start).
+        before = ((recorder.samples[b - 1] or {}).get('worker_cpu_seconds') if b
+                  else recorder.cpu_at_start)
+        used = reading.get('worker_cpu_seconds')
+        cores = (sum(v - before.get(pid, 0.0) for pid, v in used.items()) / args.bucket_seconds
+                 if used and before else None)
         pids = set(reading.get('worker_pids', []))
         respawned = sorted(pids - seen_pids)
         seen_pids |= pids
@@ -556,7 +629,7 @@ def summarise(recorder, first_pids, args):
                                'p95_ms': percentile(ms, 95)}
                         for kind, ms in sorted(recorder.requests[b].items())},
             'statuses': {f'{k} {s}': n for (k, s), n in sorted(statuses.items(), key=str)},
-            'new_worker_pids': respawned, **reading,
+            'new_worker_pids': respawned, 'workers_cpu_cores': cores, **reading,
         })
     return rows
 
@@ -595,15 +668,16 @@ def markdown(rows, args, meta, passed, failures, notes):
          f'{args.providers} compute nodes, PostgreSQL {meta["postgresql"]}; '
          f'{meta["machine"]}.'), '',
         (f'| {"minute" if args.bucket_seconds == 60 else "until"} | requests | p50 ms | p95 ms '
-         '| 409 | 5xx | other errors | worker RSS max MiB | worker RSS total MiB '
+         '| 409 | 5xx | other errors | workers CPU | worker RSS max MiB | worker RSS total MiB '
          '| master RSS MiB | DB connections | new workers |'),
-        '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+        '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ]
     for r in rows:
         bucket = r['bucket'] if args.bucket_seconds == 60 else f'{r["bucket"] * args.bucket_seconds:g} s'
         lines.append(
             f'| {bucket} | {r["requests"]} | {fmt(r["p50_ms"])} | {fmt(r["p95_ms"])} '
             f'| {r["conflicts_409"]} | {r["errors_5xx"]} | {r["errors_unexpected"]} '
+            f'| {fmt(r["workers_cpu_cores"], 2)} '
             f'| {fmt(r.get("worker_rss_max_mib"))} | {fmt(r.get("worker_rss_total_mib"))} '
             f'| {fmt(r.get("master_rss_mib"))} | {fmt(r.get("db_connections"), 0)} '
             f'| {", ".join(map(str, r["new_worker_pids"])) or "-"} |')

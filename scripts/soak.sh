@@ -5,7 +5,7 @@
 # connections; exits 1 when the verdict (no 5xx, flat RSS and connections)
 # fails.
 #
-#   scripts/soak.sh [--minutes 10] [--rate 20] [--workers 4] [--providers 200] [--out DIR]
+#   scripts/soak.sh [--minutes 10] [--rate 25] [--workers 4] [--providers 200] [--out DIR]
 #                   [--bucket-seconds 60] [--database placement_soak] [scripts/soak.py --help]
 #
 # The database (--database, placement_soak) is dropped and created on the
