@@ -11,7 +11,7 @@
 # The database (--database, placement_soak) is dropped and created on the
 # server DATABASE_URL names when it is a postgresql:// URL; otherwise on a
 # private server started here (port SOAK_PG_PORT, 25480; data in
-# /tmp/placement-soak-pg). Output: <out>/soak.md (also on stdout),
+# /tmp/placement-soak-pg-<port>). Output: <out>/soak.md (also on stdout),
 # <out>/soak.json, <out>/server.log; <out> defaults to
 # test-artifacts/soak/<date-time>.
 set -euo pipefail
@@ -21,7 +21,10 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
 case "${DATABASE_URL:-}" in
     postgresql://*|postgres://*) SERVER_URL="$DATABASE_URL" ;;
-    *) SERVER_URL="$(PG_TEST_PORT="${SOAK_PG_PORT:-25480}" PG_TEST_DIR=/tmp/placement-soak-pg \
+    *) # One directory per port: pg-test-server.sh empties the directory of a
+       # server it starts, which must never be another port's running server.
+       PG_PORT="${SOAK_PG_PORT:-25480}"
+       SERVER_URL="$(PG_TEST_PORT="$PG_PORT" PG_TEST_DIR="/tmp/placement-soak-pg-$PG_PORT" \
                      scripts/pg-test-server.sh)" ;;
 esac
 exec .venv/bin/python scripts/soak.py --server-url "$SERVER_URL" "$@"
