@@ -50,7 +50,8 @@ if ! as_postgres "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT"; then
         tail -n 20 "$DIR/server.log" >&2 || true
         [ "$attempt" = 3 ] && exit 1
         PORT=$((PORT + 1))
-        DIR="${PG_TEST_DIR:-/tmp/placement-test-pg-$PORT}"
+        # A directory of its own: PG_TEST_DIR may hold another port's server.
+        DIR="${PG_TEST_DIR:-/tmp/placement-test-pg}-$PORT"
     done
     as_postgres "$BIN/psql" -q -h 127.0.0.1 -p "$PORT" -U postgres -c \
         "CREATE ROLE placement LOGIN SUPERUSER PASSWORD 'placement'" >&2
