@@ -49,6 +49,9 @@ import uuid
 
 import psycopg2
 
+# The scale benchmark's, next to this script (its directory is on sys.path).
+from scale_bench import percentile
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MICROVERSION = '1.39'
 MIB = 1024 * 1024
@@ -363,16 +366,6 @@ def seed(port, providers, threads=8):
 
 
 # ---- recording ----
-
-def percentile(values, p):
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    k = (len(ordered) - 1) * p / 100
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
 
 class Recorder:
     """Every request's kind, status and latency, by the bucket of its

@@ -9,6 +9,7 @@ scripts/run.sh does, drive claims from several clients (tests/claims_load.py)
 and then crash and restart the database, SIGKILL a worker, SIGTERM the
 server, or promote a synchronous streaming replica; afterwards the books are
 read straight from the database."""
+import contextlib
 import json
 import os
 import re
@@ -124,20 +125,8 @@ class TestOutages:
     def single(self, tmp_path):
         """A private PostgreSQL and Placement on it: two sync workers, as
         scripts/run.sh serves it."""
-        cluster = Cluster(port=PORT, replica=False)
-        server = None
-        try:
-            cluster.start()
-            server = Server(tmp_path, database_url=cluster.primary_url, threads=None)
-            server.manage('migrate', '--noinput')
-            server.manage('shell', '-c', 'from django.contrib.auth.models import User; '
-                          f"User.objects.create_superuser('admin', '', {PASSWORD!r})")
-            server.start()
-            yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server))
-        finally:
-            if server is not None:
-                server.stop()
-            cluster.stop()
+        with serving(Cluster(port=PORT, replica=False), tmp_path, admin=True) as served:
+            yield served
 
     def test_a_crashed_and_restarted_database_costs_only_503s(self, single):
         cluster, server = single.cluster, single.server
@@ -309,20 +298,10 @@ class TestOutages:
         that connects to whichever of them accepts writes, reading advisory
         answers from the replica."""
         cluster = Cluster(port=PORT + 2, synchronous=True)
-        server = None
-        try:
-            cluster.start()
-            url = (f'postgresql://placement:placement@127.0.0.1:{cluster.primary_port},'
-                   f'127.0.0.1:{cluster.replica_port}/placement?target_session_attrs=read-write')
-            server = Server(tmp_path, database_url=url, read_urls=[cluster.replica_url],
-                            threads=None)
-            server.manage('migrate', '--noinput')
-            server.start()
-            yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server))
-        finally:
-            if server is not None:
-                server.stop()
-            cluster.stop()
+        url = (f'postgresql://placement:placement@127.0.0.1:{cluster.primary_port},'
+               f'127.0.0.1:{cluster.replica_port}/placement?target_session_attrs=read-write')
+        with serving(cluster, tmp_path, url, read_urls=[cluster.replica_url]) as served:
+            yield served
 
     def test_writes_go_to_a_promoted_replica_without_a_restart(self, failover_pair):
         cluster, server, cloud = failover_pair.cluster, failover_pair.server, failover_pair.cloud
@@ -365,6 +344,28 @@ class TestOutages:
               f'{len(failed)} answered 503, first write {first - promoted:.2f} s after promotion '
               f'({promoted - down:.2f} s to promote)')
 
+
+
+@contextlib.contextmanager
+def serving(cluster, base, url=None, *, read_urls=(), admin=False):
+    """The cluster started, and Placement on it (on `url`, else the
+    primary's) with 2 sync workers as scripts/run.sh serves it, seeded
+    with a cloud; both stopped at the end."""
+    server = None
+    try:
+        cluster.start()
+        server = Server(base, database_url=url or cluster.primary_url, read_urls=read_urls,
+                        threads=None)
+        server.manage('migrate', '--noinput')
+        if admin:
+            server.manage('shell', '-c', 'from django.contrib.auth.models import User; '
+                          f"User.objects.create_superuser('admin', '', {PASSWORD!r})")
+        server.start()
+        yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server))
+    finally:
+        if server is not None:
+            server.stop()
+        cluster.stop()
 
 def waiting_on_a_lock(cluster):
     return cluster.primary_sql(
