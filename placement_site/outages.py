@@ -14,6 +14,8 @@ import logging
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 
+from placement_site.replicas import one_line
+
 LOG = logging.getLogger('placement.database')
 
 # Seconds a client should wait before trying again: a restart or a
@@ -58,10 +60,6 @@ def is_unavailable(exc):
             return True
         return bool(cause.args) and cause.args[0] in MYSQL_CODES
     return False
-
-
-def one_line(exc):
-    return ' '.join(str(exc).split())
 
 
 def forget_connections():
