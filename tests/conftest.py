@@ -2,6 +2,7 @@
 builders that go through the API, and a database snapshot for checking that
 a refused request changed nothing."""
 import json
+import re
 import uuid as uuid_lib
 from contextlib import contextmanager
 
@@ -101,6 +102,20 @@ def _json_or_none(response):
     return None
 
 
+# uuid4()'s, with or without dashes.
+UUID_IN_TEXT = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}',
+                          re.IGNORECASE)
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """Test ids name a random UUID parameter 'UUID', so that they are the same
+    in every run: xdist's workers must collect the same ids, and -k, --lf and
+    the ids CI lists compare across runs."""
+    if isinstance(val, str) and UUID_IN_TEXT.search(val):
+        return UUID_IN_TEXT.sub('UUID', val)
+    return None
+
+
 @pytest.fixture
 def api(db):
     return PlacementClient()
@@ -118,6 +133,63 @@ def _fresh_policy():
     policy.reset()
     yield
     policy.reset()
+
+
+# ---- the migrations' rows, back after a transactional test -------------------------
+# A transactional test (live_server, transaction=True) ends with Django's flush,
+# which empties every table, the standard resource classes and traits the
+# migrations seeded included; one with serialized_rollback=True loads them again
+# as it starts. Any other test that follows a flush gets them back here first,
+# so no test depends on the order tests run in (xdist's workers take modules in
+# any order).
+
+_FLUSHED = pytest.StashKey[bool]()
+_BLOCKER = pytest.StashKey[object]()
+
+
+def _django_db_marker(item):
+    marker = item.get_closest_marker('django_db')
+    return marker.kwargs if marker else {}
+
+
+def _transactional(item):
+    marker = _django_db_marker(item)
+    return (marker.get('transaction') or marker.get('reset_sequences')
+            or {'transactional_db', 'live_server'} & set(getattr(item, 'fixturenames', ())))
+
+
+@pytest.fixture(autouse=True, scope='session')
+def _db_blocker_for_hooks(request, django_db_blocker):
+    request.session.stash[_BLOCKER] = django_db_blocker
+
+
+def restore_migrated_rows(session):
+    """The rows the test databases had when migrated (as serialized for
+    serialized_rollback), loaded again into emptied tables."""
+    from django.db import connections
+    with session.stash[_BLOCKER].unblock():
+        for connection in connections.all(initialized_only=True):
+            contents = getattr(connection, '_test_serialized_contents', None)
+            if contents:
+                connection.creation.deserialize_db_from_string(contents)
+    session.stash[_FLUSHED] = False
+
+
+def tables_flushed(session):
+    """Tell the next test that the tables were emptied."""
+    session.stash[_FLUSHED] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if (item.session.stash.get(_FLUSHED, False)
+            and not _django_db_marker(item).get('serialized_rollback')):
+        restore_migrated_rows(item.session)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _transactional(item):
+        tables_flushed(item.session)
 
 
 # ---- a small cloud built through the services, for reads tested directly ----------
