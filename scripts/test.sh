@@ -4,7 +4,9 @@
 # on SQLite; with DATABASE_URL=postgresql://... it runs on PostgreSQL
 # (scripts/pg-test-server.sh starts a throw-away server and prints the URL),
 # with DATABASE_URL=mysql://... on MariaDB or MySQL (scripts/mariadb-test-server.sh).
-# Extra arguments go to pytest.
+# Extra arguments go to pytest: `-m "not slow"` is the fast loop, `-n 0` runs
+# in one process (for -s, pdb), `-m "not any_database"` what CI runs on the
+# database servers (README, "Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -30,4 +32,6 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
         echo "test.sh: the notification tests need rabbitmq-server: sudo apt-get install rabbitmq-server" >&2
     fi
 fi
-exec .venv/bin/python -m pytest "$@"
+# A worker per core (pytest-xdist); each module runs whole on one worker, so
+# its module-scoped servers, browsers and clouds are built once.
+exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"

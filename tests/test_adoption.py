@@ -17,9 +17,9 @@ DATABASE_URL = os.environ.get('DATABASE_URL', '')
 BACKEND = {'postgresql': 'postgresql', 'postgres': 'postgresql', 'mysql': 'mariadb',
            'mariadb': 'mariadb'}.get(urllib.parse.urlsplit(DATABASE_URL).scheme.split('+')[0])
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND is None, reason='the adoption check needs a PostgreSQL or MariaDB server for the '
-                            'real Placement (DATABASE_URL is SQLite)')
+                            'real Placement (DATABASE_URL is SQLite)')]
 
 
 @pytest.fixture(scope='module')

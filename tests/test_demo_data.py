@@ -361,6 +361,7 @@ def test_rerun_is_idempotent(demo, db):
     assert state() == before
 
 
+@pytest.mark.slow
 def test_reset_reloads_deterministically(demo, api):
     before = allocation_rows()
     consumers = Consumer.objects.count()
@@ -392,6 +393,7 @@ def test_reset_reloads_deterministically(demo, api):
         f'/pod_bindings?pod={gpu.body["uuid"]}').body['pod_bindings']] == ['someone-else']
 
 
+@pytest.mark.slow
 def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
     bound = api.post('/pod_bindings', {'project_id': 'someone-else'})
     assert bound.status_code == 201, bound.content
@@ -407,6 +409,7 @@ def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
     assert load(reset=True).startswith('Deleted 3 demo pods with 10 bindings, ')
 
 
+@pytest.mark.slow
 def test_loading_beside_pods_that_take_its_requests_is_refused(demo, api):
     # Reloaded after this pod, the demo's pods come later in line.
     first = api.post('/pods', {'name': 'first-in-line'})

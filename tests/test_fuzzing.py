@@ -11,7 +11,8 @@ import sys
 import pytest
 from django.core.management import call_command
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
+              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 CHECKS = ('not_a_server_error,response_schema_conformance,status_code_conformance,'
           'content_type_conformance')

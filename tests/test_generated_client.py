@@ -27,7 +27,8 @@ import pytest
 import requests
 from django.core.management import call_command
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
+              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 PACKAGE = 'placement_client'
 MODULES = {

@@ -17,6 +17,8 @@ from placement_site.wsgi import _with_keystone
 from providers.models import ResourceProvider
 from tests.fake_keystone import FakeKeystone
 
+pytestmark = pytest.mark.any_database
+
 VERSION = 'placement 1.39'
 PROJECT = uuid.uuid4().hex
 ADMIN_TOKEN = 'admin-token'

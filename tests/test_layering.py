@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.any_database
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PACKAGES = ('placement_site', 'providers', 'allocations')
 

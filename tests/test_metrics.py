@@ -420,6 +420,8 @@ def worker_pids(multiproc):
     return {int(path.stem.rsplit('_', 1)[1]) for path in multiproc.glob('counter_*.db')}
 
 
+@pytest.mark.slow
+@pytest.mark.any_database  # its server is on an SQLite file of its own
 def test_several_workers_add_up(workers):
     url, multiproc, server = workers
     with ThreadPoolExecutor(6) as pool:

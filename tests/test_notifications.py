@@ -54,6 +54,7 @@ def data(message):
     return message['payload']['placement_object.data']
 
 
+@pytest.mark.slow  # a real broker
 def test_the_broker_receives_every_change_in_order_as_a_versioned_notification(
         api, broker, sender):
     pool = make_pool(api)
@@ -90,6 +91,7 @@ def test_the_broker_receives_every_change_in_order_as_a_versioned_notification(
     assert broker.drain() == []
 
 
+@pytest.mark.slow  # a real broker
 def test_events_queue_while_the_broker_is_down_and_all_go_out_when_it_is_back(
         api, broker, sender, settings):
     settings.PLACEMENT_NOTIFICATIONS_DRIVER = 'messagingv2'

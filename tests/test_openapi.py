@@ -39,6 +39,8 @@ from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
 from providers import trends
 
+pytestmark = pytest.mark.any_database
+
 P = provider_schemas
 A = allocation_schemas
 POD = pod_schemas

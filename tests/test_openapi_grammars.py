@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from placement_site.openapi import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR, RESOURCES_GRAMMAR,
                                     ROOT_REQUIRED_GRAMMAR, at_version)
 
+pytestmark = pytest.mark.any_database
+
 LATEST = (1, 39)
 AGG = 'b2f1c4d6-3a8e-4f7b-9c0d-1e2f3a4b5c6d'
 AGG2 = '0A1FF86B-DA05-41FC-8EE0-EFA5ACF0A5CD'

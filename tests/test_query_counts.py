@@ -78,6 +78,7 @@ PATHS = [
 ]
 
 
+@pytest.mark.slow
 def test_queries_do_not_grow_with_providers(api, cloud):
     small = {path: queries(api, path) for path in PATHS}
     add_compute_nodes(10, 190)

@@ -199,6 +199,7 @@ def on_replica(cluster, rp):
 
 
 @pytest.mark.postgresql
+@pytest.mark.slow
 @pytest.mark.skipif(not on_postgresql(), reason='needs DATABASE_URL=postgresql://...')
 @pytest.mark.skipif(postgres_bin() is None, reason="needs Debian's PostgreSQL (initdb)")
 class TestRealReplica:

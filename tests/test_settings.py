@@ -10,6 +10,8 @@ import pytest
 
 from placement_site import config
 
+pytestmark = pytest.mark.any_database
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -16,8 +16,9 @@ DATABASE_URL = os.environ.get('DATABASE_URL', '')
 WORKERS = 2
 BUCKETS = 3
 
-pytestmark = pytest.mark.skipif(not DATABASE_URL.startswith('postgresql://'),
-                                reason='the soak run needs PostgreSQL (DATABASE_URL)')
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not DATABASE_URL.startswith('postgresql://'),
+                                 reason='the soak run needs PostgreSQL (DATABASE_URL)')]
 
 
 @pytest.fixture(scope='module')

@@ -2,6 +2,8 @@
 front of OpenStack Placement, when PLACEMENT_CORS_ALLOWED_ORIGINS is set."""
 import pytest
 
+pytestmark = pytest.mark.any_database
+
 VALID = 'http://valid.example.com'
 INVALID = 'http://invalid.example.com'
 CORS_HEADERS = ('Access-Control-Allow-Origin', 'Access-Control-Allow-Credentials',

@@ -178,6 +178,7 @@ def test_the_body_limit_comes_from_the_environment(monkeypatch):
     assert config.env_int('PLACEMENT_MAX_BODY_SIZE', 8) == 8
 
 
+@pytest.mark.slow
 def test_ten_thousand_item_lists(api, rp, db_snapshot):
     names = [f'CUSTOM_T{i}' for i in range(10000)]
     generation = api.get(f'/resource_providers/{rp}').body['generation']

@@ -8,6 +8,8 @@ import pytest
 
 from tests.conftest import error_of, new_uuid
 
+pytestmark = pytest.mark.any_database
+
 REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
 NOT_FOUND_DETAIL = 'The resource could not be found.\n\n   '
 

@@ -8,6 +8,8 @@ from django.utils.http import http_date
 
 from tests.conftest import error_of
 
+pytestmark = pytest.mark.any_database
+
 
 def test_root_lists_the_supported_range_without_credentials(api):
     response = api.get('/', token=False, version=False)

@@ -6,6 +6,8 @@ import pytest
 
 from tests.conftest import error_of, new_uuid
 
+pytestmark = pytest.mark.any_database
+
 UNAUTHORIZED_MESSAGE = (
     'This server could not verify that you are authorized to access the document you '
     'requested. Either you supplied the wrong credentials (e.g., bad password), or your '

@@ -9,6 +9,8 @@ from allocations.candidates.research import Research, Stage
 from allocations.candidates.selector import SearchSettings
 from allocations.candidates.summaries import ProviderSummary, Summaries
 
+pytestmark = pytest.mark.any_database
+
 # One tree: 1 is the root; 2 and 4 are NUMA nodes under it; 3 is a NIC under 2.
 TREE = {1: None, 2: 1, 3: 2, 4: 1}
 VCPU = 'VCPU'

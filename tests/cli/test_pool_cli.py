@@ -16,7 +16,8 @@ from django.core.handlers.wsgi import WSGIHandler
 from placement_site.wsgi import _with_keystone
 from tests.fake_keystone import FakeKeystone
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
+              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 OPENSTACK = Path(sys.executable).parent / 'openstack'
 HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}

@@ -29,7 +29,7 @@ FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'
 IMPOSSIBLE = 'VCPU:100000'
 STATEMENT_TIMEOUT = '60s'
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 

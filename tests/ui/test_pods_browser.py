@@ -19,7 +19,7 @@ from tests.ui.test_browser import (  # noqa: F401 (fixtures)
 CAD = 'resource=CAD'
 RESOURCES = 'VCPU:1,MEMORY_MB:512,DISK_GB:20'
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 

@@ -14,7 +14,7 @@ import requests
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
     HEADERS, SCREENSHOTS, api, chromium, page, shoot, sign_in, statement_timeout)
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.any_database,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 CHARTS_JS = """figures => figures.map(f => {
