@@ -2,7 +2,7 @@
 # Installs the MySQL/MariaDB driver into .venv when DATABASE_URL is a mysql://
 # (or mariadb://) URL, and nothing otherwise: mysqlclient
 # (requirements-mysql.txt) builds against the MariaDB client headers, which
-# a machine on SQLite or PostgreSQL does not need. Called by run.sh and test.sh.
+# a machine on SQLite or PostgreSQL does not need. Called by run.sh and test-setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${DATABASE_URL:-}" in

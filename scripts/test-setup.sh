@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What the test suite needs, installed where it is missing: the virtualenv
+# with the pinned requirements (requirements-dev.txt), the MySQL driver for a
+# mysql:// DATABASE_URL, Debian's chromium for the browser tests and Debian's
+# rabbitmq-server for the notification tests. scripts/test.sh runs it first;
+# CI runs it as a stage of its own, to show its time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+# A mysql:// DATABASE_URL needs the MySQL driver (requirements-mysql.txt).
+scripts/mysql-driver.sh
+# The UI tests drive Debian's chromium, headless.
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test-setup: installing chromium (Debian package) for the browser tests" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+    else
+        echo "test-setup: the browser tests need chromium: sudo apt-get install chromium" >&2
+    fi
+fi
+# The notification tests start a throw-away broker from Debian's rabbitmq-server.
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test-setup: installing rabbitmq-server (Debian package) for the notification tests" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
+    else
+        echo "test-setup: the notification tests need rabbitmq-server: sudo apt-get install rabbitmq-server" >&2
+    fi
+fi
