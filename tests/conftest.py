@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
+from django.core.management import call_command
+from django.db import connections
 from django.test import Client
 
 from allocations import services as allocation_services
@@ -166,7 +168,6 @@ def _db_blocker_for_hooks(request, django_db_blocker):
 def restore_migrated_rows(session):
     """The rows the test databases had when migrated (as serialized for
     serialized_rollback), loaded again into emptied tables."""
-    from django.db import connections
     with session.stash[_BLOCKER].unblock():
         for connection in connections.all(initialized_only=True):
             contents = getattr(connection, '_test_serialized_contents', None)
@@ -178,6 +179,29 @@ def restore_migrated_rows(session):
 def tables_flushed(session):
     """Tell the next test that the tables were emptied."""
     session.stash[_FLUSHED] = True
+
+
+@contextmanager
+def committed_rows(session):
+    """Database access for a module-scoped fixture that commits rows (a live
+    server's threads read them): unblocked until the end, when every table is
+    emptied as at the end of a transactional test (Django's flush), and the
+    migrated rows come back before the next test. When no test of the run
+    asked for serialized_rollback, the migrated rows are serialized here first."""
+    with session.stash[_BLOCKER].unblock():
+        databases = [connections[alias] for alias in connections
+                     if not connections[alias].settings_dict['TEST'].get('MIRROR')]
+        for connection in databases:
+            if not hasattr(connection, '_test_serialized_contents'):
+                connection._test_serialized_contents = \
+                    connection.creation.serialize_db_to_string()
+        try:
+            yield
+        finally:
+            for connection in databases:
+                call_command('flush', verbosity=0, interactive=False, database=connection.alias,
+                             reset_sequences=False, inhibit_post_migrate=True)
+            tables_flushed(session)
 
 
 @pytest.hookimpl(tryfirst=True)

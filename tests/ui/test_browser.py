@@ -1,5 +1,5 @@
 """The dashboards in a real browser: headless Chromium (Debian's, never a
-downloaded one) against live_server with the demo cloud loaded. Every page's
+downloaded one) against a live server with the demo cloud loaded. Every page's
 numbers are checked against what the Placement API answers over HTTP for the
 same providers and projects, and every page visited is saved as a full-page
 screenshot in test-artifacts/screenshots/."""
@@ -8,6 +8,7 @@ import io
 import math
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -15,8 +16,10 @@ import pytest
 import requests
 from django.core.management import call_command
 from django.db.backends.signals import connection_created
+from pytest_django.live_server_helper import LiveServer
 
 from allocations.ui.views import PAGE_SIZE
+from tests.conftest import committed_rows
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -29,14 +32,13 @@ FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'
 IMPOSSIBLE = 'VCPU:100000'
 STATEMENT_TIMEOUT = '60s'
 
-pytestmark = [pytest.mark.slow, pytest.mark.any_database,
-              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 
 # ---- the Placement API over HTTP -------------------------------------------
 
 class Api:
-    """GETs against live_server with an admin token; per-provider books cached.
+    """GETs against the demo server with an admin token; per-provider books cached.
     A connection per request: on a kept-alive one the live server's replies
     wait out a 40 ms delayed ACK."""
 
@@ -104,7 +106,7 @@ def held(allocations):
 
 # ---- the browser ---------------------------------------------------------
 
-@pytest.fixture
+@pytest.fixture(scope='module')
 def chromium():
     """Debian's chromium; a missing one fails the tests (no browser is ever
     downloaded)."""
@@ -114,49 +116,72 @@ def chromium():
     return CHROMIUM
 
 
-@pytest.fixture
+@contextmanager
 def statement_timeout():
     """On PostgreSQL every query gives up after a minute, so that a runaway
     query fails its page (a 500) instead of holding the locks the database
-    flush after the test then waits for, forever."""
+    flush at the end then waits for, forever."""
     def limit(sender, connection, **kwargs):
         if connection.vendor == 'postgresql':
             with connection.cursor() as cursor:
                 cursor.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
     connection_created.connect(limit)
-    yield
-    connection_created.disconnect(limit)
+    try:
+        yield
+    finally:
+        connection_created.disconnect(limit)
+
+
+@pytest.fixture(scope='module')
+def demo_server(request, django_db_setup):
+    """The demo cloud and the staff user, loaded and committed once for the
+    module, and a live server over them; the tables are emptied at the end,
+    as after a transactional test. The module's tests read the cloud over
+    HTTP; the few that change it put it back."""
+    with committed_rows(request.session), statement_timeout():
+        call_command('load_demo', size='small', staff_user=STAFF, password=PASSWORD,
+                     stdout=io.StringIO())
+        server = LiveServer('localhost')
+        server._live_server_modified_settings.enable()
+        try:
+            yield server
+        finally:
+            server._live_server_modified_settings.disable()
+            server.stop()
 
 
 @pytest.fixture
-def api(statement_timeout, live_server):
-    """The demo cloud (and the staff user) loaded; the API client for it."""
-    call_command('load_demo', size='small', staff_user=STAFF, password=PASSWORD,
-                 stdout=io.StringIO())
-    return Api(live_server.url)
+def api(demo_server):
+    """The Placement API of the demo cloud, over HTTP."""
+    return Api(demo_server.url)
 
 
-@pytest.fixture
-def page(chromium, live_server, api):
-    """A page of headless chromium on live_server, signed out.
-
-    The browser starts after the demo is loaded and stops before the database
-    is flushed: while Playwright's sync API runs, its event loop makes Django
-    take this thread for async code (and give it another connection), so the
-    tests themselves only use HTTP and the browser."""
+@pytest.fixture(scope='module')
+def browser(chromium, demo_server):
+    """Headless chromium for the module, started after the demo is loaded and
+    stopped before its tables are emptied: while Playwright's sync API runs,
+    its event loop makes Django refuse database access from this thread (as
+    async code), so the tests themselves only use HTTP and the browser."""
     from playwright.sync_api import sync_playwright
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        context = browser.new_context(base_url=live_server.url,
-                                      viewport={'width': 1366, 'height': 900})
-        context.set_default_timeout(90_000)  # beyond STATEMENT_TIMEOUT
-        page = context.new_page()
-        page.server_errors = []
-        page.on('response', lambda r: r.status >= 500 and page.server_errors.append(
-            f'{r.request.method} {r.url} answered {r.status}'))
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser, demo_server):
+    """A page of its own (no cookies: signed out) on the demo server."""
+    context = browser.new_context(base_url=demo_server.url,
+                                  viewport={'width': 1366, 'height': 900})
+    context.set_default_timeout(90_000)  # beyond STATEMENT_TIMEOUT
+    page = context.new_page()
+    page.server_errors = []
+    page.on('response', lambda r: r.status >= 500 and page.server_errors.append(
+        f'{r.request.method} {r.url} answered {r.status}'))
+    yield page
+    context.close()
 
 
 def shoot(page, name):

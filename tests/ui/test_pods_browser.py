@@ -1,4 +1,4 @@
-"""The pods dashboards in a real browser, against live_server with the demo
+"""The pods dashboards in a real browser, against a live server with the demo
 cloud (and its pods and bindings) loaded: the Pods page's groups, books,
 thresholds and tenants equal what GET /pods answers over HTTP; a pod's page
 its bindings as GET /pod_bindings lists them; and the candidate explorer,
@@ -7,20 +7,35 @@ passing the binding's member_of would. Screenshots of every page visited
 go to test-artifacts/screenshots/ (the fixtures and helpers are
 test_browser's)."""
 import re
+from contextlib import contextmanager
 from urllib.parse import urlparse
 
 import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS, api, check_candidates, chromium, number, page, pool_providers, rows, shoot, sign_in,
-    statement_timeout, submit)
+    HEADERS, api, browser, check_candidates, chromium, demo_server, number, page, pool_providers,
+    rows, shoot, sign_in, submit)
 
 CAD = 'resource=CAD'
 RESOURCES = 'VCPU:1,MEMORY_MB:512,DISK_GB:20'
 
-pytestmark = [pytest.mark.slow, pytest.mark.any_database,
-              pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
+
+
+@contextmanager
+def changed_thresholds(api, pod, thresholds):
+    """The pod's thresholds changed through the API, and put back after: the
+    module's tests share the demo cloud."""
+    def put(thresholds):
+        answer = requests.put(f'{api.url}/pods/{pod["uuid"]}', headers=HEADERS, timeout=90,
+                              json={'thresholds': thresholds})
+        assert answer.status_code == 200, answer.text
+    put(thresholds)
+    try:
+        yield
+    finally:
+        put(pod['thresholds'])
 
 
 def pods_by_uuid(api, **params):
@@ -88,10 +103,12 @@ def test_pods_dashboard_equals_get_pods(page, api):
     # A threshold lowered below the pod's use: reached, marked, as GET /pods says.
     (cad,) = pods_by_uuid(api, affinity=CAD).values()
     vcpu = cad['resources']['VCPU']['utilization']
-    changed = requests.put(f'{api.url}/pods/{cad["uuid"]}', headers=HEADERS, timeout=90,
-                           json={'thresholds': {'VCPU': int(vcpu), 'MEMORY_MB': 85}})
-    assert changed.status_code == 200, changed.text
-    page.reload()
+    with changed_thresholds(api, cad, {'VCPU': int(vcpu), 'MEMORY_MB': 85}):
+        page.reload()
+        check_threshold_reached(page, api, cad)
+
+
+def check_threshold_reached(page, api, cad):
     shoot(page, 'pods-threshold-reached')
     cad = api.get(f'/pods/{cad["uuid"]}')
     assert cad['resources']['VCPU']['threshold_reached'] is True
