@@ -114,7 +114,8 @@ def pytest_make_parametrize_id(config, val, argname):
     in every run: xdist's workers must collect the same ids, and -k, --lf and
     the ids CI lists compare across runs."""
     if isinstance(val, str) and UUID_IN_TEXT.search(val):
-        return UUID_IN_TEXT.sub('UUID', val)
+        # Escaped as pytest escapes the strings it makes ids of.
+        return UUID_IN_TEXT.sub('UUID', val).encode('unicode_escape').decode('ascii')
     return None
 
 
