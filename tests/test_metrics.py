@@ -442,5 +442,8 @@ def test_several_workers_add_up(workers):
     pid = max(worker_pids(multiproc), key=lambda p: (multiproc / f'counter_{p}.db').stat().st_size)
     assert f'PPid:\t{server.pid}\n' in Path(f'/proc/{pid}/status').read_text()  # our worker
     os.kill(pid, signal.SIGTERM)
-    time.sleep(2)
+    deadline = time.monotonic() + 30
+    while Path(f'/proc/{pid}').exists():  # until the master has reaped it
+        assert time.monotonic() < deadline, f'worker {pid} did not exit'
+        time.sleep(0.05)
     assert value(live_scrape(url), 'placement_requests_total', **labels) == REQUESTS
