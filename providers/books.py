@@ -2,17 +2,18 @@
 (total, reserved, capacity = (total - reserved) * allocation_ratio), what
 consumers hold (`used`, kept on each inventory) and what is free.
 
-The dashboards' pool pages, the pods and the pod selection all read a pool
-with pool_books, so a pod's numbers are its pool page's; a pool's providers
-are those of querysets.in_pools.
+Every group's books are summed in the database over its scope
+(providers.scopes): the dashboards, GET /capacity, the metrics, the trends,
+the pods and the pod selection read a pool's with pool_books, the same
+numbers everywhere; a pool's providers are those of querysets.in_pools.
 """
 import collections
 from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from providers.models import Inventory
-from providers.querysets import capacity_expression, in_pools
+from providers import scopes
+from providers.querysets import capacity_expression
 
 
 @dataclass
@@ -43,36 +44,36 @@ class ClassUsage:
         self.providers += other.providers
 
 
-def grouped_books(inventories, *keys):
-    """{group key: {class name: ClassUsage}} in resource class order, the
-    inventories grouped by the fields `keys` (none: one group, ()). One
-    query."""
+def scope_books(scope):
+    """{grp: {class name: ClassUsage}} in resource class order for every
+    group of a scope (providers.scopes) that has inventory. One query,
+    whatever the number of groups and providers."""
+    parts = [part.values('grp', 'resource_class_id', 'resource_class__name').annotate(
+        total_sum=Sum('total'), reserved_sum=Sum('reserved'),
+        capacity_sum=Sum(capacity_expression()), used_sum=Sum('used'),
+        provider_count=Count('resource_provider', distinct=True)).order_by()
+        for part in scope.parts]
+    found = scopes.union_sql(parts)
     books = collections.defaultdict(dict)
-    for row in inventories.values(*keys, 'resource_class_id', 'resource_class__name').annotate(
-            total_sum=Sum('total'), reserved_sum=Sum('reserved'),
-            capacity_sum=Sum(capacity_expression()), used_sum=Sum('used'),
-            provider_count=Count('resource_provider', distinct=True),
-    ).order_by('resource_class_id'):
-        name = row['resource_class__name']
-        books[tuple(row[k] for k in keys)][name] = ClassUsage(
-            name, row['total_sum'], row['reserved_sum'], row['capacity_sum'] or 0.0,
-            row['used_sum'] or 0, row['provider_count'], row['resource_class_id'])
+    if found is None:
+        return books
+    sql, params = found
+    # A group's inventories are in one part or several, never twice: the
+    # parts' sums (provider counts too) add up.
+    for grp, class_id, name, total, reserved, capacity, used, providers in scopes.fetch(
+            scope, 'SELECT grp, resource_class_id, resource_class__name, SUM(total_sum), '
+                   'SUM(reserved_sum), SUM(capacity_sum), SUM(used_sum), SUM(provider_count) '
+                   f'FROM ({sql}) per_part GROUP BY grp, resource_class_id, resource_class__name '
+                   'ORDER BY resource_class_id', params):
+        books[grp][name] = ClassUsage(name, int(total), int(reserved), float(capacity or 0.0),
+                                      int(used or 0), int(providers), class_id)
     return books
 
 
 def pool_books(aggregate_ids):
     """{aggregate id: {class name: ClassUsage}} in resource class order for
-    every pool (aggregate) given, empty for a pool without inventory. Two
-    queries, whatever the number of pools and providers."""
+    every pool (aggregate) given, empty for a pool without inventory. One
+    query, whatever the number of pools and providers."""
     aggregate_ids = list(aggregate_ids)
-    books = {aggregate_id: {} for aggregate_id in aggregate_ids}
-    for part in in_pools(Inventory.objects.all(), aggregate_ids):
-        for (aggregate_id,), classes in grouped_books(part, 'pool').items():
-            pool = books[aggregate_id]
-            for name, usage in classes.items():
-                if name in pool:
-                    pool[name].add(usage)
-                else:
-                    pool[name] = usage
-    return {aggregate_id: dict(sorted(pool.items(), key=lambda item: item[1].class_id))
-            for aggregate_id, pool in books.items()}
+    found = scope_books(scopes.pools(aggregate_ids)) if aggregate_ids else {}
+    return {aggregate_id: found.get(aggregate_id, {}) for aggregate_id in aggregate_ids}

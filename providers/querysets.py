@@ -13,9 +13,10 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import Exists, F, FloatField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Cast, Mod, NullIf
-from django.db.models.lookups import Exact, GreaterThanOrEqual
+from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Cast, Floor, Mod, NullIf
+from django.db.models.lookups import (Exact, GreaterThan, GreaterThanOrEqual,
+                                      LessThanOrEqual)
 
 from placement_site.queries import storable
 
@@ -72,16 +73,48 @@ def capacity_expression(prefix=''):
         output_field=models.FloatField())
 
 
+def _takes(amount):
+    """A claim of `amount` is within the inventory's min_unit, max_unit
+    and step_size."""
+    return Q(min_unit__lte=amount, max_unit__gte=amount) & Exact(Mod(Value(amount), F('step_size')), 0)
+
+
 def _fits(amount):
     """`amount` more units fit the inventory (see able_to_fit)."""
-    return (Q(min_unit__lte=amount, max_unit__gte=amount)
-            & Exact(Mod(Value(amount), F('step_size')), 0)
-            & GreaterThanOrEqual(capacity_expression(), F('used') + amount))
+    return _takes(amount) & GreaterThanOrEqual(capacity_expression(), F('used') + amount)
+
+
+# Past this many slots float division is no longer exact to the unit (and
+# the rounding is not corrected): an inventory this large is unlimited for
+# any practical request anyway.
+EXACT_SLOTS = 2 ** 52
+
+
+def slots_expression(amount):
+    """How many claims of `amount` the inventory takes one after another,
+    as SQL: none outside min_unit..max_unit or off step_size, else the
+    largest k with used + k * amount <= capacity (the check every claim
+    passes). The quotient is floored, then moved by one where the division
+    rounded across a whole number, as allocations.capacity.Stock.slots
+    does in Python (tests/test_capacity_fits.py holds both to the same
+    answers)."""
+    capacity = capacity_expression()
+    room = models.ExpressionWrapper((capacity - F('used')) / Value(float(amount)),
+                                    output_field=FloatField())
+    k = Floor(room)
+    corrected = Case(
+        When(GreaterThanOrEqual(room, Value(float(EXACT_SLOTS))), then=k),
+        When(GreaterThan(F('used') + k * Value(amount), capacity), then=k - Value(1)),
+        When(LessThanOrEqual(F('used') + (k + Value(1)) * Value(amount), capacity),
+             then=k + Value(1)),
+        default=k, output_field=FloatField())
+    return Case(When(_takes(amount) & GreaterThanOrEqual(room, Value(1.0)), then=corrected),
+                default=Value(0.0), output_field=FloatField())
 
 
 def in_pools(inventories, aggregate_ids):
     """`inventories` narrowed to the providers of the pools (aggregates, by
-    id), as two querysets whose rows are annotated `pool` (the aggregate id).
+    id: a list or a subquery), as two querysets whose rows are annotated `pool` (the aggregate id).
 
     A pool's providers are read as a candidate search's member_of reads
     them: its members, and every provider in the tree of a member root (a
@@ -89,7 +122,8 @@ def in_pools(inventories, aggregate_ids):
     trees under member roots, the second the other members (a child in the
     aggregate without its root); they never hold the same (pool,
     inventory), so sums over both add up."""
-    aggregate_ids = list(aggregate_ids)
+    if not isinstance(aggregate_ids, models.QuerySet):
+        aggregate_ids = list(aggregate_ids)
     by_root = 'resource_provider__root_provider__provideraggregate__aggregate_id'
     by_self = 'resource_provider__provideraggregate__aggregate_id'
     root_is_member = _model('ProviderAggregate').objects.filter(

@@ -17,8 +17,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from providers import books
-from providers.models import Aggregate, Inventory, UsageSnapshot
+from providers import books, scopes
+from providers.models import Aggregate, UsageSnapshot
 
 # The forecast fits the snapshots of the last two weeks before the newest:
 # recent enough to follow a change of pace, long enough to smooth the daily
@@ -82,7 +82,7 @@ def snapshot_take(*, at=None):
     transaction and a fixed number of queries. Returns the rows written."""
     at = at or timezone.now()
     with transaction.atomic():
-        cloud = books.grouped_books(Inventory.objects.all()).get((), {})
+        cloud = books.scope_books(scopes.cloud()).get(scopes.CLOUD, {})
         pools = books.pool_books(Aggregate.objects.values_list('pk', flat=True))
         rows = [_snapshot(at, None, usage) for usage in cloud.values()]
         rows += [_snapshot(at, aggregate_id, usage)

@@ -5,18 +5,16 @@ min/max units, existing allocations) the true maximum number of successive
 claims is found by asking the real GET /allocation_candidates, claiming
 each distinct candidate with PUT /allocations, recursing and deleting the
 claim again; `fits` must equal it, for the cloud and per aggregate
-(member_of=). The computation's exactness and lower bound are also checked
-directly on synthetic stock."""
-import collections
-import itertools
+(member_of=). The slot rule the database applies is checked on its own
+below; the counting on its own, in tests/test_fits.py."""
 import json
-import random
 
 import pytest
 
-from allocations import capacity
 from allocations.pods import services as pod_services
+from providers import services
 from providers.models import Inventory
+from providers.querysets import EXACT_SLOTS, slots_expression
 from tests.conftest import add_allocation, add_provider, new_uuid
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
@@ -171,94 +169,7 @@ def test_two_classes_from_sharing_providers_of_overlapping_aggregates(api, cn2_f
     assert fits_of(api, shape, 'aggregate') == {AGG_A: (1, True), AGG_B: (2, True)}
 
 
-# ---- the computation on its own ----------------------------------------------------------
-
-def stock(provider, root, class_id, total, **fields):
-    values = dict(reserved=0, ratio=1.0, used=0, min_unit=1, max_unit=2 ** 31 - 1, step_size=1)
-    values.update(fields)
-    return capacity.Stock(provider, root, class_id, f'C{class_id}', total, **values)
-
-
-def true_maximum(bounds_per_tree, cloud, group, wanted):
-    """The maximum by trying every claim count per tree (tiny clouds):
-    feasible when each class's flow carries every claim."""
-    trees = sorted(bounds_per_tree)
-    best = 0
-    for counts in itertools.product(*(range(bounds_per_tree[t] + 1) for t in trees)):
-        claims = {t: n for t, n in zip(trees, counts) if n}
-        if sum(counts) <= best:
-            continue
-        fit = capacity._ComponentFit(*_parts(cloud, group, wanted))
-        if all(fit._carried(claims, c, list(wanted)) == claims for c in wanted):
-            best = sum(counts)
-    return best
-
-
-def _parts(cloud, group, wanted):
-    """The inputs fits() gives _ComponentFit for a cloud of one component."""
-    own = collections.defaultdict(collections.Counter)
-    pools = collections.defaultdict(collections.Counter)
-    for s in cloud.stocks:
-        slots = s.slots(wanted[s.class_id])
-        if s.provider in cloud.sharing:
-            pools[s.provider][s.class_id] += slots
-        else:
-            own[s.root][s.class_id] += slots
-    reach = collections.defaultdict(set)
-    for provider, roots in cloud.served.items():
-        for root in roots:
-            reach[root].add(provider)
-    return set(own) | set(reach), set(pools), own, pools, reach, list(wanted)
-
-
-def synthetic_cloud(own, pools):
-    """own: {tree: {class: total}}; pools: {sharing id: (class, total, trees)}.
-    Every tree also has 3 of class 9, which no pool offers."""
-    stocks = [stock(t, t, 9, 3) for t in own]
-    stocks += [stock(t, t, c, total) for t, classes in own.items() for c, total in classes.items()]
-    stocks += [stock(p, p, c, total) for p, (c, total, _) in pools.items()]
-    served = {p: set(trees) for p, (_, _, trees) in pools.items()}
-    return capacity.CloudStock(stocks, set(pools), served)
-
-
-def test_with_several_classes_from_sharing_providers_the_count_may_be_a_lower_bound():
-    # Three classes from sharing providers serving overlapping sets of trees:
-    # four claims fit (the exhaustive count), fits() finds three and says so.
-    cloud = synthetic_cloud(
-        {1: {1: 1, 2: 2, 3: 2}, 2: {1: 2}, 3: {2: 2}},
-        {11: (1, 2, {1, 2, 3}), 12: (1, 2, {3}), 13: (2, 1, {1, 2}), 14: (3, 2, {1}),
-         15: (3, 1, {1, 2, 3})})
-    wanted = {9: 1, 1: 1, 2: 1, 3: 1}
-    group = capacity.Group('cloud')
-    assert true_maximum({1: 3, 2: 3, 3: 3}, cloud, group, wanted) == 4
-    assert capacity.fits(cloud, group, wanted) == capacity.Fit(3, exact=False)
-
-
-def test_fits_never_claims_more_than_the_maximum_and_exact_means_maximal():
-    rng = random.Random(13)
-    exact = 0
-    for _ in range(300):
-        classes = range(1, rng.randint(2, 3) + 1)
-        own = {t: {c: rng.randint(1, 2) for c in classes if rng.random() < 0.3}
-               for t in (1, 2, 3)}
-        pools, pid = {}, 10
-        for c in classes:
-            for _ in range(rng.randint(1, 2)):
-                pid += 1
-                trees = {t for t in own if rng.random() < 0.6}
-                if trees:
-                    pools[pid] = (c, rng.randint(1, 2), trees)
-        cloud = synthetic_cloud(own, pools)
-        wanted = {9: 1, **{c: 1 for c in classes}}
-        group = capacity.Group('cloud')
-        found = capacity.fits(cloud, group, wanted)
-        maximum = true_maximum({1: 3, 2: 3, 3: 3}, cloud, group, wanted)
-        assert found.count <= maximum, (own, pools)
-        if found.exact:
-            assert found.count == maximum, (own, pools)
-            exact += 1
-    assert exact > 250   # a lower bound is the rare case
-
+# ---- the slot rule, in the database -------------------------------------------------------
 
 @pytest.mark.parametrize('total, reserved, ratio, used, amount, slots', [
     (10, 0, 1.0, 0, 3, 3),
@@ -268,11 +179,27 @@ def test_fits_never_claims_more_than_the_maximum_and_exact_means_maximal():
     (100, 0, 1.1, 0, 10, 11),       # 110.00000000000001
     (7, 0, 0.3, 0, 1, 2),           # 2.1
     (10, 0, 1.0, 12, 1, 0),         # over capacity
+    (100, 0, 0.7, 0, 7, 10),        # 70.0 (0.7 * 100 = 70.00000000000001)
+    (2 ** 31 - 1, 0, 3.0e7, 0, 1, int((2 ** 31 - 1) * 3.0e7)),   # past EXACT_SLOTS
 ])
-def test_slots_are_what_successive_capacity_checks_allow(total, reserved, ratio, used, amount,
-                                                         slots):
-    inventory = stock(1, 1, 0, total, reserved=reserved, ratio=ratio, used=used)
-    assert inventory.slots(amount) == slots
+def test_slots_are_what_successive_capacity_checks_allow(db, total, reserved, ratio, used,
+                                                         amount, slots):
+    rp = add_provider('rp', inventories={'VCPU': {'total': max(total, used)}})
+    if used:
+        add_allocation(rp, VCPU=used)
+        rp.refresh_from_db()
+    services.inventories_replace(provider=rp, inventories={'VCPU': {
+        'total': total, 'reserved': reserved, 'allocation_ratio': ratio}})
+    found = Inventory.objects.annotate(slots=slots_expression(amount)).get().slots
+    assert found == slots
     capacity_ = (total - reserved) * ratio
-    assert used + slots * amount <= capacity_ or slots == 0
-    assert used + (slots + 1) * amount > capacity_
+    if slots < EXACT_SLOTS:
+        assert used + slots * amount <= capacity_ or slots == 0
+        assert used + (slots + 1) * amount > capacity_
+
+
+@pytest.mark.parametrize('fields, amount', [
+    ({'min_unit': 4}, 3), ({'max_unit': 2}, 3), ({'step_size': 2}, 3)])
+def test_no_slots_outside_min_max_and_step(db, fields, amount):
+    add_provider('rp', inventories={'VCPU': {'total': 64, **fields}})
+    assert Inventory.objects.annotate(slots=slots_expression(amount)).get().slots == 0

@@ -60,7 +60,7 @@ class PodBooks:
 
 
 def pod_books(pods, resources=None):
-    """PodBooks for each pod: two queries for the books, and with
+    """PodBooks for each pod: one query for the books, and with
     `resources` ({class name: amount}) one more for the classes that fit."""
     pods = list(pods)
     by_aggregate = books.pool_books(p.aggregate_id for p in pods)

@@ -13,13 +13,13 @@ from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
-from providers import books
+from providers import books, scopes
 from providers.models import Aggregate, Inventory, ProviderAggregate, ResourceProvider
 
 
 def class_summary():
     """ClassUsage per resource class over the whole cloud. One query."""
-    return list(books.grouped_books(Inventory.objects.all())[()].values())
+    return list(books.scope_books(scopes.cloud()).get(scopes.CLOUD, {}).values())
 
 
 def pools(aggregates):
@@ -43,25 +43,25 @@ class FlavorFit:
     fit: capacity.Fit
 
 
-def flavor_fits(groups_of, aggregate_ids=None):
+def flavor_fits(scope, groups):
     """{group key: [FlavorFit]} for the configured flavors in the groups
-    `groups_of(cloud)` gives (allocations.capacity, as GET /capacity counts
-    them). Five queries at most, whatever the number of groups."""
+    (allocations.capacity, as GET /capacity counts them). Four queries,
+    whatever the number of groups."""
     flavors = capacity.configured_flavors()
-    found = capacity.flavor_fits(flavors, groups_of, aggregate_ids)
+    found = capacity.flavor_fits(flavors, scope, groups)
     return {key: [FlavorFit(f, fits[f.name]) for f in flavors] for key, fits in found.items()}
 
 
 def cloud_flavor_fits():
     """[FlavorFit] over the whole cloud."""
-    return flavor_fits(lambda cloud: [capacity.Group(capacity.CLOUD)])[capacity.CLOUD]
+    return flavor_fits(*capacity.grouping(capacity.CLOUD))[capacity.CLOUD]
 
 
 def pool_flavor_fits(aggregates):
     """{aggregate id: [FlavorFit]} in each pool (members and the trees of
     member roots, as member_of reads it)."""
     aggregates = list(aggregates)
-    by_uuid = flavor_fits(lambda cloud: capacity.pools(aggregates), [a.pk for a in aggregates])
+    by_uuid = flavor_fits(*capacity.pools(aggregates))
     return {a.pk: by_uuid[a.uuid] for a in aggregates}
 
 

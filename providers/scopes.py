@@ -1,0 +1,188 @@
+"""Groups of providers as SQL: the inventories of every group of a grouping,
+each row carrying `grp`, the group's key, so that books and "how many more
+fit" are summed in the database whatever the size of the cloud.
+
+A group is the whole cloud, a pool (an aggregate's members and every
+provider in the tree of a member root, as a candidate search's member_of
+reads it: querysets.in_pools), one tree, or the providers with a trait
+(those providers only). The pods' availability zones (unions of pools) are
+built on pools by allocations.capacity.
+
+Sharing providers share only with the groups they are members of, as with
+member_of a candidate search takes them only from the members themselves:
+`sharing` names them per group.
+"""
+import collections
+import functools
+from dataclasses import dataclass
+
+from django.db import connections
+from django.db.models import F, Q, Value
+
+from providers.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
+from providers.querysets import SHARING_TRAIT, in_pools, trees_served_by
+
+CLOUD = 'cloud'
+
+
+@dataclass
+class Scope:
+    """parts: Inventory querysets whose rows carry `grp` (a group's
+    inventories are in one or more parts, never twice, and a tree's are all
+    in the same part); sharing_of: reads {grp: ids of the sharing providers
+    that are members of the group}, once, when `sharing` is first asked."""
+    parts: list
+    sharing_of: object = dict
+
+    @functools.cached_property
+    def sharing(self):
+        return self.sharing_of()
+
+    def _with_parts(self, parts):
+        return Scope(parts, lambda: self.sharing)
+
+    def narrowed(self, **filters):
+        """The scope with every part filtered (Inventory lookups)."""
+        return self._with_parts([part.filter(**filters) for part in self.parts])
+
+    def narrowed_to_trees(self, *roots):
+        """Only the inventories of the trees whose roots are in one of the
+        subqueries `roots`."""
+        within = Q()
+        for ids in roots:
+            within |= Q(resource_provider__root_provider_id__in=ids)
+        return self._with_parts([part.filter(within) for part in self.parts])
+
+    def excluding_trees(self, *roots):
+        """Without the inventories of the trees whose roots are in one of
+        the subqueries `roots`."""
+        parts = self.parts
+        for ids in roots:
+            parts = [part.exclude(resource_provider__root_provider_id__in=ids) for part in parts]
+        return self._with_parts(parts)
+
+    def annotated(self, **annotations):
+        return self._with_parts([part.annotate(**annotations) for part in self.parts])
+
+
+def sharing_ids():
+    """The sharing providers' ids, as a subquery of the link table alone."""
+    return ProviderTrait.objects.filter(trait__name=SHARING_TRAIT).values('resource_provider_id')
+
+
+def cloud():
+    """One group, CLOUD: every inventory."""
+    return Scope([Inventory.objects.annotate(grp=Value(CLOUD))],
+                 lambda: {CLOUD: set(sharing_ids().values_list('resource_provider_id', flat=True))})
+
+
+def pools(aggregate_ids=None):
+    """A group per pool (key: the aggregate's id): its members and the
+    trees of member roots. aggregate_ids: these pools (None: every one)."""
+    if aggregate_ids is None:
+        aggregate_ids = ProviderAggregate.objects.values('aggregate_id')
+    else:
+        aggregate_ids = list(aggregate_ids)
+    parts = [part.annotate(grp=F('pool'))
+             for part in in_pools(Inventory.objects.all(), aggregate_ids)]
+
+    def sharing():
+        found = collections.defaultdict(set)
+        for aggregate_id, provider_id in ProviderAggregate.objects.filter(
+                aggregate_id__in=aggregate_ids, resource_provider_id__in=sharing_ids(),
+        ).values_list('aggregate_id', 'resource_provider_id'):
+            found[aggregate_id].add(provider_id)
+        return found
+    return Scope(parts, sharing)
+
+
+def trees():
+    """A group per tree (key: the root's id): every provider of the tree."""
+    return Scope([Inventory.objects.annotate(grp=F('resource_provider__root_provider_id'))],
+                 lambda: {pk: {pk} for pk in ResourceProvider.objects.sharing().filter(
+                     parent_provider__isnull=True).values_list('id', flat=True)})
+
+
+def traits():
+    """A group per trait (key: the trait's id): the providers having it,
+    not their trees."""
+    def sharing():
+        found = collections.defaultdict(set)
+        for trait_id, provider_id in ProviderTrait.objects.filter(
+                resource_provider_id__in=sharing_ids()).values_list(
+                'trait_id', 'resource_provider_id'):
+            found[trait_id].add(provider_id)
+        return found
+    return Scope([Inventory.objects.annotate(grp=F('resource_provider__providertrait__trait_id'))
+                  .filter(grp__isnull=False)], sharing)
+
+
+def unions_of_pools(pools_of):
+    """A group per key of `pools_of` ({key: aggregate ids}): the members of
+    its pools and the trees of member roots, each inventory once (a pod's
+    availability zone is the union of its pods' pools)."""
+    parts, keys_of = [], collections.defaultdict(set)
+    for key, aggregate_ids in pools_of.items():
+        ids = ProviderAggregate.objects.filter(aggregate_id__in=list(aggregate_ids)).values(
+            'resource_provider_id')
+        parts.append(Inventory.objects.filter(
+            Q(resource_provider_id__in=ids) | Q(resource_provider__root_provider_id__in=ids),
+        ).annotate(grp=Value(key)))
+        for aggregate_id in aggregate_ids:
+            keys_of[aggregate_id].add(key)
+
+    def sharing():
+        found = collections.defaultdict(set)
+        for aggregate_id, provider_id in ProviderAggregate.objects.filter(
+                aggregate_id__in=list(keys_of), resource_provider_id__in=sharing_ids(),
+        ).values_list('aggregate_id', 'resource_provider_id'):
+            for key in keys_of[aggregate_id]:
+                found[key].add(provider_id)
+        return found
+    return Scope(parts, sharing)
+
+
+def reached_roots():
+    """The roots of every tree a sharing provider serves (those of the
+    providers it shares an aggregate with, and its own), as two subqueries:
+    where counting what fits needs more than per-tree sums. Two plain
+    subqueries, not one with an OR, which PostgreSQL would run per row."""
+    sharing = sharing_ids()
+    served = ProviderAggregate.objects.filter(
+        aggregate_id__in=ProviderAggregate.objects.filter(
+            resource_provider_id__in=sharing).values('aggregate_id'),
+        resource_provider__root_provider_id__isnull=False,
+    ).values('resource_provider__root_provider_id')
+    own = ResourceProvider.objects.filter(id__in=sharing, root_provider_id__isnull=False).values(
+        'root_provider_id')
+    return served, own
+
+
+def served_trees():
+    """{sharing provider id: roots of the trees it serves}."""
+    served = collections.defaultdict(set)
+    for provider_id, root_id in trees_served_by(sharing_ids()):
+        served[provider_id].add(root_id)
+    return served
+
+
+# ---- SQL over a scope's parts -------------------------------------------------------
+
+def union_sql(querysets):
+    """(sql, params) of the querysets' rows together (UNION ALL; the
+    querysets select the same columns in the same order), None for none."""
+    compiled = [qs.query.get_compiler(using=qs.db).as_sql() for qs in querysets]
+    if not compiled:
+        return None
+    # Each a derived table: MySQL adds ORDER BY NULL to a GROUP BY, which a
+    # bare member of a UNION may not have.
+    return (' UNION ALL '.join(f'SELECT * FROM ({sql}) part{index}'
+                               for index, (sql, _) in enumerate(compiled)),
+            tuple(param for _, params in compiled for param in params))
+
+
+def fetch(scope, sql, params):
+    """The rows of `sql` over the scope's parts, on the database they read."""
+    with connections[scope.parts[0].db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
