@@ -10,14 +10,18 @@ providers.books.pool_books) and for the whole cloud.
 
 A scrape costs four queries whatever the size of the cloud: the
 inventories with their providers' and classes' names, the aggregates, the
-pools (two) and the cloud (one). Rows are read into compact tuples and the
-text is streamed out family by family: a cloud of 100,000 providers has
-over a million samples.
+pools and the cloud. Rows are read into compact tuples and the text is
+streamed out family by family, gzip-compressed as it goes when the scraper
+accepts it (Prometheus does): a cloud of 100,000 providers has over a
+million samples, 90 MB of text and 5 MB compressed.
 """
 import logging
+import re
+import zlib
 
 from django.db import DatabaseError
 from django.http import StreamingHttpResponse
+from django.utils.cache import patch_vary_headers
 
 from placement_site import metrics as site_metrics
 from placement_site.metrics import family, labels, number
@@ -25,6 +29,11 @@ from providers import books, scopes
 from providers.models import Aggregate, Inventory, capacity
 
 LOG = logging.getLogger(__name__)
+
+ACCEPTS_GZIP = re.compile(r'\bgzip\b')
+# zlib's level 3: as fast as level 1 on this text and 15% smaller; the
+# default 6 (and GzipFile's 9) take three times as long for 15% less.
+GZIP_LEVEL = 3
 
 # openstack-exporter's prefix; its HELP text is the name without it.
 COMPAT = 'openstack_placement_'
@@ -50,8 +59,24 @@ def scrape(request):
         LOG.error('GET /metrics: the database did not answer: %s', exc)
         catalogue = None
     # Read here, inside the request; only the writing is streamed.
-    return StreamingHttpResponse(series(site_metrics.request_series(), catalogue),
-                                 content_type=site_metrics.CONTENT_TYPE)
+    text = series(site_metrics.request_series(), catalogue)
+    if not ACCEPTS_GZIP.search(request.META.get('HTTP_ACCEPT_ENCODING', '')):
+        response = StreamingHttpResponse(text, content_type=site_metrics.CONTENT_TYPE)
+    else:
+        response = StreamingHttpResponse(gzipped(text), content_type=site_metrics.CONTENT_TYPE)
+        response['Content-Encoding'] = 'gzip'
+    patch_vary_headers(response, ('Accept-Encoding',))
+    return response
+
+
+def gzipped(chunks):
+    """The text chunks as one gzip stream, compressed as they come."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip's framing
+    for chunk in chunks:
+        data = compressor.compress(chunk.encode())
+        if data:
+            yield data
+    yield compressor.flush()
 
 
 def read_catalogue():

@@ -2,6 +2,7 @@
 what the API answers; pool and cloud sums; a fixed number of queries; who
 may scrape; request, conflict and capacity-refusal counters, in one process
 and added up over several gunicorn workers."""
+import gzip
 import os
 import signal
 import subprocess
@@ -220,6 +221,29 @@ def refused(response):
     assert body['errors'][0]['title'] == 'Forbidden'
     assert 'PLACEMENT_METRICS_ALLOWED_NETWORKS' in body['errors'][0]['detail']
     return True
+
+
+@pytest.mark.parametrize('accept', ['gzip', 'gzip, deflate', 'deflate, gzip;q=1.0'])
+def test_gzip_when_the_scraper_accepts_it(cloud, accept):
+    plain = Client().get('/metrics')
+    packed = Client().get('/metrics', HTTP_ACCEPT_ENCODING=accept)
+    assert 'Content-Encoding' not in plain
+    assert packed['Content-Encoding'] == 'gzip'
+    for response in (plain, packed):
+        assert 'Accept-Encoding' in [v.strip() for v in response['Vary'].split(',')]
+    text = b''.join(plain.streaming_content)
+    body = b''.join(packed.streaming_content)
+    # The process and request series move between scrapes; the catalogue's do not.
+    ours = (b'openstack_placement_resource', b'placement_provider_', b'placement_pool_',
+            b'placement_cloud_')
+    catalogue = [line for line in gzip.decompress(body).splitlines() if line.startswith(ours)]
+    assert catalogue == [line for line in text.splitlines() if line.startswith(ours)]
+    assert len(catalogue) > 50
+
+
+def test_no_gzip_unless_asked(db):
+    for accept in ('', 'identity', 'deflate, br'):
+        assert 'Content-Encoding' not in Client().get('/metrics', HTTP_ACCEPT_ENCODING=accept)
 
 
 def test_loopback_may_scrape_without_placement_credentials(db):
