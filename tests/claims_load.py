@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import psycopg2
 import requests
 
-from tests.replica_cluster import HEADERS
+from tests.servers import HEADERS
 
 # One claim: a little of a compute node and of the shared disk pool, three
 # allocation rows written in one transaction (or none).

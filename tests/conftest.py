@@ -8,7 +8,6 @@ from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
-from django.core.management import call_command
 from django.db import connections
 from django.test import Client
 
@@ -105,8 +104,8 @@ def _json_or_none(response):
 
 
 # uuid4()'s, with or without dashes.
-UUID_IN_TEXT = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}',
-                          re.IGNORECASE)
+UUID_IN_TEXT = re.compile(
+    r'[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}', re.IGNORECASE)
 
 
 def pytest_make_parametrize_id(config, val, argname):
@@ -180,29 +179,6 @@ def restore_migrated_rows(session):
 def tables_flushed(session):
     """Tell the next test that the tables were emptied."""
     session.stash[_FLUSHED] = True
-
-
-@contextmanager
-def committed_rows(session):
-    """Database access for a module-scoped fixture that commits rows (a live
-    server's threads read them): unblocked until the end, when every table is
-    emptied as at the end of a transactional test (Django's flush), and the
-    migrated rows come back before the next test. When no test of the run
-    asked for serialized_rollback, the migrated rows are serialized here first."""
-    with session.stash[_BLOCKER].unblock():
-        databases = [connections[alias] for alias in connections
-                     if not connections[alias].settings_dict['TEST'].get('MIRROR')]
-        for connection in databases:
-            if not hasattr(connection, '_test_serialized_contents'):
-                connection._test_serialized_contents = \
-                    connection.creation.serialize_db_to_string()
-        try:
-            yield
-        finally:
-            for connection in databases:
-                call_command('flush', verbosity=0, interactive=False, database=connection.alias,
-                             reset_sequences=False, inhibit_post_migrate=True)
-            tables_flushed(session)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -5,8 +5,6 @@ and added up over several gunicorn workers."""
 import gzip
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -23,9 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
 from tests.conftest import new_uuid
-from tests.ports import free_port
+from tests.servers import Server
 
-REPO = Path(__file__).resolve().parent.parent
 POOL_A = str(uuid.uuid4())
 POOL_B = str(uuid.uuid4())
 COMPAT = ('openstack_placement_resource_total', 'openstack_placement_resource_allocation_ratio',
@@ -399,39 +396,12 @@ def workers(tmp_path):
     on an SQLite file of its own."""
     multiproc = tmp_path / 'prometheus'
     multiproc.mkdir()
-    port = free_port()
-    env = {**os.environ,
-           'DATABASE_URL': f'sqlite:///{tmp_path / "placement.sqlite3"}',
-           'PLACEMENT_DATA_DIR': str(tmp_path),
-           'PROMETHEUS_MULTIPROC_DIR': str(multiproc),
-           'DJANGO_SECRET_KEY': 'metrics-tests', 'PLACEMENT_LOG_LEVEL': 'WARNING'}
-    env.pop('DJANGO_SETTINGS_MODULE', None)
-    subprocess.run([sys.executable, 'manage.py', 'migrate', '--noinput'], cwd=REPO, env=env,
-                   check=True, capture_output=True, timeout=300)
-    with open(tmp_path / 'gunicorn.log', 'wb') as log:
-        server = subprocess.Popen(
-            [sys.executable, '-m', 'gunicorn', 'placement_site.wsgi:application',
-             '-c', 'python:placement_site.gunicorn_conf', '-b', f'127.0.0.1:{port}',
-             '--workers', '3', '--log-level', 'warning'],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f'http://127.0.0.1:{port}'
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(url + '/', timeout=5).status_code == 200:
-                break
-        except requests.ConnectionError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, \
-            (tmp_path / 'gunicorn.log').read_text(errors='replace')
-        time.sleep(0.2)
-    yield url, multiproc, server
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    server = Server(tmp_path, database_url=f'sqlite:///{tmp_path / "placement.sqlite3"}',
+                    workers=3, threads=None, env={'PROMETHEUS_MULTIPROC_DIR': str(multiproc)})
+    server.manage('migrate', '--noinput')
+    server.start()
+    yield server.url, multiproc, server.process
+    server.stop()
 
 
 def live_scrape(url):

@@ -19,7 +19,8 @@ from django.db import OperationalError, router
 
 from placement_site import config, replicas
 from providers.models import ResourceProvider
-from tests.replica_cluster import Cluster, Server, postgres_bin, wait_for
+from tests.replica_cluster import Cluster, postgres_bin
+from tests.servers import Server, wait_for
 
 PASSWORD = 'replica-admin-password'
 WRITERS = 20

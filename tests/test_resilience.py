@@ -28,7 +28,8 @@ from placement_site import outages
 from tests.claims_load import (ClaimsLoad, assert_books_balance, claim_body, read_books, seed,
                                wait_for_claims)
 from tests.ports import free_port
-from tests.replica_cluster import Cluster, Server, postgres_bin, wait_for
+from tests.replica_cluster import Cluster, postgres_bin
+from tests.servers import Server, wait_for
 
 PORT = int(os.environ.get('PLACEMENT_RESILIENCE_TEST_PORT', '25470'))
 PASSWORD = 'resilience-admin-password'

@@ -1,25 +1,20 @@
 """The dashboards in a real browser: headless Chromium (Debian's, never a
-downloaded one) against a live server with the demo cloud loaded. Every page's
+downloaded one) against a server of the module's own with the demo cloud loaded. Every page's
 numbers are checked against what the Placement API answers over HTTP for the
 same providers and projects, and every page visited is saved as a full-page
 screenshot in test-artifacts/screenshots/."""
 import collections
-import io
 import math
 import os
 import re
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
-from django.core.management import call_command
-from django.db.backends.signals import connection_created
-from pytest_django.live_server_helper import LiveServer
 
 from allocations.ui.views import PAGE_SIZE
-from tests.conftest import committed_rows
+from tests.servers import Server
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -30,7 +25,6 @@ STAFF, PASSWORD = 'operator', 'browser-test-pw-7Q'
 NFS = 'nfs-share-1'
 FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'
 IMPOSSIBLE = 'VCPU:100000'
-STATEMENT_TIMEOUT = '60s'
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
@@ -116,38 +110,21 @@ def chromium():
     return CHROMIUM
 
 
-@contextmanager
-def statement_timeout():
-    """On PostgreSQL every query gives up after a minute, so that a runaway
-    query fails its page (a 500) instead of holding the locks the database
-    flush at the end then waits for, forever."""
-    def limit(sender, connection, **kwargs):
-        if connection.vendor == 'postgresql':
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
-    connection_created.connect(limit)
-    try:
-        yield
-    finally:
-        connection_created.disconnect(limit)
-
-
 @pytest.fixture(scope='module')
-def demo_server(request, django_db_setup):
-    """The demo cloud and the staff user, loaded and committed once for the
-    module, and a live server over them; the tables are emptied at the end,
-    as after a transactional test. The module's tests read the cloud over
-    HTTP; the few that change it put it back."""
-    with committed_rows(request.session), statement_timeout():
-        call_command('load_demo', size='small', staff_user=STAFF, password=PASSWORD,
-                     stdout=io.StringIO())
-        server = LiveServer('localhost')
-        server._live_server_modified_settings.enable()
-        try:
-            yield server
-        finally:
-            server._live_server_modified_settings.disable()
-            server.stop()
+def demo_server(tmp_path_factory):
+    """Placement as scripts/run.sh serves it (gunicorn, our config file) on
+    an SQLite file of the module's own, migrated, with the demo cloud and the
+    staff user loaded, once for the module. Its tests read the cloud over
+    HTTP; the few that change it put it back. A server process of its own,
+    not pytest-django's live_server: that one makes every test
+    transactional, emptying the tables after each."""
+    base = tmp_path_factory.mktemp('demo-server')
+    server = Server(base, database_url=f'sqlite:///{base / "placement.sqlite3"}')
+    server.manage('migrate', '--noinput')
+    server.manage('load_demo', '--size', 'small', '--staff-user', STAFF, '--password', PASSWORD)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -157,11 +134,8 @@ def api(demo_server):
 
 
 @pytest.fixture(scope='module')
-def browser(chromium, demo_server):
-    """Headless chromium for the module, started after the demo is loaded and
-    stopped before its tables are emptied: while Playwright's sync API runs,
-    its event loop makes Django refuse database access from this thread (as
-    async code), so the tests themselves only use HTTP and the browser."""
+def browser(chromium):
+    """Headless chromium, once for the module."""
     from playwright.sync_api import sync_playwright
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -175,7 +149,7 @@ def page(browser, demo_server):
     """A page of its own (no cookies: signed out) on the demo server."""
     context = browser.new_context(base_url=demo_server.url,
                                   viewport={'width': 1366, 'height': 900})
-    context.set_default_timeout(90_000)  # beyond STATEMENT_TIMEOUT
+    context.set_default_timeout(90_000)
     page = context.new_page()
     page.server_errors = []
     page.on('response', lambda r: r.status >= 500 and page.server_errors.append(

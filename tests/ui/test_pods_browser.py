@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS, api, browser, check_candidates, chromium, demo_server, number, page, pool_providers,
-    rows, shoot, sign_in, submit)
+    HEADERS, api, browser, check_candidates, chromium, demo_server, number, page,
+    pool_providers, rows, shoot, sign_in, submit)
 
 CAD = 'resource=CAD'
 RESOURCES = 'VCPU:1,MEMORY_MB:512,DISK_GB:20'
