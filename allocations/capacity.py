@@ -27,15 +27,13 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections
 from django.db.models import Case, Exists, F, FloatField, OuterRef, Sum, When
 
 from allocations.fits import Fit, count_fits
 from allocations.pods.models import Pod
 from placement_site import errors, querystring
 from providers import books, scopes
-from providers.models import (Aggregate, ProviderAggregate, ProviderTrait, ResourceClass,
-                              ResourceProvider, Trait)
+from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.querysets import slots_expression
 
 CLOUD = 'cloud'

@@ -6,7 +6,7 @@ providers, consumers or pods."""
 import collections
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
 from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
@@ -14,7 +14,8 @@ from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
 from providers import books, scopes
-from providers.models import Aggregate, Inventory, ProviderAggregate, ResourceProvider
+from providers.models import (Aggregate, Inventory, ProviderAggregate, ResourceClass,
+                              ResourceProvider)
 
 
 def class_summary():
@@ -136,54 +137,77 @@ def sharing_relations(provider, sharing):
 
 # ---- usage by owner -----------------------------------------------------------------
 
-OWNER_FIELDS = {
-    'project': 'consumer__project__external_id',
-    'user': 'consumer__user__external_id',
-    'consumer_type': 'consumer__consumer_type__name',
-}
-
-
 def owned_allocations(project=None, user=None, consumer_type=None):
     """Allocations of the consumers matching the owner filters."""
-    allocations = Allocation.objects.all()
+    return Allocation.objects.filter(_owned('consumer__', project, user, consumer_type))
+
+
+def owned_consumers(project=None, user=None, consumer_type=None):
+    """Consumers holding allocations, matching the owner filters."""
+    return Consumer.objects.filter(
+        _owned('', project, user, consumer_type),
+        Exists(Allocation.objects.filter(consumer=OuterRef('pk'))))
+
+
+def _owned(prefix, project, user, consumer_type):
+    owned = Q()
     if project:
-        allocations = allocations.filter(consumer__project__external_id=project)
+        owned &= Q(**{f'{prefix}project__external_id': project})
     if user:
-        allocations = allocations.filter(consumer__user__external_id=user)
+        owned &= Q(**{f'{prefix}user__external_id': user})
     if consumer_type == ConsumerType.UNKNOWN:
-        allocations = allocations.filter(consumer__consumer_type__isnull=True)
+        owned &= Q(**{f'{prefix}consumer_type__isnull': True})
     elif consumer_type:
-        allocations = allocations.filter(consumer__consumer_type__name=consumer_type)
-    return allocations
+        owned &= Q(**{f'{prefix}consumer_type__name': consumer_type})
+    return owned
 
 
-def _owner_key(row, fields):
-    return tuple(row[f] or ConsumerType.UNKNOWN if f.endswith('type__name') else row[f]
-                 for f in fields)
+OWNERS = ('project', 'user', 'consumer_type')
 
 
-def usage_by(allocations, keys):
-    """Rows of usage grouped by owner keys ('project', 'user',
-    'consumer_type'): {'key': (...), 'usages': {class: used},
-    'consumers': n}, largest first. Two queries."""
-    fields = [OWNER_FIELDS[k] for k in keys]
-    rows = collections.OrderedDict()
-    for row in allocations.values(*fields, 'resource_class__name').annotate(
-            used=Sum('used')).order_by(*fields, 'resource_class_id'):
-        key = _owner_key(row, fields)
-        rows.setdefault(key, {'key': key, 'usages': {}, 'consumers': 0})['usages'][
-            row['resource_class__name']] = row['used']
-    for row in allocations.values(*fields).annotate(n=Count('consumer', distinct=True)):
-        key = _owner_key(row, fields)
-        if key in rows:
-            rows[key]['consumers'] = row['n']
-    return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
+@dataclass
+class Usage:
+    """The owners' usage, per (project, user, consumer type): sums per
+    class and consumers; rows() rolls them up by any of the three."""
+    sums: dict        # (project, user, type) -> {class name: used}
+    consumers: dict   # (project, user, type) -> consumers holding allocations
+
+    @classmethod
+    def read(cls, filters):
+        """Two queries: the sums over the filtered owners' allocations and
+        their consumers' count, grouped by all three owners (each consumer
+        has one of each, so coarser groups add up)."""
+        sums = collections.defaultdict(dict)
+        for project, user, type_name, class_name, used in owned_allocations(**filters).values_list(
+                'consumer__project__external_id', 'consumer__user__external_id',
+                'consumer__consumer_type__name', 'resource_class__name').annotate(
+                used=Sum('used')).order_by('resource_class_id'):
+            sums[project, user, type_name or ConsumerType.UNKNOWN][class_name] = used
+        consumers = {(project, user, type_name or ConsumerType.UNKNOWN): n
+                     for project, user, type_name, n in owned_consumers(**filters).values_list(
+                         'project__external_id', 'user__external_id',
+                         'consumer_type__name').annotate(n=Count('id')).order_by()}
+        return cls(sums, consumers)
+
+    def rows(self, keys):
+        """{'key': (...), 'usages': {class: used}, 'consumers': n} per owner
+        keys ('project', 'user', 'consumer_type'), largest first."""
+        positions = [OWNERS.index(key) for key in keys]
+        rows = {}
+        for owner, usages in self.sums.items():
+            key = tuple(owner[p] for p in positions)
+            row = rows.setdefault(key, {'key': key, 'usages': collections.Counter(),
+                                        'consumers': 0})
+            row['usages'].update(usages)
+            row['consumers'] += self.consumers.get(owner, 0)
+        return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
 
 
 def top_consumers(allocations, resource_class, limit=20):
     """The consumers holding the most of a class (ties by uuid), with all
-    they hold (two queries)."""
-    top = list(allocations.filter(resource_class__name=resource_class).values(
+    they hold (three queries)."""
+    class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True)
+    top = list(allocations.filter(resource_class_id__in=class_id).values(
         'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer__uuid')[:limit])
     consumers = {c.pk: c for c in Consumer.objects.filter(
         pk__in=[t['consumer_id'] for t in top]).select_related(

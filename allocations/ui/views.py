@@ -140,18 +140,19 @@ def pod_detail(request, uuid):
 def usage(request):
     form = UsageFilter(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
-    allocations = reports.owned_allocations(
-        filters.get('project'), filters.get('user'), filters.get('consumer_type'))
+    owners = {key: filters.get(key) for key in reports.OWNERS}
     top_class = (filters.get('top_class') or 'VCPU').upper()
-    by_project = reports.usage_by(allocations, ['project'])
+    usage = reports.Usage.read(owners)
+    by_project = usage.rows(['project'])
     return render(request, 'ui/usage.html', {
         'form': form,
         'classes': _classes_in(by_project),
         'by_project': by_project,
-        'by_type': reports.usage_by(allocations, ['project', 'consumer_type']),
-        'by_user': reports.usage_by(allocations, ['project', 'user']),
+        'by_type': usage.rows(['project', 'consumer_type']),
+        'by_user': usage.rows(['project', 'user']),
         'top_class': top_class,
-        'top': reports.top_consumers(allocations, top_class, TOP_CONSUMERS),
+        'top': reports.top_consumers(reports.owned_allocations(**owners), top_class,
+                                     TOP_CONSUMERS),
         'top_limit': TOP_CONSUMERS,
         'consumer_types': ConsumerType.objects.order_by('name'),
     })
