@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from allocations.ui import paging
 from placement_site.api import timestamp
 from providers import trends
 
@@ -83,10 +84,18 @@ def sort_link(context, field, label):
     return format_html('<a href="?{}">{}{}</a>', query.urlencode(), label, arrow)
 
 
+@register.simple_tag
+def page_sizes():
+    return paging.PAGE_SIZES
+
+
 @register.simple_tag(takes_context=True)
-def page_link(context, page_number):
+def page_link(context, page_number, per_page=None):
+    """The current query at another page (and page size)."""
     query = context['request'].GET.copy()
     query['page'] = page_number
+    if per_page is not None:
+        query['per_page'] = per_page
     return '?' + query.urlencode()
 
 

@@ -4,7 +4,6 @@ staff only, a fixed number of queries per page."""
 import collections
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from allocations import candidates, capacity
@@ -12,11 +11,11 @@ from allocations.models import Allocation, Consumer, ConsumerType
 from allocations.ui import reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, ordering
 from allocations.ui.forms import ExplorerForm, UsageFilter
+from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 staff_only = staff_member_required(login_url='login')
-PAGE_SIZE = 50
 TOP_CONSUMERS = 20
 
 
@@ -42,8 +41,7 @@ def provider_list(request):
         'parent_provider', 'root_provider').with_max_utilization()
     filters = ProviderFilterSet(request.GET, queryset=providers)
     sort = request.GET.get('sort', 'name')
-    page = Paginator(filters.qs.order_by(*ordering(sort)), PAGE_SIZE).get_page(
-        request.GET.get('page'))
+    page = page_of(request, filters.qs.order_by(*ordering(sort)))
     usage = reports.utilization_of(p.pk for p in page)
     return render(request, 'ui/providers.html', {
         'filters': filters, 'page': page, 'sort': sort,
@@ -58,9 +56,9 @@ def provider_detail(request, uuid):
         ResourceProvider.objects.select_related('parent_provider', 'root_provider'), uuid=uuid)
     sharing = reports.is_sharing(provider)
     # A shared pool can serve thousands of consumers: a page at a time.
-    consumers = Paginator(Consumer.objects.filter(allocations__resource_provider=provider)
-                          .distinct().order_by('uuid').values_list('pk', flat=True),
-                          PAGE_SIZE).get_page(request.GET.get('page'))
+    consumers = page_of(request, Consumer.objects.filter(
+        allocations__resource_provider=provider).distinct().order_by('uuid').values_list(
+        'pk', flat=True))
     allocations = Allocation.objects.filter(
         resource_provider=provider, consumer_id__in=list(consumers)).select_related(
         'resource_class', 'consumer__project', 'consumer__user', 'consumer__consumer_type',
@@ -84,7 +82,7 @@ def provider_detail(request, uuid):
 @staff_only
 @replicas.advisory
 def aggregate_list(request):
-    page = Paginator(reports.aggregates_with_counts(), PAGE_SIZE).get_page(request.GET.get('page'))
+    page = page_of(request, reports.aggregates_with_counts())
     books = reports.pools(page)
     fits = reports.pool_flavor_fits(page)
     return render(request, 'ui/aggregates.html', {
@@ -98,14 +96,17 @@ def aggregate_list(request):
 def aggregate_detail(request, uuid):
     aggregate = get_object_or_404(Aggregate, uuid=uuid)
     members = ResourceProvider.objects.member_of_any([aggregate.uuid])
-    sharing = set(members.sharing().values_list('pk', flat=True))
-    members = list(members.select_related('parent_provider').order_by('name'))
-    usage = reports.utilization_of(p.pk for p in members)
+    # A pool of thousands of compute nodes: its members a page at a time.
+    page = page_of(request, members.select_related('parent_provider').order_by('name', 'uuid'))
+    ids = [p.pk for p in page]
+    sharing = set(members.filter(pk__in=ids).sharing().values_list('pk', flat=True))
+    usage = reports.utilization_of(ids)
     return render(request, 'ui/aggregate.html', {
         'aggregate': aggregate,
         'pool': reports.pools([aggregate])[aggregate.pk],
         'flavor_fits': reports.pool_flavor_fits([aggregate])[aggregate.pk],
-        'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in members],
+        'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in page],
+        'page': page,
     })
 
 
@@ -128,8 +129,7 @@ def pod_detail(request, uuid):
     return render(request, 'ui/pod.html', {
         'pod': pod, 'line': line,
         'bound': reports.open_bindings(pod),
-        'page': Paginator(reports.binding_history(pod), PAGE_SIZE).get_page(
-            request.GET.get('page')),
+        'page': page_of(request, reports.binding_history(pod)),
     })
 
 

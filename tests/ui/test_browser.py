@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import requests
 
-from allocations.ui.views import PAGE_SIZE
+from allocations.ui.paging import PAGE_SIZE
 from tests.servers import Server
 
 CHROMIUM = '/usr/bin/chromium'

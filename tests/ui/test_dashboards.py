@@ -17,7 +17,7 @@ from allocations.models import User as PlacementUser
 from allocations.pods import services as pod_services
 from allocations.pods.models import Pod, PodBinding
 from allocations.pods.selection import BindingRequest
-from allocations.ui.views import PAGE_SIZE
+from allocations.ui.paging import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
 from tests.pods.conftest import Cloud
@@ -449,6 +449,32 @@ def test_pod_pages_do_not_grow_with_pods_providers_or_bindings(staff, pods):
     assert Pod.objects.count() == 23
     large = {path: count_queries(staff, path) for path in paths}
     assert large == small
+
+
+# ---- pages of bounded size ---------------------------------------------------------
+
+def member_rows(html):
+    return re.findall(r'<tr data-uuid="([0-9a-f-]{36})">', html)
+
+
+def test_a_pools_members_come_a_page_at_a_time(staff):
+    grow_cloud(PAGE_SIZE + 10)   # every root a member of POOL
+    first = staff.get(f'/ui/pools/{POOL}/').content.decode()
+    assert len(member_rows(first)) == PAGE_SIZE
+    assert f'({PAGE_SIZE + 10}, by name)' in first
+    assert 'page 1 of 2' in first
+    second = staff.get(f'/ui/pools/{POOL}/?page=2').content.decode()
+    assert len(member_rows(second)) == 10
+    assert set(member_rows(first)).isdisjoint(member_rows(second))
+    # The size is chosen from 20 to 500, and offered on the page.
+    assert len(member_rows(staff.get(f'/ui/pools/{POOL}/?per_page=20').content.decode())) == 20
+    assert len(member_rows(staff.get(f'/ui/pools/{POOL}/?per_page=5').content.decode())) == 20
+    assert len(member_rows(staff.get(
+        f'/ui/pools/{POOL}/?per_page=5000').content.decode())) == PAGE_SIZE + 10
+    assert len(member_rows(staff.get(
+        f'/ui/pools/{POOL}/?per_page=lots').content.decode())) == PAGE_SIZE
+    assert '<a href="?page=1&amp;per_page=100">100</a>' in first
+    assert f'<strong>{PAGE_SIZE}</strong>' in first
 
 
 # ---- how many more fit -------------------------------------------------------------
