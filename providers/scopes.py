@@ -16,6 +16,7 @@ import collections
 import functools
 from dataclasses import dataclass
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import F, Q, Value
 
@@ -170,8 +171,14 @@ def served_trees():
 
 def union_sql(querysets):
     """(sql, params) of the querysets' rows together (UNION ALL; the
-    querysets select the same columns in the same order), None for none."""
-    compiled = [qs.query.get_compiler(using=qs.db).as_sql() for qs in querysets]
+    querysets select the same columns in the same order), None for none.
+    A queryset that can match nothing (`__in` an empty list) is left out."""
+    compiled = []
+    for qs in querysets:
+        try:
+            compiled.append(qs.query.get_compiler(using=qs.db).as_sql())
+        except EmptyResultSet:
+            pass
     if not compiled:
         return None
     # Each a derived table: MySQL adds ORDER BY NULL to a GROUP BY, which a

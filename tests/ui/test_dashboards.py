@@ -69,11 +69,13 @@ def grow_cloud(count, start=0):
     return roots
 
 
-def pages():
+def pages(with_provider=True, with_pool=True):
     root = ResourceProvider.objects.filter(parent_provider__isnull=True).order_by('pk').first()
+    provider = [f'/ui/providers/{root.uuid}/'] if with_provider else []
+    pool = [f'/ui/pools/{POOL}/'] if with_pool else []
     return ['/ui/', '/ui/providers/', '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2',
-            f'/ui/providers/?aggregate={POOL}&root_only=true', f'/ui/providers/{root.uuid}/',
-            '/ui/pools/', f'/ui/pools/{POOL}/', '/ui/usage/', '/ui/usage/?project=proj',
+            f'/ui/providers/?aggregate={POOL}&root_only=true', *provider,
+            '/ui/pools/', *pool, '/ui/usage/', '/ui/usage/?project=proj',
             '/ui/explorer/?resources=VCPU:1,DISK_GB:10&limit=5',
             '/ui/explorer/?resources=VCPU:1000']
 
@@ -97,6 +99,15 @@ def test_every_page_needs_a_staff_sign_in(db):
     response = client.get('/ui/')
     assert response.status_code == 302
     assert response['Location'] == '/accounts/login/?next=/ui/'
+
+
+def test_every_page_answers_on_a_cloud_without_pools(staff):
+    for path in pages(with_provider=False, with_pool=False):
+        assert staff.get(path).status_code == 200, path  # empty cloud
+    grow_cloud(3)
+    ProviderAggregate.objects.all().delete()
+    for path in pages(with_pool=False):
+        assert staff.get(path).status_code == 200, path
 
 
 def test_queries_per_page_do_not_grow_with_the_cloud(staff):
