@@ -26,23 +26,55 @@ def level(fraction):
     return 'ok'
 
 
+# Classes counted in a binary unit, shown in larger ones when large.
+UNITS = {'MEMORY_MB': ('MiB', 'GiB', 'TiB', 'PiB'), 'DISK_GB': ('GiB', 'TiB', 'PiB')}
+
+
+@register.filter
+def amount(value, resource_class=None):
+    """A number as people read it: thousands separated, at most two
+    decimals, and MEMORY_MB and DISK_GB in GiB, TiB or PiB once they reach
+    a unit (6160380 MEMORY_MB: '5.87 TiB')."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return ''
+    units = UNITS.get(resource_class)
+    if not units:
+        return _number(value)
+    index = 0
+    while abs(value) >= 1024 and index < len(units) - 1:
+        value /= 1024
+        index += 1
+    return f'{_number(value)} {units[index]}'
+
+
+def _number(value):
+    if value == int(value):
+        return f'{int(value):,}'
+    return f'{value:,.2f}'.rstrip('0').rstrip('.')
+
+
 @register.simple_tag
-def utilization_bar(used, capacity, reserved=0, width=160, threshold=None):
+def utilization_bar(used, capacity, reserved=0, width=160, threshold=None, resource_class=None):
     """An SVG bar of used against capacity, coloured by level, with the
-    numbers (and what is reserved) in its title. With a `threshold` (a
-    percent, as pods have), a marker stands at the threshold and a bar that
-    reached it is critical."""
+    numbers (and what is reserved) in its title, in the class's units. With
+    a `threshold` (a percent, as pods have), a marker stands at the
+    threshold and a bar that reached it is critical."""
     capacity = float(capacity or 0)
     used = float(used or 0)
     fraction = used / capacity if capacity else 0.0
     used_width = min(fraction, 1.0) * width
-    title = f'{used:g} of {capacity:g} used ({fraction:.0%})'
+
+    def shown(value):
+        return amount(value, resource_class)
+    title = f'{shown(used)} of {shown(capacity)} used ({fraction:.0%})'
     if reserved:
-        title += f', {float(reserved):g} reserved'
+        title += f', {shown(reserved)} reserved'
     # An inventory lowered below what is allocated (Placement accepts it).
     over = used > capacity
     if over:
-        title += f', over capacity by {used - capacity:g}'
+        title += f', over capacity by {shown(used - capacity)}'
     lvl = level(fraction)
     marker = ''
     if threshold is not None:
@@ -54,12 +86,14 @@ def utilization_bar(used, capacity, reserved=0, width=160, threshold=None):
         marker = format_html('<rect class="bar-threshold" x="{}" width="2" height="16"/>',
                              f'{min(threshold / 100, 1.0) * width - 1:.1f}')
     return format_html(
-        '<svg class="bar" width="{w}" height="{h}" role="img" aria-label="{t}">'
+        '<svg class="bar" width="{w}" height="{h}" role="img" aria-label="{t}" '
+        'data-used="{du}" data-capacity="{dc}">'
         '<title>{t}</title>'
         '<rect class="bar-free" y="{y}" width="{w}" height="12" rx="2"/>'
         '<rect class="bar-{lvl}" y="{y}" width="{uw}" height="12" rx="2"/>{m}</svg>'
         ' <span class="pct pct-{lvl}">{p}</span>{o}',
-        w=width, h=16 if marker else 12, y=2 if marker else 0, t=title, lvl=lvl,
+        du=f'{used:.15g}', dc=f'{capacity:.15g}', w=width, h=16 if marker else 12,
+        y=2 if marker else 0, t=title, lvl=lvl,
         uw=f'{used_width:.1f}', m=marker, p=f'{fraction:.0%}',
         o=mark_safe(' <strong class="over-capacity">over capacity</strong>') if over else '')
 

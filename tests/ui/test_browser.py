@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from allocations.ui.paging import PAGE_SIZE
+from allocations.ui.templatetags import amount
 from tests.servers import Server
 
 CHROMIUM = '/usr/bin/chromium'
@@ -663,13 +664,15 @@ def check_candidates(page, body):
         for href, classes, labels in page.locator('#summaries tbody tr').evaluate_all(
             """rows => rows.map(r => [r.cells[0].querySelector('a').getAttribute('href'),
                 [...r.cells[1].querySelectorAll('.mono')].map(m => m.innerText.trim()),
-                [...r.cells[1].querySelectorAll('svg.bar')].map(b =>
-                    b.getAttribute('aria-label'))])""")}
-    expected = {
-        uuid: {rc: f"{r['used']:g} of {r['capacity']:g} used" for rc, r in s['resources'].items()}
-        for uuid, s in body['provider_summaries'].items()}
+                [...r.cells[1].querySelectorAll('svg.bar')].map(b => [b.dataset.used,
+                    b.dataset.capacity, b.getAttribute('aria-label')])])""")}
+    expected = {uuid: s['resources'] for uuid, s in body['provider_summaries'].items()}
     assert set(summaries) == set(expected)
-    for uuid, labels in summaries.items():
-        assert set(labels) == set(expected[uuid]), uuid
-        for rc, label in labels.items():
-            assert label.startswith(expected[uuid][rc] + ' ('), (uuid, rc, label)
+    for uuid, bars in summaries.items():
+        assert set(bars) == set(expected[uuid]), uuid
+        for rc, (used, capacity, label) in bars.items():
+            books = expected[uuid][rc]
+            assert (float(used), float(capacity)) == (books['used'], books['capacity']), uuid
+            # The title in the class's units (GiB, TiB for DISK_GB).
+            assert label.startswith(f"{amount(books['used'], rc)} of "
+                                    f"{amount(books['capacity'], rc)} used ("), (uuid, label)
