@@ -22,8 +22,9 @@ LOG = logging.getLogger('placement.requests')
 # Everything else on the server is the Placement API, including unknown
 # paths, which must answer Placement's 404.
 UI_PREFIXES = ('/admin/', '/api/', '/static/', '/ui/', '/accounts/')
-# Not Placement's either: Prometheus' scrape endpoint has its own access rule.
-NON_API_PATHS = ('/metrics',)
+# Not Placement's either: Prometheus' scrape endpoint has its own access rule,
+# and the browsers' icon needs none.
+NON_API_PATHS = ('/metrics', '/favicon.ico')
 # Django's SecurityMiddleware and XFrameOptionsMiddleware add these for the
 # browser pages; Placement's answers carry none of them, and a drop-in
 # replacement answers with Placement's headers only.

@@ -90,8 +90,13 @@ urlpatterns = [
     path('admin/', admin.site.urls),
     re_path(r'^static/(?P<path>.*)$', serve_static, name='static'),
     path('metrics', provider_metrics.scrape, name='metrics'),  # Prometheus, not Placement's
+    # Browsers ask for it on every page: the dashboards' icon, not an API 401.
+    path('favicon.ico', RedirectView.as_view(url='/static/img/favicon.svg', permanent=True)),
     re_path(r'^.*$', site_views.not_found),
 ]
+
+# The admin's "View site" leads to the dashboards, not the API's version document.
+admin.site.site_url = '/ui/'
 
 # A database that is away answers 503, even when Django's own middleware met it.
 handler500 = site_views.server_error

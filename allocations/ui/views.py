@@ -141,12 +141,16 @@ def usage(request):
     form = UsageFilter(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
     owners = {key: filters.get(key) for key in reports.OWNERS}
-    top_class = (filters.get('top_class') or 'VCPU').upper()
     usage = reports.Usage.read(owners)
     by_project = usage.rows(['project'])
+    classes = _classes_in(by_project)
+    # VCPU unless the owners hold none (a storage-only project): then the
+    # first class they do hold, so the box is not empty.
+    top_class = (filters.get('top_class') or '').upper() or (
+        'VCPU' if 'VCPU' in classes or not classes else classes[0])
     return render(request, 'ui/usage.html', {
         'form': form,
-        'classes': _classes_in(by_project),
+        'classes': classes,
         'by_project': by_project,
         'by_type': usage.rows(['project', 'consumer_type']),
         'by_user': usage.rows(['project', 'user']),

@@ -17,6 +17,7 @@ from allocations.models import User as PlacementUser
 from allocations.pods import services as pod_services
 from allocations.pods.models import Pod, PodBinding
 from allocations.pods.selection import BindingRequest
+from allocations.ui import templatetags
 from allocations.ui.paging import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
@@ -565,3 +566,71 @@ def test_a_bad_flavor_setting_is_a_clear_configuration_error(settings, value, me
 def test_flavors_parse_with_spaces_and_a_trailing_separator():
     assert capacity.parse_flavors(' a = VCPU:1,MEMORY_MB:512 ; b=DISK_GB:5; ') == [
         capacity.Flavor('a', {'VCPU': 1, 'MEMORY_MB': 512}), capacity.Flavor('b', {'DISK_GB': 5})]
+
+
+# ---- defects found on the demo cloud ----------------------------------------------
+
+def test_a_signed_in_user_who_is_not_staff_is_told_why(db):
+    User.objects.create_user('someone', password='pw')
+    client = Client()
+    assert client.login(username='someone', password='pw')
+    html = client.get('/ui/', follow=True).content.decode()
+    assert 'id="not-staff"' in html
+    assert 'signed in as <strong>someone</strong>, which is not a staff account' in html
+    assert 'href="/ui/providers/"' not in html  # no navigation that loops back here
+
+
+def test_an_unknown_provider_is_a_styled_page_with_the_navigation(staff):
+    response = staff.get(f'/ui/providers/{uuid.uuid4()}/')
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert 'id="not-found"' in html and 'href="/ui/providers/"' in html
+    assert 'css/placement.css' in html
+    # The API's unknown paths keep Placement's JSON 404.
+    api_answer = staff.get('/no_such_thing', HTTP_X_AUTH_TOKEN='admin')
+    assert api_answer.status_code == 404 and api_answer['Content-Type'] == 'application/json'
+
+
+def test_the_admins_view_site_link_leads_to_the_dashboards(staff):
+    html = staff.get('/admin/').content.decode()
+    assert re.search(r'<a href="/ui/">View site</a>', html)
+
+
+def test_the_favicon_needs_no_token(db):
+    response = Client().get('/favicon.ico')
+    assert response.status_code == 301 and response['Location'] == '/static/img/favicon.svg'
+
+
+@pytest.mark.parametrize('value, resource_class, shown', [
+    (6160384, 'MEMORY_MB', '5.88 TiB'), (11304960, 'MEMORY_MB', '10.78 TiB'),
+    (512, 'MEMORY_MB', '512 MiB'), (2048, 'MEMORY_MB', '2 GiB'),
+    (257296, 'DISK_GB', '251.27 TiB'), (100, 'DISK_GB', '100 GiB'),
+    (10080, 'VCPU', '10,080'), (1234.5, 'VCPU', '1,234.5'), (2147483647, None, '2,147,483,647'),
+])
+def test_amounts_are_shown_in_readable_units(value, resource_class, shown):
+    assert templatetags.amount(value, resource_class) == shown
+
+
+def test_bar_tooltips_say_amounts_in_readable_units(staff):
+    root = grow_cloud(1)[0]
+    classes = dict(ResourceClass.objects.values_list('name', 'id'))
+    Inventory.objects.create(resource_provider=root, resource_class_id=classes['MEMORY_MB'],
+                             total=11304960)
+    html = staff.get('/ui/').content.decode()
+    assert '<title>0 MiB of 10.78 TiB used (0%)</title>' in html
+    assert 'e+0' not in html
+
+
+def test_top_consumers_of_a_project_without_vcpu_show_a_class_it_holds(staff):
+    grow_cloud(2)
+    storage = Project.objects.create(external_id='storage-only')
+    consumer = Consumer.objects.create(uuid=str(uuid.uuid4()), project=storage,
+                                       user=PlacementUser.objects.get(external_id='user'))
+    disk = ResourceClass.objects.get(name='DISK_GB')
+    root = ResourceProvider.objects.filter(parent_provider__isnull=True).first()
+    Allocation.objects.create(resource_provider=root, consumer=consumer, resource_class=disk,
+                              used=40)
+    html = staff.get('/ui/usage/?project=storage-only').content.decode()
+    top = html[html.index('id="top"'):]
+    assert 'Top 20 consumers of DISK_GB' in html
+    assert re.findall(r'<tr data-consumer="([^"]+)"', top) == [consumer.uuid]

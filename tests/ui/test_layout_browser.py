@@ -1,0 +1,131 @@
+"""Every page's layout in a real browser, on the demo cloud: at 1440 px (a
+laptop) and 390 px (a phone) no console error (the favicon included) and no
+horizontal overflow of the page (a wide table scrolls inside itself); the
+admin's lists keep names and UUIDs on one line and its inputs show every
+digit. Screenshots of every page at both widths go to
+test-artifacts/screenshots/layout-*.png (the fixtures are test_browser's)."""
+import pytest
+import requests
+
+from tests.ui.test_browser import (  # noqa: F401 (fixtures)
+    NFS, api, browser, chromium, demo_server, no_server_errors, shoot, sign_in)
+
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
+
+WIDTHS = {'laptop': (1440, 900), 'phone': (390, 844)}
+# The page's own width beyond the window's: what a phone would scroll sideways.
+OVERFLOW_JS = 'document.documentElement.scrollWidth - document.documentElement.clientWidth'
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized_page(request, browser, demo_server):
+    """A signed-out page at one of the widths, collecting console errors."""
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(base_url=demo_server.url,
+                                  viewport={'width': width, 'height': height})
+    context.set_default_timeout(90_000)
+    page = context.new_page()
+    page.width_name = request.param
+    page.server_errors, page.console_errors = [], []
+    page.on('response', lambda r: r.status >= 500 and page.server_errors.append(
+        f'{r.request.method} {r.url} answered {r.status}'))
+    page.on('console', lambda m: m.type == 'error' and page.console_errors.append(
+        f'{page.url}: {m.text}'))
+    page.on('pageerror', lambda e: page.console_errors.append(f'{page.url}: {e}'))
+    yield page
+    context.close()
+
+
+def every_page(api):
+    """{name: path} of every dashboard page type and the admin's lists."""
+    nfs = api.provider_named(NFS)
+    (pool, *_) = api.get(f'/resource_providers/{nfs["uuid"]}/aggregates',
+                         version='1.19')['aggregates']
+    pod = next(iter(api.get('/pods')['pods']))
+    return {
+        'overview': '/ui/', 'providers': '/ui/providers/',
+        'provider': f'/ui/providers/{nfs["uuid"]}/', 'pools': '/ui/pools/',
+        'pool': f'/ui/pools/{pool}/', 'pods': '/ui/pods/', 'pod': f'/ui/pods/{pod["uuid"]}/',
+        'usage': '/ui/usage/', 'usage-project': '/ui/usage/?project=demo-db',
+        'explorer': '/ui/explorer/?resources=VCPU:1,MEMORY_MB:512,DISK_GB:20&limit=5',
+        'not-found': '/ui/providers/00000000-0000-4000-8000-000000000000/',
+        'admin-providers': '/admin/providers/resourceprovider/',
+        'admin-allocations': '/admin/allocations/allocation/',
+        'admin-provider': None,  # the NFS share's change page, found from the list
+    }
+
+
+def test_every_page_fits_the_window_without_console_errors(sized_page, api):
+    page = sized_page
+    sign_in(page)
+    paths = every_page(api)
+    paths['admin-provider'] = admin_change_page(page, NFS)
+    for name, path in paths.items():
+        page.goto(path)
+        page.wait_for_load_state('networkidle')
+        shoot(page, f'layout-{page.width_name}-{name}')
+        assert page.evaluate(OVERFLOW_JS) <= 0, (page.width_name, path)
+        if name == 'not-found':  # a styled page with the navigation; its own 404 is logged
+            assert page.locator('#not-found').is_visible()
+            assert page.locator('header nav a[href="/ui/providers/"]').count() == 1
+            page.console_errors.remove(f'{page.url}: Failed to load resource: the server '
+                                       'responded with a status of 404 (Not Found)')
+        assert not page.console_errors, page.console_errors
+    # Signed out: the sign-in form too.
+    page.context.clear_cookies()
+    page.goto('/accounts/login/')
+    shoot(page, f'layout-{page.width_name}-sign-in')
+    assert page.evaluate(OVERFLOW_JS) <= 0
+    assert not page.console_errors, page.console_errors
+
+
+def admin_change_page(page, name):
+    page.goto(f'/admin/providers/resourceprovider/?q={name}')
+    return page.locator('#result_list tbody th a').first.get_attribute('href')
+
+
+def test_the_favicon_is_an_icon(demo_server):
+    answer = requests.get(demo_server.url + '/favicon.ico', timeout=30)
+    assert answer.status_code == 200
+    assert answer.history[0].status_code == 301
+    assert answer.headers['Content-Type'] == 'image/svg+xml'
+    assert answer.content.startswith(b'<svg')
+
+
+CELL_LINES_JS = """cells => cells.map(c => {
+    const line = parseFloat(getComputedStyle(c).lineHeight) || 18;
+    const padding = parseFloat(getComputedStyle(c).paddingTop) +
+                    parseFloat(getComputedStyle(c).paddingBottom);
+    return Math.round((c.clientHeight - padding) / line); })"""
+
+
+def test_admin_lists_keep_each_row_on_one_line_and_inputs_show_every_digit(browser, demo_server):
+    context = browser.new_context(base_url=demo_server.url,
+                                  viewport={'width': 1440, 'height': 900})
+    page = context.new_page()
+    page.server_errors = []
+    try:
+        sign_in(page)
+        for path in ('/admin/providers/resourceprovider/', '/admin/allocations/allocation/',
+                     '/admin/providers/inventory/'):
+            page.goto(path)
+            lines = page.locator('#result_list tbody td, #result_list tbody th').evaluate_all(
+                CELL_LINES_JS)
+            assert lines and max(lines) == 1, (path, max(lines))
+            # The list's last column is within the window (or the list scrolls).
+            assert page.evaluate(OVERFLOW_JS) <= 0, path
+        page.goto(admin_change_page(page, NFS))
+        amounts = page.locator('.inline-group input.vIntegerField')
+        assert amounts.count(), 'no inventory inputs'
+        values = amounts.evaluate_all(
+            'inputs => inputs.map(i => [i.value, i.scrollWidth <= i.clientWidth])')
+        assert all(fits for _, fits in values), values
+        page.locator('.inline-group input[name$="-max_unit"]').first.fill('2147483647')
+        assert page.locator('.inline-group input[name$="-max_unit"]').first.evaluate(
+            'i => i.scrollWidth <= i.clientWidth')
+        shoot(page, 'layout-laptop-admin-provider-max-unit')
+        # "View site" leads to the dashboards.
+        assert page.locator('#user-tools a', has_text='View site').get_attribute('href') == '/ui/'
+        no_server_errors(page)
+    finally:
+        context.close()
