@@ -555,7 +555,7 @@ def test_the_traits_keep_the_old_services_ids_and_order(cloud):
     ours = PlacementClient().get('/traits').body['traits']
     source = importer.Source.open(cloud.db_url)
     try:
-        by_id = source.query('SELECT id, name FROM traits ORDER BY id')
+        by_id = [tuple(row) for row in source.query('SELECT id, name FROM traits ORDER BY id')]
     finally:
         source.close()
     assert list(Trait.objects.order_by('id').values_list('id', 'name')) == by_id
