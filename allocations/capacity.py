@@ -27,14 +27,15 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Case, Exists, F, FloatField, OuterRef, Sum, When
+from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, Sum, When
+from django.db.models.lookups import GreaterThanOrEqual
 
 from allocations.fits import Fit, count_fits
 from allocations.pods.models import Pod
 from placement_site import errors, querystring
 from providers import books, scopes
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
-from providers.querysets import slots_expression
+from providers.querysets import slots_expression, takes
 
 CLOUD = 'cloud'
 AGGREGATE = 'aggregate'
@@ -272,6 +273,69 @@ def flavor_fits(flavors, scope, groups):
         counts = dict(zip((f.name for f in counted), fits[group.grp]))
         found[group.key] = {f.name: counts.get(f.name, Fit(0)) for f in flavors}
     return found
+
+
+def why_none_fit(flavors, scope, groups, fits):
+    """{group key: {flavor name: why}} for each flavor that fits none of a
+    group ({group key: {flavor name: Fit}} of flavor_fits): per class of
+    the flavor, the limit no provider of the group passes (the class is
+    missing, the amount is outside every min_unit..max_unit or off every
+    step_size, or no inventory has it free); or, when each class alone
+    fits somewhere, that no tree has them all. One query, and none when
+    every flavor fits."""
+    zero = [(group, flavor) for group in groups for flavor in flavors
+            if not fits[group.key][flavor.name].count]
+    if not zero:
+        return {}
+    pairs = sorted({pair for _, flavor in zero for pair in flavor.resources.items()})
+    limits = {}
+    for index, (name, amount) in enumerate(pairs):
+        has = Q(resource_class__name=name)
+        limits.update({
+            f'has{index}': Count('id', filter=has),
+            f'max{index}': Max('max_unit', filter=has),
+            f'min{index}': Min('min_unit', filter=has),
+            f'takes{index}': Count('id', filter=has & takes(amount)),
+            f'room{index}': Count('id', filter=has & Q(
+                GreaterThanOrEqual(slots_expression(amount), 1.0))),
+        })
+    # A group's inventories may be in several parts: their rows combine.
+    found = collections.defaultdict(lambda: collections.defaultdict(list))
+    sql, params = scopes.union_sql(
+        [part.values('grp').annotate(**limits).order_by() for part in scope.parts]) or ('', ())
+    for grp, *values in scopes.fetch(scope, sql, params) if sql else []:
+        for key, value in zip(limits, values):
+            if value is not None:
+                found[grp][key].append(value)
+    totals = {'has': sum, 'takes': sum, 'room': sum, 'max': max, 'min': min}
+    why = collections.defaultdict(dict)
+    for group, flavor in zero:
+        seen = found[group.grp]
+
+        def limit(kind, index):
+            values = seen.get(f'{kind}{index}')
+            return totals[kind](values) if values else 0
+        reasons = []
+        for name, amount in flavor.resources.items():
+            index = pairs.index((name, amount))
+            if not limit('has', index):
+                reasons.append(f'no provider here has {name}')
+            elif not limit('takes', index):
+                if amount > limit('max', index):
+                    reasons.append(f'{amount} {name} is above every max_unit '
+                                   f'(the largest is {limit("max", index)})')
+                elif amount < limit('min', index):
+                    reasons.append(f'{amount} {name} is below every min_unit '
+                                   f'(the smallest is {limit("min", index)})')
+                else:
+                    reasons.append(f'no {name} inventory takes {amount} within its min_unit, '
+                                   'max_unit and step_size')
+            elif not limit('room', index):
+                reasons.append(f'no {name} inventory has {amount} free')
+        why[group.key][flavor.name] = '; '.join(reasons) or (
+            'each class fits somewhere, but no tree has them all (with the sharing providers '
+            'that serve it)')
+    return why
 
 
 def _class_ids(names):

@@ -73,7 +73,7 @@ def capacity_expression(prefix=''):
         output_field=models.FloatField())
 
 
-def _takes(amount):
+def takes(amount):
     """A claim of `amount` is within the inventory's min_unit, max_unit
     and step_size."""
     return Q(min_unit__lte=amount, max_unit__gte=amount) & Exact(Mod(Value(amount), F('step_size')), 0)
@@ -81,7 +81,7 @@ def _takes(amount):
 
 def _fits(amount):
     """`amount` more units fit the inventory (see able_to_fit)."""
-    return _takes(amount) & GreaterThanOrEqual(capacity_expression(), F('used') + amount)
+    return takes(amount) & GreaterThanOrEqual(capacity_expression(), F('used') + amount)
 
 
 # Past this many slots float division is no longer exact to the unit (and
@@ -108,7 +108,7 @@ def slots_expression(amount):
         When(LessThanOrEqual(F('used') + (k + Value(1)) * Value(amount), capacity),
              then=k + Value(1)),
         default=k, output_field=FloatField())
-    return Case(When(_takes(amount) & GreaterThanOrEqual(room, Value(1.0)), then=corrected),
+    return Case(When(takes(amount) & GreaterThanOrEqual(room, Value(1.0)), then=corrected),
                 default=Value(0.0), output_field=FloatField())
 
 

@@ -42,15 +42,19 @@ class FlavorFit:
     fit: capacity.Fit's count, a lower bound when not exact."""
     flavor: capacity.Flavor
     fit: capacity.Fit
+    why: str = ''   # when none fits: the limit that stops it (capacity.why_none_fit)
 
 
 def flavor_fits(scope, groups):
     """{group key: [FlavorFit]} for the configured flavors in the groups
-    (allocations.capacity, as GET /capacity counts them). Four queries,
+    (allocations.capacity, as GET /capacity counts them), and why none fits
+    where none does. Four queries (one more per part of the scope when a flavor fits none),
     whatever the number of groups."""
     flavors = capacity.configured_flavors()
     found = capacity.flavor_fits(flavors, scope, groups)
-    return {key: [FlavorFit(f, fits[f.name]) for f in flavors] for key, fits in found.items()}
+    why = capacity.why_none_fit(flavors, scope, groups, found)
+    return {key: [FlavorFit(f, fits[f.name], why.get(key, {}).get(f.name, ''))
+                  for f in flavors] for key, fits in found.items()}
 
 
 def cloud_flavor_fits():

@@ -494,6 +494,13 @@ def test_a_pools_members_come_a_page_at_a_time(staff):
 FLAVORS = 'tiny=VCPU:1,DISK_GB:10;big=VCPU:32,DISK_GB:100;gpu=VGPU:1'
 
 
+def why_none(html):
+    """{flavor: the reason shown} for the flavors none of which fits."""
+    rows = re.findall(r'<tr data-flavor="([^"]+)">(.*?)</tr>', html, re.S)
+    return {flavor: why.group(1) for flavor, row in rows
+            if (why := re.search(r'<div class="why-none">([^<]*)</div>', row))}
+
+
 def flavor_cells(html):
     """{flavor: (shown count, exact)} of the page's flavor table."""
     return {flavor: (shown, exact == 'true') for flavor, exact, shown in re.findall(
@@ -529,7 +536,8 @@ def test_overview_and_pool_pages_count_flavors_as_the_api_does(staff, api, setti
     html = staff.get('/ui/').content.decode()
     assert flavor_cells(html) == {'tiny': (str(cloud['tiny']), True),
                                   'big': (str(cloud['big']), True), 'gpu': ('0', True)}
-    assert '<td class="mono">VCPU:32,DISK_GB:100</td>' in html
+    assert '<span class="mono">VCPU:32,DISK_GB:100</span>' in html
+    assert why_none(html) == {'gpu': 'None fits: no provider here has VGPU.'}
     pools = {'tiny': api_fits(api, 'VCPU:1,DISK_GB:10', 'aggregate'),
              'big': api_fits(api, 'VCPU:32,DISK_GB:100', 'aggregate')}
     assert pools == {'tiny': {POOL: 117, other.uuid: 64}, 'big': {POOL: 3, other.uuid: 2}}
@@ -544,6 +552,34 @@ def test_overview_and_pool_pages_count_flavors_as_the_api_does(staff, api, setti
         assert re.findall(r'<td class="num" data-flavor="(\w+)">([^<]*)</td>', row) == [
             ('tiny', str(pools['tiny'][aggregate])), ('big', str(pools['big'][aggregate])),
             ('gpu', '0')]
+
+
+def test_where_a_flavor_fits_none_the_page_says_which_class_and_limit(staff, settings):
+    settings.PLACEMENT_CAPACITY_FLAVORS = (
+        'disk=DISK_GB:20;huge=VCPU:65;numa=VCPU:3;full=DISK_GB:400;apart=VCPU:2,MEMORY_MB:8')
+    grow_cloud(2)  # NUMA nodes of 64 VCPU (8 used), roots of 490 DISK_GB (100 used)
+    Inventory.objects.filter(resource_class__name='DISK_GB').update(min_unit=50)
+    Inventory.objects.filter(resource_class__name='VCPU').update(max_unit=64, step_size=2)
+    # MEMORY_MB on a tree of its own, VCPU on the others: each fits alone, none together.
+    lone = ResourceProvider.objects.create(uuid=str(uuid.uuid4()), name='memory-only')
+    ResourceProvider.objects.filter(pk=lone.pk).update(root_provider_id=lone.pk)
+    Inventory.objects.create(resource_provider=lone, total=1024,
+                             resource_class=ResourceClass.objects.get(name='MEMORY_MB'))
+    ProviderAggregate.objects.create(resource_provider=lone,
+                                     aggregate=Aggregate.objects.get(uuid=POOL))
+    expected = {
+        'disk': 'None fits: 20 DISK_GB is below every min_unit (the smallest is 50).',
+        'huge': 'None fits: 65 VCPU is above every max_unit (the largest is 64).',
+        'numa': 'None fits: no VCPU inventory takes 3 within its min_unit, max_unit and '
+                'step_size.',
+        'full': 'None fits: no DISK_GB inventory has 400 free.',
+        'apart': 'None fits: each class fits somewhere, but no tree has them all (with the '
+                 'sharing providers that serve it).',
+    }
+    for path in ('/ui/', f'/ui/pools/{POOL}/'):
+        html = staff.get(path).content.decode()
+        assert flavor_cells(html) == {name: ('0', True) for name in expected}, path
+        assert why_none(html) == expected, path
 
 
 @pytest.mark.parametrize('value, message', [
