@@ -70,6 +70,13 @@ def scope_books(scope):
     return books
 
 
+def tree_books(root_id):
+    """{class name: ClassUsage} of one provider tree: every provider of it
+    (NUMA nodes, NICs and devices with the root), one query."""
+    scope = scopes.trees().narrowed(resource_provider__root_provider_id=root_id)
+    return scope_books(scope).get(root_id, {})
+
+
 def pool_books(aggregate_ids):
     """{aggregate id: {class name: ClassUsage}} in resource class order for
     every pool (aggregate) given, empty for a pool without inventory. One

@@ -14,7 +14,7 @@ from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
 from providers import books, scopes
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ResourceClass,
+from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
 
 
@@ -108,12 +108,17 @@ def utilization_of(provider_ids):
 class TreeNode:
     provider: ResourceProvider
     children: list = field(default_factory=list)
+    inventories: list = field(default_factory=list)
 
 
-def provider_tree(provider):
-    """The provider's whole tree as nested TreeNodes, root first (one query)."""
+def provider_tree(provider, with_inventories=False):
+    """The provider's whole tree as nested TreeNodes, root first (one
+    query; with each provider's inventories and their use, two)."""
     nodes = {p.pk: TreeNode(p) for p in ResourceProvider.objects.filter(
         root_provider_id=provider.root_provider_id).order_by('name')}
+    if with_inventories:
+        for provider_id, inventories in utilization_of(nodes).items():
+            nodes[provider_id].inventories = inventories
     root = None
     for node in nodes.values():
         parent = nodes.get(node.provider.parent_provider_id)
@@ -122,6 +127,26 @@ def provider_tree(provider):
         else:
             parent.children.append(node)
     return root
+
+
+def tree_consumers(root_id):
+    """The consumers holding anything in the tree, by uuid (paginate it)."""
+    return Consumer.objects.filter(Exists(Allocation.objects.filter(
+        consumer=OuterRef('pk'), resource_provider__root_provider_id=root_id))).order_by('uuid')
+
+
+def holdings(consumers, **within):
+    """[(consumer, [allocation with its provider and class])] for the
+    consumers (a page), their allocations narrowed by `within` (Allocation
+    lookups), in the consumers' order. One query."""
+    consumers = list(consumers)
+    held = collections.defaultdict(list)
+    for allocation in Allocation.objects.filter(
+            consumer_id__in=[c.pk for c in consumers], **within).select_related(
+            'resource_provider', 'resource_class').order_by(
+            'resource_provider__name', 'resource_class_id'):
+        held[allocation.consumer_id].append(allocation)
+    return [(consumer, held[consumer.pk]) for consumer in consumers]
 
 
 def is_sharing(provider):
@@ -137,6 +162,57 @@ def sharing_relations(provider, sharing):
         return list(served.exclude(pk=provider.root_provider_id).order_by('name'))
     return list(ResourceProvider.objects.sharing().serving_tree(
         provider.root_provider_id).order_by('name'))
+
+
+# ---- a consumer, a project ------------------------------------------------------------
+
+def consumer_history(consumer):
+    """The event log's changes of the consumer's allocations, newest first
+    (paginate it; the log is indexed by consumer)."""
+    return Event.objects.filter(consumer_uuid=consumer.uuid).order_by('-id')
+
+
+def project_usage(project):
+    """{class name: used} of the project's consumers, in class order (one query)."""
+    return dict(Allocation.objects.filter(consumer__project=project).values_list(
+        'resource_class__name').annotate(used=Sum('used')).order_by('resource_class_id'))
+
+
+def project_consumers(project):
+    """The project's consumers holding allocations, by uuid (paginate it)."""
+    return owned_consumers(project=project.external_id).select_related(
+        'user', 'consumer_type').order_by('uuid')
+
+
+def project_hosts(project, limit=20):
+    """(hosts, count): the provider trees the project's consumers sit on,
+    most consumers first, at most `limit`, each with `consumers`; and how
+    many trees there are (two queries)."""
+    per_root = Allocation.objects.filter(consumer__project=project).values(
+        'resource_provider__root_provider_id')
+    hosts = list(per_root.annotate(
+        consumers=Count('consumer_id', distinct=True),
+        name=F('resource_provider__root_provider__name'),
+        uuid=F('resource_provider__root_provider__uuid'),
+    ).order_by('-consumers', 'name')[:limit])
+    return hosts, per_root.order_by().distinct().count()
+
+
+def project_pools(project, limit=50):
+    """The pools (aggregates) the project's consumers sit in, as member_of
+    reads a pool: a provider holding their allocations, or its tree's root,
+    is a member. At most `limit`, by uuid (one query)."""
+    held = Allocation.objects.filter(consumer__project=project)
+    return list(Aggregate.objects.filter(
+        Q(provideraggregate__resource_provider_id__in=held.values('resource_provider_id'))
+        | Q(provideraggregate__resource_provider_id__in=held.values(
+            'resource_provider__root_provider_id'))).distinct().order_by('uuid')[:limit])
+
+
+def project_bindings(project):
+    """The project's open pod bindings, by affinity (one query)."""
+    return PodBinding.objects.open().filter(project_id=project.external_id).select_related(
+        'pod', 'pod__aggregate').order_by('affinity')
 
 
 # ---- usage by owner -----------------------------------------------------------------

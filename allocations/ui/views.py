@@ -7,12 +7,13 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import get_object_or_404, render
 
 from allocations import candidates, capacity
-from allocations.models import Allocation, Consumer, ConsumerType
+from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.ui import reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, ordering
 from allocations.ui.forms import ExplorerForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
+from providers import books
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 staff_only = staff_member_required(login_url='login')
@@ -76,6 +77,56 @@ def provider_detail(request, uuid):
         'related': reports.sharing_relations(provider, sharing),
         'by_consumer': by_consumer,
         'page': consumers,
+    })
+
+
+@staff_only
+@replicas.advisory
+def tree_detail(request, uuid):
+    """A host as Horizon's Hypervisors panel shows it: the whole tree's
+    books (NUMA nodes, NICs and devices summed), each provider of the tree
+    with its own, and the consumers holding any of it, a page at a time."""
+    provider = get_object_or_404(ResourceProvider.objects.select_related('root_provider'),
+                                 uuid=uuid)
+    root = provider.root_provider
+    consumers = page_of(request, reports.tree_consumers(root.pk).select_related(
+        'project', 'user', 'consumer_type'))
+    return render(request, 'ui/host.html', {
+        'root': root, 'provider': provider,
+        'books': books.tree_books(root.pk).values(),
+        'tree': reports.provider_tree(root, with_inventories=True),
+        'related': reports.sharing_relations(root, False),
+        'held': reports.holdings(consumers, resource_provider__root_provider_id=root.pk),
+        'page': consumers,
+    })
+
+
+@staff_only
+@replicas.advisory
+def consumer_detail(request, uuid):
+    consumer = get_object_or_404(
+        Consumer.objects.select_related('project', 'user', 'consumer_type'), uuid=uuid)
+    ((_, allocations),) = reports.holdings([consumer])
+    totals = collections.Counter()
+    for allocation in allocations:
+        totals[allocation.resource_class.name] += allocation.used
+    return render(request, 'ui/consumer.html', {
+        'consumer': consumer, 'allocations': allocations, 'totals': dict(totals),
+        'page': page_of(request, reports.consumer_history(consumer)),
+    })
+
+
+@staff_only
+@replicas.advisory
+def project_detail(request, external_id):
+    project = get_object_or_404(Project, external_id=external_id)
+    consumers = page_of(request, reports.project_consumers(project))
+    hosts, host_count = reports.project_hosts(project)
+    return render(request, 'ui/project.html', {
+        'project': project, 'usage': reports.project_usage(project),
+        'held': reports.holdings(consumers), 'page': consumers,
+        'hosts': hosts, 'host_count': host_count, 'pools': reports.project_pools(project),
+        'bindings': reports.project_bindings(project),
     })
 
 

@@ -1,6 +1,8 @@
 """The dashboards: staff only, the numbers the API gives, and a constant
 number of queries whatever the size of the cloud (or the number of pods)."""
+import collections
 import re
+import types
 import uuid
 
 import pytest
@@ -21,6 +23,7 @@ from allocations.ui import templatetags
 from allocations.ui.paging import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
+from tests.conftest import new_uuid
 from tests.pods.conftest import Cloud
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -72,7 +75,9 @@ def grow_cloud(count, start=0):
 
 def pages(with_provider=True, with_pool=True):
     root = ResourceProvider.objects.filter(parent_provider__isnull=True).order_by('pk').first()
-    provider = [f'/ui/providers/{root.uuid}/'] if with_provider else []
+    consumer = Consumer.objects.order_by('pk').first()
+    provider = [f'/ui/providers/{root.uuid}/', f'/ui/trees/{root.uuid}/',
+                f'/ui/consumers/{consumer.uuid}/', '/ui/projects/proj/'] if with_provider else []
     pool = [f'/ui/pools/{POOL}/'] if with_pool else []
     return ['/ui/', '/ui/providers/', '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2',
             f'/ui/providers/?aggregate={POOL}&root_only=true', *provider,
@@ -670,3 +675,110 @@ def test_top_consumers_of_a_project_without_vcpu_show_a_class_it_holds(staff):
     top = html[html.index('id="top"'):]
     assert 'Top 20 consumers of DISK_GB' in html
     assert re.findall(r'<tr data-consumer="([^"]+)"', top) == [consumer.uuid]
+
+
+# ---- a host's tree, a consumer, a project -----------------------------------------
+
+@pytest.fixture
+def nested_and_shared(api):
+    """grow_cloud's trees (root with DISK_GB, NUMA child with VCPU), a NIC
+    under one NUMA node and a sharing NFS provider in the pool; two
+    consumers written through the API, one holding the NFS share's disk."""
+    roots = grow_cloud(3)
+    root = roots[0]
+    numa = ResourceProvider.objects.get(parent_provider=root)
+    nic = api.create_provider('cn0-nic0', parent=numa.uuid)['uuid']
+    api.set_inventory(nic, {'SRIOV_NET_VF': {'total': 8}})
+    nfs = api.create_provider('nfs')['uuid']
+    api.set_inventory(nfs, {'DISK_GB': {'total': 2000, 'reserved': 100}})
+    api.set_traits(nfs, ['MISC_SHARES_VIA_AGGREGATE'])
+    api.set_aggregates(nfs, [POOL])
+    vm, other = new_uuid(), new_uuid()
+    assert api.allocate(vm, {numa.uuid: {'VCPU': 4}, nic: {'SRIOV_NET_VF': 2},
+                             nfs: {'DISK_GB': 30}}, project='web', user='alice').status_code == 204
+    assert api.allocate(other, {nfs: {'DISK_GB': 70}}, project='web',
+                        user='bob').status_code == 204
+    current = api.get(f'/allocations/{vm}').body['consumer_generation']
+    assert api.allocate(vm, {numa.uuid: {'VCPU': 6}, nic: {'SRIOV_NET_VF': 2},
+                             nfs: {'DISK_GB': 30}}, project='web', user='alice',
+                        generation=current).status_code == 204
+    return types.SimpleNamespace(root=root, numa=numa, nic=nic, nfs=nfs, vm=vm, other=other)
+
+
+def tree_books_by_api(api, root_uuid):
+    """{class: {total, reserved, capacity, used}} summed over the tree's providers."""
+    sums = collections.defaultdict(collections.Counter)
+    for provider in api.get(f'/resource_providers?in_tree={root_uuid}').body[
+            'resource_providers']:
+        inventories = api.get(f"/resource_providers/{provider['uuid']}/inventories").body
+        usages = api.get(f"/resource_providers/{provider['uuid']}/usages").body['usages']
+        for rc, inv in inventories['inventories'].items():
+            sums[rc].update(total=inv['total'], reserved=inv['reserved'], used=usages[rc],
+                            capacity=(inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+    return sums
+
+
+def test_a_hosts_page_sums_its_whole_tree_and_lists_its_consumers(staff, api, nested_and_shared):
+    cloud = nested_and_shared
+    html = staff.get(f'/ui/trees/{cloud.nic}/').content.decode()  # any provider of the tree
+    assert f'<h1>{cloud.root.name}</h1>' in html
+    expected = tree_books_by_api(api, cloud.root.uuid)
+    assert set(expected) == {'DISK_GB', 'VCPU', 'SRIOV_NET_VF'}
+    for rc, sums in expected.items():
+        shown = numbers(html, 'data-class', rc)
+        assert {k: int(v.replace(',', '')) for k, v in shown.items() if k != 'free'} == {
+            'total': sums['total'], 'reserved': sums['reserved'],
+            'capacity': round(sums['capacity']), 'used': sums['used']}, rc
+    # Each provider of the tree is shown with its own inventories.
+    for uuid_ in (cloud.root.uuid, cloud.numa.uuid, cloud.nic):
+        assert f'<li data-provider="{uuid_}">' in html
+    # The consumers holding any of the tree, with what they hold in it (not the NFS share's).
+    held = {}
+    for provider in api.get(f'/resource_providers?in_tree={cloud.root.uuid}').body[
+            'resource_providers']:
+        for consumer, entry in api.get(f"/resource_providers/{provider['uuid']}/allocations"
+                                        ).body['allocations'].items():
+            for rc, amount in entry['resources'].items():
+                held.setdefault(consumer, set()).add((provider['uuid'], rc, amount))
+    table = html[html.index('id="consumers"'):]
+    rows = dict(re.findall(r'<tr data-consumer="([^"]+)">(.*?)</tr>', table, re.S))
+    assert set(rows) == set(held) and cloud.vm in rows and cloud.other not in rows
+    for consumer, row in rows.items():
+        tags = re.findall(r'<span class="tag" data-provider="([^"]+)">(\w+) ([\d,]+) ', row)
+        assert {(p, rc, int(n.replace(',', ''))) for p, rc, n in tags} == held[consumer]
+        assert f'href="/ui/consumers/{consumer}/"' in row
+
+
+def test_a_consumers_page_shows_its_allocations_owner_and_history(staff, api, nested_and_shared):
+    cloud = nested_and_shared
+    html = staff.get(f'/ui/consumers/{cloud.vm}/').content.decode()
+    body = api.get(f'/allocations/{cloud.vm}').body
+    shown = {(p, rc): int(used) for p, rc, used in re.findall(
+        r'<tr data-provider="([^"]+)" data-class="(\w+)" data-used="(\d+)">', html)}
+    assert shown == {(p, rc): amount for p, entry in body['allocations'].items()
+                     for rc, amount in entry['resources'].items()}
+    assert (cloud.nfs, 'DISK_GB') in shown  # the sharing provider's too
+    facts = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', html, re.S))
+    assert '>web</a>' in facts['project'] and facts['user'] == body['user_id'] == 'alice'
+    assert facts['type'] == 'INSTANCE'
+    assert int(facts['generation']) == body['consumer_generation'] == 2
+    history = re.findall(r'<tr data-event="\d+"><td class="nowrap">[^<]*</td><td>([^<]*)</td>'
+                         r'\s*<td class="num">([^<]*)</td>', html)
+    assert [generations for _, generations in history] == ['1 → 2', '– → 1']
+    assert staff.get(f'/ui/consumers/{new_uuid()}/').status_code == 404
+
+
+def test_a_projects_page_equals_get_usages_and_lists_where_it_sits(staff, api, nested_and_shared):
+    cloud = nested_and_shared
+    html = staff.get('/ui/projects/web/').content.decode()
+    usage = dict(re.findall(r'<tr data-class="(\w+)"><td><strong>\w+</strong></td>'
+                            r'<td class="num" data-field="used">([\d,]+)</td>', html))
+    expected = api.get('/usages?project_id=web', version='1.9').body['usages']
+    assert {rc: int(n.replace(',', '')) for rc, n in usage.items()} == expected
+    consumers = html[html.index('<table id="consumers">'):]
+    assert set(re.findall(r'<tr data-consumer="([^"]+)">', consumers)) == {cloud.vm, cloud.other}
+    hosts = dict(re.findall(r'<tr data-root="([^"]+)"><td><a [^>]*>[^<]*</a></td>'
+                            r'<td class="num">(\d+)</td>', html))
+    assert hosts == {cloud.root.uuid: '1', cloud.nfs: '2'}
+    assert re.findall(r'<a class="tag mono" href="/ui/pools/([^/]+)/">', html) == [POOL]
+    assert staff.get('/ui/projects/nobody/').status_code == 404

@@ -42,10 +42,15 @@ def every_page(api):
     (pool, *_) = api.get(f'/resource_providers/{nfs["uuid"]}/aggregates',
                          version='1.19')['aggregates']
     pod = next(iter(api.get('/pods')['pods']))
+    numa = next(p for p in api.providers().values() if p['parent_provider_uuid'])
+    consumer = next(iter(api.get(f'/resource_providers/{nfs["uuid"]}/allocations')[
+        'allocations']))
     return {
         'overview': '/ui/', 'providers': '/ui/providers/',
         'provider': f'/ui/providers/{nfs["uuid"]}/', 'pools': '/ui/pools/',
         'pool': f'/ui/pools/{pool}/', 'pods': '/ui/pods/', 'pod': f'/ui/pods/{pod["uuid"]}/',
+        'tree': f'/ui/trees/{numa["uuid"]}/', 'consumer': f'/ui/consumers/{consumer}/',
+        'project': '/ui/projects/demo-db/',
         'usage': '/ui/usage/', 'usage-project': '/ui/usage/?project=demo-db',
         'explorer': '/ui/explorer/?resources=VCPU:1,MEMORY_MB:512,DISK_GB:20&limit=5',
         'not-found': '/ui/providers/00000000-0000-4000-8000-000000000000/',
