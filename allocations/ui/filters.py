@@ -1,21 +1,33 @@
-"""The providers table's filters (django-filter), shared by the dashboard
-pages that list providers."""
+"""The providers table's filters and sorts (django-filter), shared by the
+dashboard pages and exports that list providers. Each filter is one of the
+provider queryset's own methods, the ones GET /resource_providers uses
+(member_of_any, with_trait_named, roots), so a filter means the same on
+the page and in the API."""
 import django_filters
-from django.db.models import F
+from django.db.models import F, FloatField, OuterRef, Q, Subquery
 
-from providers.models import ResourceProvider
+from providers.models import Inventory, ResourceClass, ResourceProvider
+from providers.querysets import capacity_expression
 
 
 class ProviderFilterSet(django_filters.FilterSet):
-    name = django_filters.CharFilter(lookup_expr='icontains', label='Name contains')
+    name = django_filters.CharFilter(method='named', label='Name or UUID')
     aggregate = django_filters.CharFilter(method='in_aggregate', label='Aggregate uuid')
     trait = django_filters.CharFilter(method='with_trait', label='Trait')
     resource_class = django_filters.CharFilter(method='with_class', label='Resource class')
     root_only = django_filters.BooleanFilter(method='roots', label='Roots only')
+    # The fullest inventory's utilization, in percent (with_max_utilization).
+    min_utilization = django_filters.NumberFilter(method='fuller_than', label='Utilization ≥ %')
+    max_utilization = django_filters.NumberFilter(method='emptier_than', label='Utilization ≤ %')
 
     class Meta:
         model = ResourceProvider
         fields = []
+
+    def named(self, queryset, name, value):
+        """Name contains the text, or the UUID starts with it."""
+        value = value.strip()
+        return queryset.filter(Q(name__icontains=value) | Q(uuid__istartswith=value))
 
     def in_aggregate(self, queryset, name, value):
         return queryset.member_of_any([value.strip()])
@@ -29,17 +41,48 @@ class ProviderFilterSet(django_filters.FilterSet):
     def roots(self, queryset, name, value):
         return queryset.roots() if value else queryset
 
+    def fuller_than(self, queryset, name, value):
+        return queryset.filter(max_utilization__gte=float(value) / 100)
+
+    def emptier_than(self, queryset, name, value):
+        return queryset.filter(max_utilization__lte=float(value) / 100)
+
 
 SORTS = {
     'name': 'name', 'generation': 'generation', 'created': 'created_at',
     'utilization': 'max_utilization',
 }
+# Per resource class: 'used:VCPU', 'free:MEMORY_MB', 'utilization:DISK_GB'.
+CLASS_SORTS = ('used', 'free', 'utilization')
 
 
-def ordering(sort):
-    """A validated ORDER BY for the providers table ('-name' is descending)."""
-    field = SORTS.get(sort.lstrip('-'), 'name')
+def sort_choices():
+    """[(sort key, label)] for the sort menu: the columns, then each class
+    that has inventory, by used, free and utilization (one query)."""
+    choices = [('name', 'name'), ('-utilization', 'fullest first'),
+               ('utilization', 'emptiest first'), ('-generation', 'generation')]
+    for name in ResourceClass.objects.filter(inventories__isnull=False).distinct().order_by(
+            'id').values_list('name', flat=True):
+        choices += [(f'-used:{name}', f'{name} used, most first'),
+                    (f'-free:{name}', f'{name} free, most first'),
+                    (f'-utilization:{name}', f'{name} utilization, fullest first')]
+    return choices
+
+
+def sorted_providers(queryset, sort):
+    """The queryset in the validated order `sort` ('-' descending; unknown: name)."""
     descending = sort.startswith('-')
+    kind, _, class_name = sort.lstrip('-').partition(':')
+    if class_name and kind in CLASS_SORTS:
+        inventory = Inventory.objects.filter(resource_provider=OuterRef('pk'),
+                                             resource_class__name=class_name.upper())
+        value = {'used': F('used'), 'free': capacity_expression() - F('used'),
+                 'utilization': F('utilization')}[kind]
+        queryset = queryset.annotate(sort_value=Subquery(
+            inventory.with_utilization().annotate(value=value).values('value')[:1],
+            output_field=FloatField()))
+        field = 'sort_value'
+    else:
+        field = SORTS.get(kind, 'name')
     expression = F(field).desc(nulls_last=True) if descending else F(field).asc(nulls_last=True)
-    return [expression, 'id']
-
+    return queryset.order_by(expression, 'id')

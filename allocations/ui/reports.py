@@ -11,6 +11,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.pods import pipeline, selection
+from allocations.ui import exports
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
 from providers import books, scopes
@@ -102,6 +103,48 @@ def utilization_of(provider_ids):
     return by_provider
 
 
+def provider_rows(providers):
+    """(columns, rows) of a providers export: each provider (annotated
+    with max_utilization, its parent and root selected) with every class's
+    used and capacity, a chunk of providers and one query at a time."""
+    classes = list(ResourceClass.objects.filter(inventories__isnull=False).distinct().order_by(
+        'id').values_list('name', flat=True))
+    columns = ['uuid', 'name', 'parent_provider_uuid', 'root_provider_uuid', 'generation',
+               'max_utilization'] + [f'{c}_{what}' for c in classes for what in ('used',
+                                                                                 'capacity')]
+
+    def rows():
+        for chunk in exports.chunks(providers):
+            usage = utilization_of(p.pk for p in chunk)
+            for provider in chunk:
+                held = {inv.resource_class.name: inv for inv in usage.get(provider.pk, [])}
+                yield [provider.uuid, provider.name,
+                       provider.parent_provider.uuid if provider.parent_provider_id else None,
+                       provider.root_provider.uuid, provider.generation,
+                       provider.max_utilization] + [
+                    value for c in classes for value in (
+                        (held[c].used, held[c].capacity) if c in held else (None, None))]
+    return columns, rows()
+
+
+def consumer_rows(consumers, **within):
+    """(columns, rows) of a consumers export: one row per allocation
+    (narrowed by `within`), with its consumer's owner, a chunk of consumers
+    and one query at a time."""
+    columns = ['consumer_uuid', 'project_id', 'user_id', 'consumer_type', 'generation',
+               'resource_provider_uuid', 'resource_provider_name', 'resource_class', 'used']
+
+    def rows():
+        for chunk in exports.chunks(consumers):
+            for consumer, allocations in holdings(chunk, **within):
+                for a in allocations:
+                    yield [consumer.uuid, consumer.project.external_id,
+                           consumer.user.external_id, consumer.consumer_type_name,
+                           consumer.generation, a.resource_provider.uuid,
+                           a.resource_provider.name, a.resource_class.name, a.used]
+    return columns, rows()
+
+
 # ---- trees and sharing --------------------------------------------------------------
 
 @dataclass
@@ -130,9 +173,11 @@ def provider_tree(provider, with_inventories=False):
 
 
 def tree_consumers(root_id):
-    """The consumers holding anything in the tree, by uuid (paginate it)."""
-    return Consumer.objects.filter(Exists(Allocation.objects.filter(
-        consumer=OuterRef('pk'), resource_provider__root_provider_id=root_id))).order_by('uuid')
+    """The consumers holding anything in the tree, by uuid (paginate it).
+    A semi-join from the tree's allocations: the database starts from the
+    tree, not from every consumer of the cloud."""
+    return Consumer.objects.filter(pk__in=Allocation.objects.filter(
+        resource_provider__root_provider_id=root_id).values('consumer_id')).order_by('uuid')
 
 
 def holdings(consumers, **within):

@@ -133,6 +133,21 @@ def page_link(context, page_number, per_page=None):
     return '?' + query.urlencode()
 
 
+@register.simple_tag(takes_context=True)
+def export_links(context):
+    """Links to the current list, filtered and sorted, as CSV and JSON
+    (allocations.ui.exports), every row, not one page."""
+    query = context['request'].GET.copy()
+    for key in ('page', 'per_page'):
+        query.pop(key, None)
+    links = []
+    for form in ('csv', 'json'):
+        query['export'] = form
+        links.append(format_html('<a href="?{}" data-export="{}">{}</a>', query.urlencode(),
+                                 form, form.upper()))
+    return format_html('<span class="exports">export: {} · {}</span>', *links)
+
+
 @register.filter
 def dictget(mapping, key):
     """mapping[key], or an empty string."""

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, render
 
 from allocations import candidates, capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
-from allocations.ui import reports, templatetags
-from allocations.ui.filters import ProviderFilterSet, ordering
+from allocations.ui import exports, reports, templatetags
+from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
 from allocations.ui.forms import ExplorerForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
@@ -42,10 +42,13 @@ def provider_list(request):
         'parent_provider', 'root_provider').with_max_utilization()
     filters = ProviderFilterSet(request.GET, queryset=providers)
     sort = request.GET.get('sort', 'name')
-    page = page_of(request, filters.qs.order_by(*ordering(sort)))
+    listed = sorted_providers(filters.qs, sort)
+    if exports.wanted(request):
+        return exports.streamed(request, 'providers', *reports.provider_rows(listed))
+    page = page_of(request, listed)
     usage = reports.utilization_of(p.pk for p in page)
     return render(request, 'ui/providers.html', {
-        'filters': filters, 'page': page, 'sort': sort,
+        'filters': filters, 'page': page, 'sort': sort, 'sorts': sort_choices(),
         'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
     })
 
@@ -89,14 +92,18 @@ def tree_detail(request, uuid):
     provider = get_object_or_404(ResourceProvider.objects.select_related('root_provider'),
                                  uuid=uuid)
     root = provider.root_provider
-    consumers = page_of(request, reports.tree_consumers(root.pk).select_related(
-        'project', 'user', 'consumer_type'))
+    listed = reports.tree_consumers(root.pk).select_related('project', 'user', 'consumer_type')
+    within = {'resource_provider__root_provider_id': root.pk}
+    if exports.wanted(request):
+        return exports.streamed(request, f'tree-{root.uuid}-consumers',
+                                *reports.consumer_rows(listed, **within))
+    consumers = page_of(request, listed)
     return render(request, 'ui/host.html', {
         'root': root, 'provider': provider,
         'books': books.tree_books(root.pk).values(),
         'tree': reports.provider_tree(root, with_inventories=True),
         'related': reports.sharing_relations(root, False),
-        'held': reports.holdings(consumers, resource_provider__root_provider_id=root.pk),
+        'held': reports.holdings(consumers, **within),
         'page': consumers,
     })
 
@@ -120,7 +127,10 @@ def consumer_detail(request, uuid):
 @replicas.advisory
 def project_detail(request, external_id):
     project = get_object_or_404(Project, external_id=external_id)
-    consumers = page_of(request, reports.project_consumers(project))
+    listed = reports.project_consumers(project).select_related('project')
+    if exports.wanted(request):
+        return exports.streamed(request, 'project-consumers', *reports.consumer_rows(listed))
+    consumers = page_of(request, listed)
     hosts, host_count = reports.project_hosts(project)
     return render(request, 'ui/project.html', {
         'project': project, 'usage': reports.project_usage(project),
@@ -147,8 +157,12 @@ def aggregate_list(request):
 def aggregate_detail(request, uuid):
     aggregate = get_object_or_404(Aggregate, uuid=uuid)
     members = ResourceProvider.objects.member_of_any([aggregate.uuid])
+    listed = members.select_related('parent_provider', 'root_provider').order_by('name', 'uuid')
+    if exports.wanted(request):
+        return exports.streamed(request, f'pool-{aggregate.uuid}-members',
+                                *reports.provider_rows(listed.with_max_utilization()))
     # A pool of thousands of compute nodes: its members a page at a time.
-    page = page_of(request, members.select_related('parent_provider').order_by('name', 'uuid'))
+    page = page_of(request, listed)
     ids = [p.pk for p in page]
     sharing = set(members.filter(pk__in=ids).sharing().values_list('pk', flat=True))
     usage = reports.utilization_of(ids)
