@@ -160,21 +160,31 @@ def api_time(moment):
     return timestamp(moment) or ''
 
 
-# The charts show the snapshots of the last month (hourly snapshots: ~720
-# points per class), the forecast fitted over its last two weeks.
+# The charts show the snapshots of the last month by default (hourly
+# snapshots: ~720 points per class), or of the range chosen (?days=); the
+# forecast is fitted over the last two weeks.
 TREND_DAYS = 30
+TREND_RANGES = (7, 30, 90)
 
 
-@register.inclusion_tag('ui/_trends.html')
-def usage_trends(aggregate=None):
+@register.inclusion_tag('ui/_trends.html', takes_context=True)
+def usage_trends(context, aggregate=None):
     """One chart per resource class of the pool's (an Aggregate) or the
-    cloud's snapshots of the last TREND_DAYS, with the forecast in words.
-    One query, whatever the number of classes. The chart data go into the
-    page as JSON (json_script) for static/js/charts.js."""
+    cloud's snapshots of the last ?days= (7, 30 or 90; TREND_DAYS), with
+    the forecast in words. One query, whatever the number of classes. The
+    chart data go into the page as JSON (json_script) for static/js/charts.js."""
+    request = context['request']
+    days = request.GET.get('days', '')
+    days = int(days) if days.isdigit() and int(days) in TREND_RANGES else TREND_DAYS
     found = trends.class_trends(aggregate=aggregate,
-                                since=timezone.now() - timedelta(days=TREND_DAYS))
+                                since=timezone.now() - timedelta(days=days))
+    ranges = []
+    for choice in TREND_RANGES:
+        query = request.GET.copy()
+        query['days'] = choice
+        ranges.append((choice, '?' + query.urlencode() + '#usage-trends'))
     return {
-        'days': TREND_DAYS,
+        'days': days, 'ranges': ranges,
         'pool': aggregate is not None,
         'trends': [(trend, trends.describe_forecast(trend.forecast)) for trend in found],
         'chart_data': [{

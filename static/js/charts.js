@@ -194,7 +194,56 @@
       at += text(svg, at + 23, 15, item[0]).getComputedTextLength() + 40;
     });
 
+    hoverable(svg, container, points, width, inner, x, y);
     container.dataset.drawn = String(points.length);
+  }
+
+  function exact(value) {
+    return Number(value).toLocaleString('en', {maximumFractionDigits: 2});
+  }
+
+  /* Values on hover: the snapshot nearest the pointer, marked, with its
+   * time and numbers in a box (also in container.dataset.hover). */
+  function hoverable(svg, container, points, width, inner, x, y) {
+    var hover = el('g', {class: 'hover', visibility: 'hidden', 'pointer-events': 'none'}, svg);
+    var line = el('line', {y1: MARGIN.top, y2: y(0), stroke: COLOURS.text,
+                           'stroke-dasharray': '2 3'}, hover);
+    var dot = el('circle', {r: 4, fill: COLOURS.used}, hover);
+    var box = el('rect', {height: 36, rx: 4, fill: '#fff', stroke: COLOURS.grid}, hover);
+    var when = text(hover, 0, 0, '', {'font-weight': 600});
+    var what = text(hover, 0, 0, '');
+    var area = el('rect', {x: MARGIN.left, y: MARGIN.top, width: inner.w, height: inner.h,
+                           fill: 'transparent', class: 'hover-area'}, svg);
+    area.addEventListener('mousemove', function (event) {
+      var bounds = svg.getBoundingClientRect();
+      var px = (event.clientX - bounds.left) * width / bounds.width;
+      var nearest = points[0];
+      points.forEach(function (p) {
+        if (Math.abs(x(p[0]) - px) < Math.abs(x(nearest[0]) - px)) { nearest = p; }
+      });
+      var at = x(nearest[0]);
+      line.setAttribute('x1', at);
+      line.setAttribute('x2', at);
+      dot.setAttribute('cx', at);
+      dot.setAttribute('cy', y(nearest[2]));
+      when.textContent = dateLabel(nearest[0], true) + ' UTC';
+      what.textContent = 'used ' + exact(nearest[2]) + ' of ' + exact(nearest[1]) +
+        (nearest[1] ? ' (' + Math.round(100 * nearest[2] / nearest[1]) + '%)' : '');
+      hover.setAttribute('visibility', 'visible');
+      var boxWidth = Math.max(when.getComputedTextLength(), what.getComputedTextLength()) + 16;
+      var left = at + 10 + boxWidth > MARGIN.left + inner.w ? at - 10 - boxWidth : at + 10;
+      box.setAttribute('x', left);
+      box.setAttribute('y', MARGIN.top + 2);
+      box.setAttribute('width', boxWidth);
+      when.setAttribute('x', left + 8);
+      when.setAttribute('y', MARGIN.top + 16);
+      what.setAttribute('x', left + 8);
+      what.setAttribute('y', MARGIN.top + 31);
+      container.dataset.hover = when.textContent + ': ' + what.textContent;
+    });
+    area.addEventListener('mouseleave', function () {
+      hover.setAttribute('visibility', 'hidden');
+    });
   }
 
   function drawAll() {

@@ -46,10 +46,10 @@ def wording(forecast):
     return 'not enough history for a forecast'
 
 
-def check_charts(page, api, query, shot):
-    """The page's charts against GET /capacity/trends?days=30 (with `query`)."""
+def check_charts(page, api, query, shot, days=30):
+    """The page's charts against GET /capacity/trends?days= (with `query`)."""
     page.wait_for_selector('#usage-trends .trend-chart svg')
-    expected = api.get('/capacity/trends', days=30, **query)['resources']
+    expected = api.get('/capacity/trends', days=days, **query)['resources']
     charts = page.locator('#usage-trends figure.trend').evaluate_all(CHARTS_JS)
     assert [c['name'] for c in charts] == list(expected) != []
     for chart in charts:
@@ -134,3 +134,30 @@ def test_a_pool_without_snapshots_says_how_to_take_them(page, api):
             'aggregates': aggregates['aggregates'],
             'resource_provider_generation': added.json()['resource_provider_generation']})
         assert back.status_code == 200, back.text
+
+
+def test_a_chosen_range_and_values_on_hover(page, api):
+    """7 days charts the last week as GET /capacity/trends?days=7 gives it;
+    the pointer over a chart shows the nearest snapshot's time and numbers."""
+    sign_in(page)
+    with page.expect_navigation():
+        page.click('#usage-trends a[data-days="7"]')
+    assert page.locator('#usage-trends strong[data-days="7"]').count() == 1
+    week = check_charts(page, api, {}, 'trends-overview-7-days', days=7)
+    month = api.get('/capacity/trends', days=30)['resources']
+    assert week[0]['points'] < len(month[week[0]['name']]['points'])
+    points = api.get('/capacity/trends', days=7)['resources']['VCPU']['points']
+    chart = page.locator('.trend-chart[data-resource-class="VCPU"]')
+    area = chart.locator('rect.hover-area')
+    box = area.bounding_box()
+    page.mouse.move(box['x'] + box['width'] - 1, box['y'] + box['height'] / 2)
+    newest = points[-1]
+    shown = chart.get_attribute('data-hover')
+    assert shown.endswith(f"used {newest['used']:,} of {newest['capacity']:,.0f} "
+                          f"({round(100 * newest['used'] / newest['capacity'])}%)"), shown
+    page.mouse.move(box['x'] + 1, box['y'] + box['height'] / 2)
+    oldest = points[0]
+    percent = round(100 * oldest['used'] / oldest['capacity'])
+    assert chart.get_attribute('data-hover').endswith(
+        f"used {oldest['used']:,} of {oldest['capacity']:,.0f} ({percent}%)")
+    chart.screenshot(path=str(SCREENSHOTS / 'trends-hover.png'))
