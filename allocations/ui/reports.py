@@ -248,10 +248,15 @@ def project_pools(project, limit=50):
     reads a pool: a provider holding their allocations, or its tree's root,
     is a member. At most `limit`, by uuid (one query)."""
     held = Allocation.objects.filter(consumer__project=project)
+
+    def pools_of(providers):
+        return ProviderAggregate.objects.filter(resource_provider_id__in=providers).values(
+            'aggregate_id')
+    # Two semi-joins over the (few) aggregates, not an OR over every membership.
     return list(Aggregate.objects.filter(
-        Q(provideraggregate__resource_provider_id__in=held.values('resource_provider_id'))
-        | Q(provideraggregate__resource_provider_id__in=held.values(
-            'resource_provider__root_provider_id'))).distinct().order_by('uuid')[:limit])
+        Q(pk__in=pools_of(held.values('resource_provider_id')))
+        | Q(pk__in=pools_of(held.values('resource_provider__root_provider_id'))),
+    ).order_by('uuid')[:limit])
 
 
 def project_bindings(project):

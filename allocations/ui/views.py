@@ -38,13 +38,15 @@ def overview(request):
 @staff_only
 @replicas.advisory
 def provider_list(request):
-    providers = ResourceProvider.objects.select_related(
-        'parent_provider', 'root_provider').with_max_utilization()
+    # max_utilization only where a filter or the sort needs it: a page in
+    # name order reads its rows' inventories alone.
+    providers = ResourceProvider.objects.select_related('parent_provider', 'root_provider')
     filters = ProviderFilterSet(request.GET, queryset=providers)
     sort = request.GET.get('sort', 'name')
     listed = sorted_providers(filters.qs, sort)
     if exports.wanted(request):
-        return exports.streamed(request, 'providers', *reports.provider_rows(listed))
+        return exports.streamed(request, 'providers',
+                                *reports.provider_rows(listed.with_max_utilization()))
     page = page_of(request, listed)
     usage = reports.utilization_of(p.pk for p in page)
     return render(request, 'ui/providers.html', {
