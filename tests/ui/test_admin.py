@@ -191,6 +191,16 @@ def test_related_filters_select_rows(admin_client, cloud):
     assert [p.name for p in response.context['cl'].result_list] == ['numa0']
 
 
+def test_related_filters_offer_only_what_something_refers_to(admin_client, cloud):
+    response = admin_client.get(admin_url(ResourceProvider))
+    offered = {spec.title: [choice['display'] for choice in spec.choices(response.context['cl'])
+                            if choice['display'] not in ('All', '-')]
+               for spec in response.context['cl'].filter_specs}
+    assert offered['traits'] == ['HW_CPU_X86_AVX2']  # not the unused CUSTOM_RACK1
+    assert offered['aggregates'] == [AGGREGATE]
+    assert set(offered['resource class']) == {'VCPU', 'MEMORY_MB', 'CUSTOM_GPU'}
+
+
 def test_provider_list_shows_counts(admin_client, cloud):
     response = admin_client.get(admin_url(ResourceProvider))
     busy = next(p for p in response.context['cl'].result_list if p.name == 'busy')
