@@ -10,6 +10,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
 from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
+from allocations.models import User as PlacementUser
 from allocations.pods import pipeline, selection
 from allocations.ui import exports
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
@@ -304,20 +305,33 @@ class Usage:
 
     @classmethod
     def read(cls, filters):
-        """Two queries: the sums over the filtered owners' allocations and
-        their consumers' count, grouped by all three owners (each consumer
-        has one of each, so coarser groups add up)."""
-        sums = collections.defaultdict(dict)
-        for project, user, type_name, class_name, used in owned_allocations(**filters).values_list(
-                'consumer__project__external_id', 'consumer__user__external_id',
-                'consumer__consumer_type__name', 'resource_class__name').annotate(
-                used=Sum('used')).order_by('resource_class_id'):
-            sums[project, user, type_name or ConsumerType.UNKNOWN][class_name] = used
-        consumers = {(project, user, type_name or ConsumerType.UNKNOWN): n
-                     for project, user, type_name, n in owned_consumers(**filters).values_list(
-                         'project__external_id', 'user__external_id',
-                         'consumer_type__name').annotate(n=Count('id')).order_by()}
-        return cls(sums, consumers)
+        """The sums over the filtered owners' allocations and their
+        consumers' count, grouped by all three owners (each consumer has one
+        of each, so coarser groups add up). Grouped by ids, the names read
+        after for the few owners found: five queries, the two over every
+        allocation and consumer joining nothing they need not."""
+        grouped = collections.defaultdict(dict)
+        for owner_ids in owned_allocations(**filters).values_list(
+                'consumer__project_id', 'consumer__user_id', 'consumer__consumer_type_id',
+                'resource_class_id').annotate(used=Sum('used')).order_by('resource_class_id'):
+            *owner, class_id, used = owner_ids
+            grouped[tuple(owner)][class_id] = used
+        counted = {tuple(owner): n for *owner, n in owned_consumers(**filters).values_list(
+            'project_id', 'user_id', 'consumer_type_id').annotate(n=Count('id')).order_by()}
+        holders = owned_consumers(**filters)
+        projects = dict(Project.objects.filter(pk__in=holders.values('project_id')).values_list(
+            'pk', 'external_id'))
+        users = dict(PlacementUser.objects.filter(pk__in=holders.values('user_id')).values_list(
+            'pk', 'external_id'))
+        types = dict(ConsumerType.objects.values_list('pk', 'name'))
+        classes = dict(ResourceClass.objects.values_list('pk', 'name'))
+
+        def named(owner):
+            project, user, type_id = owner
+            return projects[project], users[user], types.get(type_id, ConsumerType.UNKNOWN)
+        sums = {named(owner): {classes[c]: used for c, used in by_class.items()}
+                for owner, by_class in grouped.items()}
+        return cls(sums, {named(owner): n for owner, n in counted.items()})
 
     def rows(self, keys):
         """{'key': (...), 'usages': {class: used}, 'consumers': n} per owner
@@ -334,11 +348,12 @@ class Usage:
 
 
 def top_consumers(allocations, resource_class, limit=20):
-    """The consumers holding the most of a class (ties by uuid), with all
-    they hold (three queries)."""
+    """The consumers holding the most of a class (ties by the consumer's
+    age: sorting by uuid would join every consumer), with all they hold
+    (three queries)."""
     class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True)
     top = list(allocations.filter(resource_class_id__in=class_id).values(
-        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer__uuid')[:limit])
+        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer_id')[:limit])
     consumers = {c.pk: c for c in Consumer.objects.filter(
         pk__in=[t['consumer_id'] for t in top]).select_related(
         'project', 'user', 'consumer_type')}
