@@ -183,6 +183,8 @@ def staff_client():
 def counted(call):
     with CaptureQueriesContext(connection) as captured:
         response = call()
+        if getattr(response, 'streaming', False):  # its queries run as it is sent
+            b''.join(response.streaming_content)
     assert response.status_code < 400, response.content
     return len(captured)
 
@@ -268,6 +270,10 @@ def measure(api, staff, pool):
         'UI tree': f'/ui/trees/{node}/',
         'UI consumer': f'/ui/consumers/{consumer}/',
         'UI project': '/ui/projects/project-a/',
+        'UI providers export': '/ui/providers/?export=csv&sort=-utilization',
+        'UI pool export': f'/ui/pools/{SHARED}/?export=json',
+        'UI tree export': f'/ui/trees/{node}/?export=csv',
+        'UI project export': '/ui/projects/project-a/?export=csv',
         'admin pods': '/admin/pods/pod/',
         'admin pod': f'/admin/pods/pod/{pod.pk}/change/',
         'admin pod bindings': '/admin/pods/podbinding/',

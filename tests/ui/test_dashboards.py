@@ -80,9 +80,12 @@ def pages(with_provider=True, with_pool=True):
     root = ResourceProvider.objects.filter(parent_provider__isnull=True).order_by('pk').first()
     consumer = Consumer.objects.order_by('pk').first()
     provider = [f'/ui/providers/{root.uuid}/', f'/ui/trees/{root.uuid}/',
-                f'/ui/consumers/{consumer.uuid}/', '/ui/projects/proj/'] if with_provider else []
-    pool = [f'/ui/pools/{POOL}/'] if with_pool else []
+                f'/ui/consumers/{consumer.uuid}/', '/ui/projects/proj/',
+                f'/ui/trees/{root.uuid}/?export=csv',
+                '/ui/projects/proj/?export=json'] if with_provider else []
+    pool = [f'/ui/pools/{POOL}/', f'/ui/pools/{POOL}/?export=json'] if with_pool else []
     return ['/ui/', '/ui/providers/', '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2',
+            '/ui/providers/?sort=-free:VCPU&min_utilization=1', '/ui/providers/?export=csv',
             f'/ui/providers/?aggregate={POOL}&root_only=true', *provider,
             '/ui/pools/', *pool, '/ui/usage/', '/ui/usage/?project=proj',
             '/ui/explorer/?resources=VCPU:1,DISK_GB:10&limit=5',
@@ -92,6 +95,8 @@ def pages(with_provider=True, with_pool=True):
 def count_queries(client, path):
     with CaptureQueriesContext(connection) as captured:
         response = client.get(path)
+        if response.streaming:  # an export reads as it is sent
+            b''.join(response.streaming_content)
     assert response.status_code == 200, (path, response.status_code)
     return len(captured)
 
