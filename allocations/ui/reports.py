@@ -318,11 +318,13 @@ class Usage:
             grouped[tuple(owner)][class_id] = used
         counted = {tuple(owner): n for *owner, n in owned_consumers(**filters).values_list(
             'project_id', 'user_id', 'consumer_type_id').annotate(n=Count('id')).order_by()}
-        holders = owned_consumers(**filters)
-        projects = dict(Project.objects.filter(pk__in=holders.values('project_id')).values_list(
-            'pk', 'external_id'))
-        users = dict(PlacementUser.objects.filter(pk__in=holders.values('user_id')).values_list(
-            'pk', 'external_id'))
+        projects, users = Project.objects.all(), PlacementUser.objects.all()
+        if any(filters.values()):  # a few owners: not every project's and user's name
+            holders = owned_consumers(**filters)
+            projects = projects.filter(pk__in=holders.values('project_id'))
+            users = users.filter(pk__in=holders.values('user_id'))
+        projects = dict(projects.values_list('pk', 'external_id'))
+        users = dict(users.values_list('pk', 'external_id'))
         types = dict(ConsumerType.objects.values_list('pk', 'name'))
         classes = dict(ResourceClass.objects.values_list('pk', 'name'))
 
