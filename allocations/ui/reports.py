@@ -12,9 +12,10 @@ from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.pods import pipeline, selection
-from allocations.ui import exports
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
+from allocations.ui import exports
+from placement_site.api import timestamp
 from providers import books, scopes
 from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
@@ -144,6 +145,30 @@ def consumer_rows(consumers, **within):
                            consumer.generation, a.resource_provider.uuid,
                            a.resource_provider.name, a.resource_class.name, a.used]
     return columns, rows()
+
+
+def usage_rows(rows, keys, classes):
+    """(columns, rows) of a usage table's export (Usage.rows: one per owner)."""
+    columns = [*keys, 'consumers', *classes]
+    return columns, ([*row['key'], row['consumers'], *(row['usages'].get(c, 0) for c in classes)]
+                     for row in rows)
+
+
+def event_rows(events):
+    """(columns, rows) of an event-log export, a chunk at a time."""
+    columns = ['id', 'created_at', 'event_type', 'consumer_generation_before',
+               'consumer_generation_after', 'request_id', 'user_id', 'project_id']
+    return columns, ([e.pk, timestamp(e.created_at), e.event_type, e.consumer_generation_before,
+                      e.consumer_generation_after, e.request_id, e.user_id, e.project_id]
+                     for chunk in exports.chunks(events) for e in chunk)
+
+
+def binding_rows(bindings):
+    """(columns, rows) of a pod's binding history export."""
+    columns = ['uuid', 'project_id', 'affinity', 'started_at', 'ended_at', 'end_reason']
+    return columns, ([b.uuid, b.project_id, b.affinity, timestamp(b.started_at),
+                      timestamp(b.ended_at), b.end_reason]
+                     for chunk in exports.chunks(bindings) for b in chunk)
 
 
 # ---- trees and sharing --------------------------------------------------------------

@@ -134,12 +134,15 @@ def page_link(context, page_number, per_page=None):
 
 
 @register.simple_tag(takes_context=True)
-def export_links(context):
+def export_links(context, table=None):
     """Links to the current list, filtered and sorted, as CSV and JSON
-    (allocations.ui.exports), every row, not one page."""
+    (allocations.ui.exports), every row, not one page; `table` names the
+    list on a page of several."""
     query = context['request'].GET.copy()
     for key in ('page', 'per_page'):
         query.pop(key, None)
+    if table:
+        query['table'] = table
     links = []
     for form in ('csv', 'json'):
         query['export'] = form

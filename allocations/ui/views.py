@@ -115,6 +115,9 @@ def tree_detail(request, uuid):
 def consumer_detail(request, uuid):
     consumer = get_object_or_404(
         Consumer.objects.select_related('project', 'user', 'consumer_type'), uuid=uuid)
+    if exports.wanted(request):
+        return exports.streamed(request, f'consumer-{consumer.uuid}-history',
+                                *reports.event_rows(reports.consumer_history(consumer)))
     ((_, allocations),) = reports.holdings([consumer])
     totals = collections.Counter()
     for allocation in allocations:
@@ -193,6 +196,9 @@ def pod_list(request):
 def pod_detail(request, uuid):
     pod = get_object_or_404(reports.pods_in_line(), uuid=uuid)
     (line,) = reports.pod_lines([pod])
+    if exports.wanted(request):
+        return exports.streamed(request, f'pod-{pod.name}-bindings',
+                                *reports.binding_rows(reports.binding_history(pod)))
     return render(request, 'ui/pod.html', {
         'pod': pod, 'line': line,
         'bound': reports.open_bindings(pod),
@@ -215,6 +221,10 @@ def usage(request):
     # first class they do hold, so the box is not empty.
     top_class = (filters.get('top_class') or '').upper() or (
         'VCPU' if 'VCPU' in classes or not classes else classes[0])
+    if exports.wanted(request):
+        keys = USAGE_TABLES.get(request.GET.get('table'), ['project'])
+        return exports.streamed(request, 'usage-by-' + '-and-'.join(keys),
+                                *reports.usage_rows(usage.rows(keys), keys, classes))
     return render(request, 'ui/usage.html', {
         'form': form,
         'classes': classes,
@@ -227,6 +237,11 @@ def usage(request):
         'top_limit': TOP_CONSUMERS,
         'consumer_types': ConsumerType.objects.order_by('name'),
     })
+
+
+# The usage page's tables by the owners they group by (?table= of an export).
+USAGE_TABLES = {'project': ['project'], 'type': ['project', 'consumer_type'],
+                'user': ['project', 'user']}
 
 
 def _classes_in(rows):

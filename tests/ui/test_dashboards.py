@@ -867,3 +867,24 @@ def test_pool_tree_and_project_lists_export_every_row(staff, api, nested_and_sha
     for row in project:
         held[row['resource_class']] += int(row['used'])
     assert dict(held) == api.get('/usages?project_id=web', version='1.9').body['usages']
+
+
+def test_the_usage_tables_and_histories_export_every_row(staff, api, nested_and_shared, pods):
+    cloud = nested_and_shared
+    by_project = {row['project']: row for row in streamed_rows(
+        staff.get('/ui/usage/?export=csv&table=project'))}
+    for project in ('web', 'proj'):
+        expected = api.get(f'/usages?project_id={project}', version='1.9').body['usages']
+        assert {rc: int(n) for rc, n in by_project[project].items()
+                if rc in expected} == expected, project
+    by_user = streamed_rows(staff.get('/ui/usage/?export=json&table=user&project=web'))
+    assert {(r['project'], r['user'], r['consumers']) for r in by_user} == {
+        ('web', 'alice', 1), ('web', 'bob', 1)}
+    history = streamed_rows(staff.get(f'/ui/consumers/{cloud.vm}/?export=json'))
+    assert [(e['consumer_generation_before'], e['consumer_generation_after'])
+            for e in history] == [(1, 2), (None, 1)]
+    pod = pod_of('PodC')
+    bindings = streamed_rows(staff.get(f'/ui/pods/{pod.uuid}/?export=csv'))
+    html = staff.get(f'/ui/pods/{pod.uuid}/').content.decode()
+    assert [b['project_id'] for b in bindings] == re.findall(
+        r'<tr data-binding="[^"]+" data-project="([^"]+)"[^>]*data-ended=', html)
