@@ -83,7 +83,14 @@ def database_from_url(url, *, data_dir, connect_timeout=None):
             },
         }
     if scheme in POSTGRESQL_SCHEMES:
-        return _server('django.db.backends.postgresql', parts, dict(parse_qsl(parts.query)),
+        options = dict(parse_qsl(parts.query))
+        # PostgreSQL's JIT compiles any plan costed over jit_above_cost:
+        # 100-300 ms per books or fits query at 100,000 providers, for
+        # queries that then run in less (docs/performance.md). A URL's own
+        # ?options= (libpq's) replaces this, e.g. behind a PgBouncer that
+        # refuses startup options.
+        options.setdefault('options', POSTGRESQL_SESSION_OPTIONS)
+        return _server('django.db.backends.postgresql', parts, options,
                        connect_timeout=connect_timeout, several_hosts=True)
     if scheme in MYSQL_SCHEMES:
         return _mysql(parts, connect_timeout)
@@ -95,6 +102,7 @@ def database_from_url(url, *, data_dir, connect_timeout=None):
 # multi-host URL), unless the URL says connect_timeout itself.
 CONNECT_TIMEOUT = 5
 POSTGRESQL_SCHEMES = {'postgres', 'postgresql', 'pgsql', 'postgresql+psycopg2'}
+POSTGRESQL_SESSION_OPTIONS = '-c jit=off'
 # Placement's connection strings are SQLAlchemy URLs naming a driver; we use
 # mysqlclient (MySQLdb) whichever they name.
 MYSQL_SCHEMES = {'mysql', 'mariadb', 'mysql+pymysql', 'mysql+mysqldb',

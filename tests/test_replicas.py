@@ -57,8 +57,8 @@ def test_replica_settings_from_urls():
         data_dir='/x')
     assert list(databases) == ['replica0', 'replica1']
     assert databases['replica0']['HOST'] == 'db1'
-    assert databases['replica0']['OPTIONS'] == {'connect_timeout': 2}
-    assert databases['replica1']['OPTIONS'] == {'connect_timeout': '7'}
+    assert databases['replica0']['OPTIONS'] == {'connect_timeout': 2, 'options': '-c jit=off'}
+    assert databases['replica1']['OPTIONS'] == {'connect_timeout': '7', 'options': '-c jit=off'}
     assert databases['replica0']['TEST'] == {'MIRROR': 'default'}
     with pytest.raises(ValueError, match='not a PostgreSQL URL'):
         config.replica_databases(['sqlite:////tmp/x.sqlite3'], data_dir='/x')

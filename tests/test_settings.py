@@ -36,14 +36,23 @@ def test_postgresql_url():
         'postgresql://bench:s%40cret@db.example:6543/placement?sslmode=require', data_dir='/x')
     assert db == {'ENGINE': 'django.db.backends.postgresql', 'NAME': 'placement',
                   'USER': 'bench', 'PASSWORD': 's@cret', 'HOST': 'db.example', 'PORT': '6543',
-                  'OPTIONS': {'sslmode': 'require', 'connect_timeout': 5}, 'CONN_MAX_AGE': 600,
+                  'OPTIONS': {'sslmode': 'require', 'connect_timeout': 5, 'options': '-c jit=off'},
+                  'CONN_MAX_AGE': 600,
                   'CONN_HEALTH_CHECKS': True}
+
+
+def test_postgresql_sessions_run_without_jit_unless_the_url_says_otherwise():
+    db = config.database_from_url('postgresql://u:p@db/placement', data_dir='/x')
+    assert db['OPTIONS']['options'] == '-c jit=off'
+    db = config.database_from_url('postgresql://u:p@db/placement?options=-c%20jit%3Don',
+                                  data_dir='/x')
+    assert db['OPTIONS']['options'] == '-c jit=on'
 
 
 def test_a_url_may_set_its_own_connect_timeout():
     db = config.database_from_url('postgresql://u:p@db/placement?connect_timeout=12',
                                   data_dir='/x')
-    assert db['OPTIONS'] == {'connect_timeout': '12'}
+    assert db['OPTIONS'] == {'connect_timeout': '12', 'options': '-c jit=off'}
 
 
 def test_several_postgresql_hosts_become_libpq_lists():
@@ -53,7 +62,8 @@ def test_several_postgresql_hosts_become_libpq_lists():
         'postgresql://u:p@db1:5433,db2,[fd00::7]:5434/placement?target_session_attrs=read-write',
         data_dir='/x')
     assert (db['HOST'], db['PORT']) == ('db1,db2,fd00::7', '5433,5432,5434')
-    assert db['OPTIONS'] == {'target_session_attrs': 'read-write', 'connect_timeout': 5}
+    assert db['OPTIONS'] == {'target_session_attrs': 'read-write', 'connect_timeout': 5,
+                             'options': '-c jit=off'}
     db = config.database_from_url('postgresql://u:p@db1,db2/placement', data_dir='/x')
     assert (db['HOST'], db['PORT']) == ('db1,db2', '')
 
