@@ -4,10 +4,11 @@ provider queryset's own methods, the ones GET /resource_providers uses
 (member_of_any, with_trait_named, roots), so a filter means the same on
 the page and in the API."""
 import django_filters
-from django.db.models import F, FilteredRelation, FloatField, Q
+from django.db.models import (Exists, F, FilteredRelation, FloatField, OuterRef, Q, Subquery,
+                              Sum)
 from django.db.models.functions import Cast, NullIf
 
-from providers.models import ResourceClass, ResourceProvider
+from providers.models import Inventory, ResourceClass, ResourceProvider
 from providers.querysets import capacity_expression
 
 
@@ -62,8 +63,9 @@ def sort_choices():
     that has inventory, by used, free and utilization (one query)."""
     choices = [('name', 'name'), ('-utilization', 'fullest first'),
                ('utilization', 'emptiest first'), ('-generation', 'generation')]
-    for name in ResourceClass.objects.filter(inventories__isnull=False).distinct().order_by(
-            'id').values_list('name', flat=True):
+    held = Inventory.objects.filter(resource_class=OuterRef('pk'))
+    for name in ResourceClass.objects.filter(Exists(held)).order_by('id').values_list(
+            'name', flat=True):
         choices += [(f'-used:{name}', f'{name} used, most first'),
                     (f'-free:{name}', f'{name} free, most first'),
                     (f'-utilization:{name}', f'{name} utilization, fullest first')]
@@ -76,11 +78,25 @@ def _class_id(name):
     return -1 if found is None else found
 
 
-def sorted_providers(queryset, sort):
-    """The queryset in the validated order `sort` ('-' descending; unknown: name)."""
+def sorted_providers(queryset, sort, trees=False):
+    """The queryset in the validated order `sort` ('-' descending; unknown:
+    name). trees: the rows are roots, and a class's sort is by the sums
+    over each root's whole tree."""
     descending = sort.startswith('-')
     kind, _, class_name = sort.lstrip('-').partition(':')
-    if class_name and kind in CLASS_SORTS:
+    if class_name and kind in CLASS_SORTS and trees:
+        tree = Inventory.objects.filter(
+            resource_provider__root_provider_id=OuterRef('pk'),
+            resource_class_id=_class_id(class_name)).values(
+            'resource_provider__root_provider_id').order_by()
+        capacity = Sum(capacity_expression())
+        value = {'used': Cast(Sum('used'), FloatField()),
+                 'free': capacity - Sum('used'),
+                 'utilization': Cast(Sum('used'), FloatField()) / NullIf(capacity, 0.0)}[kind]
+        queryset = queryset.annotate(sort_value=Subquery(
+            tree.annotate(value=value).values('value')[:1], output_field=FloatField()))
+        field = 'sort_value'
+    elif class_name and kind in CLASS_SORTS:
         # A join to the class's inventory (a provider has at most one), not
         # a subquery per provider: the whole cloud sorts in one pass.
         queryset = queryset.annotate(sorted_by=FilteredRelation('inventories', condition=Q(

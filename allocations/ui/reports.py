@@ -173,6 +173,16 @@ def binding_rows(bindings):
 
 # ---- trees and sharing --------------------------------------------------------------
 
+def tree_usage_of(root_ids):
+    """{root id: [books.ClassUsage]}: each tree's books summed over every
+    provider of it (one query)."""
+    root_ids = list(root_ids)
+    if not root_ids:
+        return {}
+    scope = scopes.trees().narrowed(resource_provider__root_provider_id__in=root_ids)
+    return {root: list(classes.values()) for root, classes in books.scope_books(scope).items()}
+
+
 @dataclass
 class TreeNode:
     provider: ResourceProvider

@@ -43,14 +43,17 @@ def provider_list(request):
     providers = ResourceProvider.objects.select_related('parent_provider', 'root_provider')
     filters = ProviderFilterSet(request.GET, queryset=providers)
     sort = request.GET.get('sort', 'name')
-    listed = sorted_providers(filters.qs, sort)
+    # Roots only: each row is a whole tree, its books and sorts summed over
+    # every provider of it (a compute node's VCPU lives on its NUMA nodes).
+    trees = bool(filters.form.is_valid() and filters.form.cleaned_data.get('root_only'))
+    listed = sorted_providers(filters.qs, sort, trees=trees)
     if exports.wanted(request):
         return exports.streamed(request, 'providers',
                                 *reports.provider_rows(listed.with_max_utilization()))
     page = page_of(request, listed)
-    usage = reports.utilization_of(p.pk for p in page)
+    usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
-        'filters': filters, 'page': page, 'sort': sort, 'sorts': sort_choices(),
+        'filters': filters, 'page': page, 'sort': sort, 'sorts': sort_choices(), 'trees': trees,
         'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
     })
 

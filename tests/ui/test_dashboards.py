@@ -888,3 +888,22 @@ def test_the_usage_tables_and_histories_export_every_row(staff, api, nested_and_
     html = staff.get(f'/ui/pods/{pod.uuid}/').content.decode()
     assert [b['project_id'] for b in bindings] == re.findall(
         r'<tr data-binding="[^"]+" data-project="([^"]+)"[^>]*data-ended=', html)
+
+
+def test_roots_only_lists_trees_with_their_summed_books_and_sorts_by_them(staff, api):
+    roots = grow_cloud(3)
+    numas = list(ResourceProvider.objects.filter(parent_provider__isnull=False).order_by('pk'))
+    for numa, used in zip(numas, (4, 40, 20)):
+        Allocation.objects.filter(resource_provider=numa).update(used=used)
+    html = staff.get('/ui/providers/?root_only=true&sort=-free:VCPU').content.decode()
+    shown = re.findall(r'<tr data-uuid="([^"]+)">', html)
+    assert shown == [roots[i].uuid for i in (0, 2, 1)]  # 60, 44 and 24 VCPU free
+    for root in roots:
+        row = re.search(rf'<tr data-uuid="{root.uuid}">(.*?)</tr>', html, re.S).group(1)
+        parts = {rc: (int(used), int(capacity)) for rc, used, capacity in re.findall(
+            r'<div data-class="(\w+)" data-used="(\d+)" data-capacity="(\d+)">', row)}
+        expected = tree_books_by_api(api, root.uuid)
+        assert parts == {rc: (books['used'], round(books['capacity']))
+                         for rc, books in expected.items()}  # VCPU from the NUMA node too
+    html = staff.get('/ui/providers/?root_only=true&sort=-utilization:VCPU').content.decode()
+    assert re.findall(r'<tr data-uuid="([^"]+)">', html) == [roots[i].uuid for i in (1, 2, 0)]
