@@ -15,14 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?set DATABASE_URL}"
 PORT="${PORT:-19050}"
-LOAD=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --load) LOAD="$2"; shift 2 ;;
-        --) shift; break ;;
-        *) break ;;
-    esac
-done
+source scripts/bench-common.sh
+bench_options "$@"
+set -- "${BENCH_ARGS[@]}"
 export DATABASE_URL PLACEMENT_AUTH_STRATEGY="${PLACEMENT_AUTH_STRATEGY:-noauth2}"
 
 if [ -n "$LOAD" ]; then
@@ -31,16 +26,9 @@ if [ -n "$LOAD" ]; then
 fi
 
 LOG="${TMPDIR:-/tmp}/scale-bench-server-$PORT.log"
-.venv/bin/python -m gunicorn placement_site.wsgi:application -b "127.0.0.1:$PORT" \
-    --workers "${WORKERS:-2}" --timeout "${GUNICORN_TIMEOUT:-900}" --log-level warning \
-    >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do
-    curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break
-    kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
-    sleep 0.5
-done
+serve "$LOG" "$PORT" .venv/bin/python -m gunicorn placement_site.wsgi:application \
+    -b "127.0.0.1:$PORT" --workers "${WORKERS:-2}" --timeout "${GUNICORN_TIMEOUT:-900}" \
+    --log-level warning
 
 .venv/bin/python scripts/scale_bench.py --url "http://127.0.0.1:$PORT" \
     --server-pid "$SERVER" --seed "${SEED:-42}" "$@"

@@ -16,14 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?set DATABASE_URL}"
 PORT="${PORT:-19060}"
-LOAD=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --load) LOAD="$2"; shift 2 ;;
-        --) shift; break ;;
-        *) break ;;
-    esac
-done
+source scripts/bench-common.sh
+bench_options "$@"
+set -- "${BENCH_ARGS[@]}"
 case "$DATABASE_URL" in
     postgres*) VENDOR=postgresql ;;
     mysql*|mariadb*) VENDOR=mysql ;;
@@ -40,16 +35,9 @@ fi
 LOG="${TMPDIR:-/tmp}/ui-bench-server-$PORT.log"
 unset PROMETHEUS_MULTIPROC_DIR  # one worker, as run.sh with WORKERS=1
 # Plain HTTP on loopback: the session cookie must not be HTTPS-only.
-DJANGO_SECURE_COOKIES=false .venv/bin/python -m gunicorn placement_site.wsgi:application \
-    -c python:placement_site.gunicorn_conf --bind "127.0.0.1:$PORT" --workers 1 \
-    --timeout 900 >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do
-    curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break
-    kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
-    sleep 0.5
-done
+DJANGO_SECURE_COOKIES=false serve "$LOG" "$PORT" \
+    .venv/bin/python -m gunicorn placement_site.wsgi:application \
+    -c python:placement_site.gunicorn_conf --bind "127.0.0.1:$PORT" --workers 1 --timeout 900
 
 .venv/bin/python scripts/ui_bench.py measure --url "http://127.0.0.1:$PORT" \
     --seed "${SEED:-42}" --vendor "$VENDOR" "$@"
