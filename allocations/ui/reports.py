@@ -208,12 +208,13 @@ def provider_tree(provider, with_inventories=False):
     return root
 
 
-def tree_consumers(root_id):
-    """The consumers holding anything in the tree, by uuid (paginate it).
-    A semi-join from the tree's allocations: the database starts from the
-    tree, not from every consumer of the cloud."""
-    return Consumer.objects.filter(pk__in=Allocation.objects.filter(
-        resource_provider__root_provider_id=root_id).values('consumer_id')).order_by('uuid')
+def consumers_holding(**within):
+    """The consumers holding allocations narrowed by `within` (Allocation
+    lookups: a provider, a tree), by uuid, with their owners (paginate it).
+    A semi-join from those allocations: the database starts from them, not
+    from every consumer of the cloud."""
+    return Consumer.objects.filter(pk__in=Allocation.objects.filter(**within).values(
+        'consumer_id')).select_related('project', 'user', 'consumer_type').order_by('uuid')
 
 
 def holdings(consumers, **within):
@@ -259,12 +260,6 @@ def project_usage(project):
         'resource_class__name').annotate(used=Sum('used')).order_by('resource_class_id'))
 
 
-def project_consumers(project):
-    """The project's consumers holding allocations, by uuid (paginate it)."""
-    return owned_consumers(project=project.external_id).select_related(
-        'user', 'consumer_type').order_by('uuid')
-
-
 def project_hosts(project, limit=20):
     """(hosts, count): the provider trees the project's consumers sit on,
     most consumers first, at most `limit`, each with `consumers`; and how
@@ -277,6 +272,14 @@ def project_hosts(project, limit=20):
         uuid=F('resource_provider__root_provider__uuid'),
     ).order_by('-consumers', 'name')[:limit])
     return hosts, per_root.order_by().distinct().count()
+
+
+def project_consumers(project):
+    """The project's consumers holding allocations, by uuid, with their
+    owners (paginate it). From the consumers' side, by the project's index:
+    a large project's allocations are many, its consumers' rows few."""
+    return owned_consumers(project=project.external_id).select_related(
+        'project', 'user', 'consumer_type').order_by('uuid')
 
 
 def project_pools(project, limit=50):

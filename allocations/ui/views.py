@@ -7,7 +7,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import get_object_or_404, render
 
 from allocations import candidates, capacity
-from allocations.models import Allocation, Consumer, ConsumerType, Project
+from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
 from allocations.ui.forms import ExplorerForm, UsageFilter
@@ -65,16 +65,7 @@ def provider_detail(request, uuid):
         ResourceProvider.objects.select_related('parent_provider', 'root_provider'), uuid=uuid)
     sharing = reports.is_sharing(provider)
     # A shared pool can serve thousands of consumers: a page at a time.
-    consumers = page_of(request, Consumer.objects.filter(
-        allocations__resource_provider=provider).distinct().order_by('uuid').values_list(
-        'pk', flat=True))
-    allocations = Allocation.objects.filter(
-        resource_provider=provider, consumer_id__in=list(consumers)).select_related(
-        'resource_class', 'consumer__project', 'consumer__user', 'consumer__consumer_type',
-    ).order_by('consumer__uuid', 'resource_class_id')
-    by_consumer = collections.OrderedDict()
-    for allocation in allocations:
-        by_consumer.setdefault(allocation.consumer, []).append(allocation)
+    consumers = page_of(request, reports.consumers_holding(resource_provider=provider))
     return render(request, 'ui/provider.html', {
         'provider': provider,
         'tree': reports.provider_tree(provider),
@@ -83,7 +74,7 @@ def provider_detail(request, uuid):
         'aggregates': provider.aggregates.order_by('uuid'),
         'sharing': sharing,
         'related': reports.sharing_relations(provider, sharing),
-        'by_consumer': by_consumer,
+        'held': reports.holdings(consumers, resource_provider=provider),
         'page': consumers,
     })
 
@@ -97,8 +88,8 @@ def tree_detail(request, uuid):
     provider = get_object_or_404(ResourceProvider.objects.select_related('root_provider'),
                                  uuid=uuid)
     root = provider.root_provider
-    listed = reports.tree_consumers(root.pk).select_related('project', 'user', 'consumer_type')
     within = {'resource_provider__root_provider_id': root.pk}
+    listed = reports.consumers_holding(**within)
     if exports.wanted(request):
         return exports.streamed(request, f'tree-{root.uuid}-consumers',
                                 *reports.consumer_rows(listed, **within))
@@ -135,7 +126,7 @@ def consumer_detail(request, uuid):
 @replicas.advisory
 def project_detail(request, external_id):
     project = get_object_or_404(Project, external_id=external_id)
-    listed = reports.project_consumers(project).select_related('project')
+    listed = reports.project_consumers(project)
     if exports.wanted(request):
         return exports.streamed(request, 'project-consumers', *reports.consumer_rows(listed))
     consumers = page_of(request, listed)
