@@ -4,8 +4,7 @@ provider queryset's own methods, the ones GET /resource_providers uses
 (member_of_any, with_trait_named, roots), so a filter means the same on
 the page and in the API."""
 import django_filters
-from django.db.models import (Exists, F, FilteredRelation, FloatField, OuterRef, Q, Subquery,
-                              Sum)
+from django.db.models import F, FilteredRelation, FloatField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Cast, NullIf
 
 from providers.models import Inventory, ResourceClass, ResourceProvider
@@ -58,14 +57,12 @@ SORTS = {
 CLASS_SORTS = ('used', 'free', 'utilization')
 
 
-def sort_choices():
-    """[(sort key, label)] for the sort menu: the columns, then each class
-    that has inventory, by used, free and utilization (one query)."""
+def sort_choices(classes):
+    """[(sort key, label)] for the sort menu: the columns, then each of
+    the classes (names), by used, free and utilization."""
     choices = [('name', 'name'), ('-utilization', 'fullest first'),
                ('utilization', 'emptiest first'), ('-generation', 'generation')]
-    held = Inventory.objects.filter(resource_class=OuterRef('pk'))
-    for name in ResourceClass.objects.filter(Exists(held)).order_by('id').values_list(
-            'name', flat=True):
+    for name in classes:
         choices += [(f'-used:{name}', f'{name} used, most first'),
                     (f'-free:{name}', f'{name} free, most first'),
                     (f'-utilization:{name}', f'{name} utilization, fullest first')]

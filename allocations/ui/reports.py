@@ -105,12 +105,18 @@ def utilization_of(provider_ids):
     return by_provider
 
 
+def classes_with_inventory():
+    """The names of the classes some provider has inventory of, in class
+    order (one query: an EXISTS per class)."""
+    return list(ResourceClass.objects.filter(Exists(Inventory.objects.filter(
+        resource_class=OuterRef('pk')))).order_by('id').values_list('name', flat=True))
+
+
 def provider_rows(providers):
     """(columns, rows) of a providers export: each provider (annotated
     with max_utilization, its parent and root selected) with every class's
     used and capacity, a chunk of providers and one query at a time."""
-    classes = list(ResourceClass.objects.filter(inventories__isnull=False).distinct().order_by(
-        'id').values_list('name', flat=True))
+    classes = classes_with_inventory()
     columns = ['uuid', 'name', 'parent_provider_uuid', 'root_provider_uuid', 'generation',
                'max_utilization'] + [f'{c}_{what}' for c in classes for what in ('used',
                                                                                  'capacity')]
