@@ -33,7 +33,7 @@ from django.db.models.lookups import GreaterThanOrEqual
 from allocations.fits import Fit, count_fits
 from allocations.pods.models import Pod
 from placement_site import errors, querystring
-from providers import books, scopes
+from providers import books, changes, scopes
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.querysets import slots_expression, takes
 
@@ -146,11 +146,22 @@ def fit_counts(scope, shapes):
     amount}]) in every group of the scope that has inventory of their
     classes. Three queries: the per-tree minimum summed in the database for
     the trees no sharing provider reaches, the per-tree sums of the others,
-    and (when sharing providers offer slots) the trees they serve."""
+    and (when sharing providers offer slots) the trees they serve; none
+    but the books' version while nothing has changed (providers.changes).
+    A group without them fits none."""
+    counted = changes.remembered(
+        scope.db, ('fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
+        lambda: _counted_fits(scope, shapes))
+    found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
+    found.update(counted)
+    return found
+
+
+def _counted_fits(scope, shapes):
     classes = sorted({class_id for shape in shapes for class_id in shape})
     found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
     if not classes:
-        return found
+        return {}
     scope = scope.narrowed(resource_class_id__in=classes)
     for grp, *counts in _per_tree_minimum_sums(
             scope.excluding_trees(*scopes.reached_roots()), shapes):
@@ -166,7 +177,7 @@ def fit_counts(scope, shapes):
             fit = _count_reached(rows, index, shape, sharing, served)
             found[grp][index] = Fit(found[grp][index].count + fit.count,
                                     found[grp][index].exact and fit.exact)
-    return found
+    return dict(found)
 
 
 def _slot_sums(scope, shapes, *keys):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 AUGMENT_BUDGET = 2000
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fit:
     """How many more claims of a shape fit a group; exact False when the
     count is a lower bound (see count_fits())."""

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from providers import scopes
+from providers import changes, scopes
 from providers.querysets import capacity_expression
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClassUsage:
     """One resource class's books: capacity = (total - reserved) * ratio."""
     name: str
@@ -36,18 +36,16 @@ class ClassUsage:
         """used / capacity; 0 without capacity."""
         return self.used / self.capacity if self.capacity else 0.0
 
-    def add(self, other):
-        self.total += other.total
-        self.reserved += other.reserved
-        self.capacity += other.capacity
-        self.used += other.used
-        self.providers += other.providers
-
 
 def scope_books(scope):
     """{grp: {class name: ClassUsage}} in resource class order for every
     group of a scope (providers.scopes) that has inventory. One query,
-    whatever the number of groups and providers."""
+    whatever the number of groups and providers, and none but the books'
+    version while nothing has changed (providers.changes)."""
+    return changes.remembered(scope.db, ('books', scope.key()), lambda: _summed_books(scope))
+
+
+def _summed_books(scope):
     parts = [part.values('grp', 'resource_class_id', 'resource_class__name').annotate(
         total_sum=Sum('total'), reserved_sum=Sum('reserved'),
         capacity_sum=Sum(capacity_expression()), used_sum=Sum('used'),
@@ -56,7 +54,7 @@ def scope_books(scope):
     found = scopes.union_sql(parts)
     books = collections.defaultdict(dict)
     if found is None:
-        return books
+        return {}
     sql, params = found
     # A group's inventories are in one part or several, never twice: the
     # parts' sums (provider counts too) add up.
@@ -67,7 +65,7 @@ def scope_books(scope):
                    'ORDER BY resource_class_id', params):
         books[grp][name] = ClassUsage(name, int(total), int(reserved), float(capacity or 0.0),
                                       int(used or 0), int(providers), class_id)
-    return books
+    return dict(books)
 
 
 def tree_books(root_id):

@@ -272,3 +272,13 @@ class UsageSnapshot(models.Model):
 
     def __str__(self):
         return f'{self.resource_class_id} at {self.taken_at:%Y-%m-%d %H:%M}'
+
+
+class BooksChange(models.Model):
+    """A write to what the books read, one row per statement (PostgreSQL)
+    or row (SQLite, MySQL), added by triggers (providers.changes): the
+    version that remembered sums are checked against."""
+    id = models.BigAutoField(primary_key=True)
+
+    class Meta:
+        db_table = 'books_changes'

@@ -65,6 +65,15 @@ class Scope:
     def annotated(self, **annotations):
         return self._with_parts([part.annotate(**annotations) for part in self.parts])
 
+    @property
+    def db(self):
+        return self.parts[0].db
+
+    def key(self):
+        """What the scope reads, as its parts' SQL: a key for results
+        remembered against the books' version (providers.changes)."""
+        return tuple(_sql_of(part) for part in self.parts)
+
 
 def sharing_ids():
     """The sharing providers' ids, as a subquery of the link table alone."""
@@ -169,6 +178,13 @@ def served_trees():
 
 # ---- SQL over a scope's parts -------------------------------------------------------
 
+def _sql_of(queryset):
+    try:
+        return repr(queryset.query.get_compiler(using=queryset.db).as_sql())
+    except EmptyResultSet:
+        return 'nothing'
+
+
 def union_sql(querysets):
     """(sql, params) of the querysets' rows together (UNION ALL; the
     querysets select the same columns in the same order), None for none.
@@ -190,6 +206,6 @@ def union_sql(querysets):
 
 def fetch(scope, sql, params):
     """The rows of `sql` over the scope's parts, on the database they read."""
-    with connections[scope.parts[0].db].cursor() as cursor:
+    with connections[scope.db].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

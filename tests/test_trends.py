@@ -138,15 +138,16 @@ def test_snapshots_of_a_linear_fill_forecast_the_day_it_is_full(db):
 
 def cloud_books():
     """{class: ClassUsage} of every inventory, summed here in Python."""
-    found = {}
+    sums = {}
     for inventory in Inventory.objects.select_related('resource_class').order_by(
             'resource_class_id'):
-        usage = found.setdefault(inventory.resource_class.name,
-                                 books.ClassUsage(inventory.resource_class.name))
-        usage.add(books.ClassUsage(usage.name, inventory.total, inventory.reserved,
-                                   (inventory.total - inventory.reserved)
-                                   * inventory.allocation_ratio, inventory.used, 1))
-    return found
+        total, reserved, capacity, used, providers = sums.get(
+            inventory.resource_class.name, (0, 0, 0.0, 0, 0))
+        sums[inventory.resource_class.name] = (
+            total + inventory.total, reserved + inventory.reserved,
+            capacity + (inventory.total - inventory.reserved) * inventory.allocation_ratio,
+            used + inventory.used, providers + 1)
+    return {name: books.ClassUsage(name, *values) for name, values in sums.items()}
 
 
 def test_cloud_and_pool_snapshots_equal_the_books_at_that_moment(small_cloud):

@@ -1,0 +1,172 @@
+"""The books' change log, and the sums remembered against it.
+
+Triggers add a row to `books_changes` for every write to what the books
+and "how many more fit" read: inventories (and so every allocation, whose
+triggers touch its inventory's `used`: allocations.usage_totals), a
+provider's place in its tree, pool membership and traits. Whatever writes
+the rows (the services, the admin, load_scale's COPY, a test fixture), the
+log sees it, in the writer's own transaction.
+
+`version()` names what is committed: the newest row's id and how many rows
+lie within WINDOW ids below it. Rows are only added (and pruned far below
+the window), and a later read sees every row an earlier one saw, so a new
+committed change changes the version, also one whose id was drawn before
+another's commit, as long as fewer than WINDOW ids were drawn meanwhile.
+
+`remembered()` keeps a result (a scope's books, its flavor fits) in the
+process for as long as the version read before computing it is the
+newest: a warm dashboard costs one small read, and any change to the
+books makes the next read compute afresh. Inside a transaction nothing is
+remembered or served: a write sees its own rows, exactly, and a
+rolled-back write cannot leave a result behind.
+
+SQLite rebuilds a table to alter it, dropping its triggers: a migration
+that alters a WATCHED table must call install() again (tests/test_changes.py
+checks every write after the whole migration chain).
+"""
+import collections
+import threading
+import time
+
+from django.db import DatabaseError, connections
+
+WATCHED = ('inventories', 'resource_providers', 'resource_provider_aggregates',
+           'resource_provider_traits')
+# A provider's other columns (name, generation) change nothing the books read.
+TREE_COLUMNS = ('root_provider_id', 'parent_provider_id')
+WINDOW = 100_000
+# Rows this far below the newest are pruned, at most every PRUNE_SECONDS per process.
+KEEP = 2 * WINDOW
+PRUNE_SECONDS = 300
+MAX_REMEMBERED = 64
+
+_VERSION_SQL = ('SELECT MAX(id), COUNT(*) FROM books_changes WHERE id > '
+                '(SELECT COALESCE(MAX(id), 0) FROM books_changes) - %s')
+
+
+def _postgresql():
+    # Statement-level: one row per statement (a COPY or a bulk UPDATE too).
+    statements = ['''CREATE OR REPLACE FUNCTION books_changed() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO books_changes DEFAULT VALUES;
+            RETURN NULL;
+        END $$''']
+    for table in WATCHED:
+        events = ('INSERT OR DELETE OR TRUNCATE OR UPDATE OF ' + ', '.join(TREE_COLUMNS)
+                  if table == 'resource_providers' else 'INSERT OR UPDATE OR DELETE OR TRUNCATE')
+        statements += [f'DROP TRIGGER IF EXISTS books_changed ON {table}',
+                       f'CREATE TRIGGER books_changed AFTER {events} ON {table} '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION books_changed()']
+    return statements
+
+
+def _sqlite():
+    # A trigger's INSERT may not use DEFAULT VALUES; NULL draws the next id.
+    statements = []
+    for table in WATCHED:
+        for event in ('INSERT', 'UPDATE', 'DELETE'):
+            name = f'books_changed_{table}_{event.lower()}'
+            if event == 'UPDATE' and table == 'resource_providers':
+                event = 'UPDATE OF ' + ', '.join(TREE_COLUMNS)
+            statements += [f'DROP TRIGGER IF EXISTS {name}',
+                           f'CREATE TRIGGER {name} AFTER {event} ON {table} '
+                           'BEGIN INSERT INTO books_changes (id) VALUES (NULL); END']
+    return statements
+
+
+def _mysql():
+    statements = []
+    for table in WATCHED:
+        for event in ('INSERT', 'UPDATE', 'DELETE'):
+            name = f'books_changed_{table}_{event.lower()}'
+            body = 'INSERT INTO books_changes () VALUES ()'
+            if event == 'UPDATE' and table == 'resource_providers':
+                same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in TREE_COLUMNS)
+                body = f'BEGIN IF NOT ({same}) THEN {body}; END IF; END'
+            statements += [f'DROP TRIGGER IF EXISTS {name}',
+                           f'CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {body}']
+    return statements
+
+
+def install(connection):
+    """Create (or replace) the triggers that write the change log."""
+    statements = {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql}.get(
+        connection.vendor)
+    if statements is None:
+        raise NotImplementedError(f'the books change log has no triggers for {connection.vendor}')
+    with connection.cursor() as cursor:
+        for sql in statements():
+            cursor.execute(sql)
+
+
+def version(using='default'):
+    """(newest change id, changes in the window below it): different
+    whenever a change to the books has committed since the last read."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(_VERSION_SQL, [WINDOW])
+        newest, recent = cursor.fetchone()
+    if newest is not None and newest > KEEP and using == 'default':
+        _prune(newest - KEEP)
+    return newest, recent
+
+
+_last_pruned = [0.0]
+
+
+def _prune(below):
+    """Delete the rows far below the window (no version reads them), from
+    the primary, at most every PRUNE_SECONDS."""
+    now = time.monotonic()
+    if now - _last_pruned[0] < PRUNE_SECONDS:
+        return
+    _last_pruned[0] = now
+    try:
+        with connections['default'].cursor() as cursor:
+            cursor.execute('DELETE FROM books_changes WHERE id < %s', [below])
+    except DatabaseError:
+        pass   # another process pruning the same rows: it does the work
+
+
+class _Remembered:
+    """One database's remembered results, all computed at one version."""
+
+    def __init__(self):
+        self.version = None
+        self.results = collections.OrderedDict()
+
+
+_remembered = collections.defaultdict(_Remembered)
+_lock = threading.Lock()
+
+
+def remembered(using, key, compute):
+    """compute(), or what it returned for `key` on database `using` while
+    nothing in the books has changed since. Results must not be changed by
+    their readers."""
+    connection = connections[using]
+    if connection.in_atomic_block:
+        return compute()
+    current = version(using)
+    with _lock:
+        held = _remembered[using]
+        if held.version != current:
+            held.version, held.results = current, collections.OrderedDict()
+        if key in held.results:
+            held.results.move_to_end(key)
+            return held.results[key]
+    result = compute()
+    with _lock:
+        held = _remembered[using]
+        if held.version == current:
+            held.results[key] = result
+            while len(held.results) > MAX_REMEMBERED:
+                held.results.popitem(last=False)
+    return result
+
+
+def forget():
+    """Drop every remembered result (tests that rewrite the clock or the
+    settings the results depend on)."""
+    with _lock:
+        _remembered.clear()

@@ -1,0 +1,25 @@
+from django.db import migrations, models
+
+from providers import changes
+
+
+def install_triggers(apps, schema_editor):
+    changes.install(schema_editor.connection)
+
+
+class Migration(migrations.Migration):
+    """The books' change log and the triggers that write it
+    (providers/changes.py)."""
+
+    dependencies = [
+        ('providers', '0007_mysql_binary_collation'),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='BooksChange',
+            fields=[('id', models.BigAutoField(primary_key=True, serialize=False))],
+            options={'db_table': 'books_changes'},
+        ),
+        migrations.RunPython(install_triggers, migrations.RunPython.noop),
+    ]
