@@ -119,3 +119,9 @@ def miscounted(connection):
         cursor.execute(f'SELECT id, used, {_SUM.format(row="inventories")} FROM inventories '
                        f'WHERE used <> {_SUM.format(row="inventories")} ORDER BY id')
         return list(cursor.fetchall())
+
+
+# The usage dashboards group allocations by their consumer's owners: a
+# change of owner changes the books' version (providers.changes) as an
+# allocation does.
+OWNERS_WATCHED = {'consumers': ('project_id', 'user_id', 'consumer_type_id')}

@@ -3,7 +3,9 @@
 Triggers add a row to `books_changes` for every write to what the books
 and "how many more fit" read: inventories (and so every allocation, whose
 triggers touch its inventory's `used`: allocations.usage_totals), a
-provider's place in its tree, pool membership and traits. Whatever writes
+provider's place in its tree and name, pool membership, traits, the
+classes' names, and (added by
+allocations: allocations.usage_totals.OWNERS_WATCHED) who owns a consumer. Whatever writes
 the rows (the services, the admin, load_scale's COPY, a test fixture), the
 log sees it, in the writer's own transaction.
 
@@ -28,12 +30,18 @@ import collections
 import threading
 import time
 
+from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, connections
 
-WATCHED = ('inventories', 'resource_providers', 'resource_provider_aggregates',
-           'resource_provider_traits')
-# A provider's other columns (name, generation) change nothing the books read.
-TREE_COLUMNS = ('root_provider_id', 'parent_provider_id')
+# {table: the columns whose update changes what the books read (None: any)}.
+# A provider's generation, bumped by every write, changes nothing they read.
+WATCHED = {
+    'inventories': None,
+    'resource_providers': ('root_provider_id', 'parent_provider_id', 'name'),
+    'resource_provider_aggregates': None,
+    'resource_provider_traits': None,
+    'resource_classes': None,   # the books name them
+}
 WINDOW = 100_000
 # Rows this far below the newest are pruned, at most every PRUNE_SECONDS per process.
 KEEP = 2 * WINDOW
@@ -44,7 +52,7 @@ _VERSION_SQL = ('SELECT MAX(id), COUNT(*) FROM books_changes WHERE id > '
                 '(SELECT COALESCE(MAX(id), 0) FROM books_changes) - %s')
 
 
-def _postgresql():
+def _postgresql(tables):
     # Statement-level: one row per statement (a COPY or a bulk UPDATE too).
     statements = ['''CREATE OR REPLACE FUNCTION books_changed() RETURNS trigger
         LANGUAGE plpgsql AS $$
@@ -52,51 +60,52 @@ def _postgresql():
             INSERT INTO books_changes DEFAULT VALUES;
             RETURN NULL;
         END $$''']
-    for table in WATCHED:
-        events = ('INSERT OR DELETE OR TRUNCATE OR UPDATE OF ' + ', '.join(TREE_COLUMNS)
-                  if table == 'resource_providers' else 'INSERT OR UPDATE OR DELETE OR TRUNCATE')
+    for table, columns in tables.items():
+        update = f'UPDATE OF {", ".join(columns)}' if columns else 'UPDATE'
         statements += [f'DROP TRIGGER IF EXISTS books_changed ON {table}',
-                       f'CREATE TRIGGER books_changed AFTER {events} ON {table} '
-                       'FOR EACH STATEMENT EXECUTE FUNCTION books_changed()']
+                       f'CREATE TRIGGER books_changed AFTER INSERT OR DELETE OR TRUNCATE OR {update} '
+                       f'ON {table} FOR EACH STATEMENT EXECUTE FUNCTION books_changed()']
     return statements
 
 
-def _sqlite():
+def _sqlite(tables):
     # A trigger's INSERT may not use DEFAULT VALUES; NULL draws the next id.
     statements = []
-    for table in WATCHED:
+    for table, columns in tables.items():
         for event in ('INSERT', 'UPDATE', 'DELETE'):
             name = f'books_changed_{table}_{event.lower()}'
-            if event == 'UPDATE' and table == 'resource_providers':
-                event = 'UPDATE OF ' + ', '.join(TREE_COLUMNS)
+            if event == 'UPDATE' and columns:
+                event = f'UPDATE OF {", ".join(columns)}'
             statements += [f'DROP TRIGGER IF EXISTS {name}',
                            f'CREATE TRIGGER {name} AFTER {event} ON {table} '
                            'BEGIN INSERT INTO books_changes (id) VALUES (NULL); END']
     return statements
 
 
-def _mysql():
+def _mysql(tables):
     statements = []
-    for table in WATCHED:
+    for table, columns in tables.items():
         for event in ('INSERT', 'UPDATE', 'DELETE'):
             name = f'books_changed_{table}_{event.lower()}'
             body = 'INSERT INTO books_changes () VALUES ()'
-            if event == 'UPDATE' and table == 'resource_providers':
-                same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in TREE_COLUMNS)
+            if event == 'UPDATE' and columns:
+                same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in columns)
                 body = f'BEGIN IF NOT ({same}) THEN {body}; END IF; END'
             statements += [f'DROP TRIGGER IF EXISTS {name}',
                            f'CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {body}']
     return statements
 
 
-def install(connection):
-    """Create (or replace) the triggers that write the change log."""
+def install(connection, tables=None):
+    """Create (or replace) the triggers that write the change log on the
+    tables ({table: columns}, as WATCHED, its default; the allocations app
+    adds the consumers' owners)."""
     statements = {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql}.get(
         connection.vendor)
     if statements is None:
         raise NotImplementedError(f'the books change log has no triggers for {connection.vendor}')
     with connection.cursor() as cursor:
-        for sql in statements():
+        for sql in statements(WATCHED if tables is None else tables):
             cursor.execute(sql)
 
 
@@ -138,6 +147,15 @@ class _Remembered:
 
 _remembered = collections.defaultdict(_Remembered)
 _lock = threading.Lock()
+
+
+def query_key(queryset):
+    """What a queryset reads, as its SQL and parameters: a remembered
+    result's key."""
+    try:
+        return repr(queryset.query.get_compiler(using=queryset.db).as_sql())
+    except EmptyResultSet:
+        return 'nothing'
 
 
 def remembered(using, key, compute):

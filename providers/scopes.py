@@ -20,6 +20,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import F, Q, Value
 
+from providers import changes
 from providers.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
 from providers.querysets import SHARING_TRAIT, in_pools, trees_served_by
 
@@ -72,7 +73,7 @@ class Scope:
     def key(self):
         """What the scope reads, as its parts' SQL: a key for results
         remembered against the books' version (providers.changes)."""
-        return tuple(_sql_of(part) for part in self.parts)
+        return tuple(changes.query_key(part) for part in self.parts)
 
 
 def sharing_ids():
@@ -177,13 +178,6 @@ def served_trees():
 
 
 # ---- SQL over a scope's parts -------------------------------------------------------
-
-def _sql_of(queryset):
-    try:
-        return repr(queryset.query.get_compiler(using=queryset.db).as_sql())
-    except EmptyResultSet:
-        return 'nothing'
-
 
 def union_sql(querysets):
     """(sql, params) of the querysets' rows together (UNION ALL; the

@@ -6,10 +6,14 @@ dashboards' and GET /capacity's figures stay those of the moment."""
 import uuid
 
 import pytest
+from django.contrib.auth.models import User as Account
 from django.db import connection, transaction
+from django.db.models import F
+from django.test import Client
 
 from allocations import services as allocation_services
-from allocations.models import Allocation
+from allocations import usage_totals
+from allocations.models import Allocation, Consumer, Project
 from providers import changes, services
 from providers.models import BooksChange, Inventory, ProviderAggregate, ResourceProvider
 from tests.conftest import add_allocation, add_provider
@@ -52,6 +56,9 @@ WRITES = {
     'a trait': lambda n: services.traits_replace(
         provider=fresh(n),
         trait_names=['MISC_SHARES_VIA_AGGREGATE']),
+    'a provider renamed': lambda n: services.provider_update(provider=fresh(n), name='renamed'),
+    'a consumer given to another project': lambda n: Consumer.objects.update(
+        project=Project.objects.get_or_create(external_id='another')[0]),
     'a provider moved under another': lambda n: services.provider_update(
         provider=fresh(n),
         parent_provider_uuid=add_provider('new parent').uuid, allow_reparenting=True),
@@ -66,9 +73,9 @@ def test_every_write_the_books_read_changes_the_version(node, write):
     assert changed_by(lambda: WRITES[write](node))
 
 
-def test_a_rename_changes_nothing_the_books_read(node):
-    assert not changed_by(lambda: services.provider_update(
-        provider=fresh(node), name='renamed'))
+def test_a_generation_bump_changes_nothing_the_books_read(node):
+    assert not changed_by(lambda: ResourceProvider.objects.filter(pk=node.pk).update(
+        generation=F('generation') + 1))
 
 
 def test_the_version_reads_a_window_of_the_log_and_old_rows_are_pruned(db, monkeypatch):
@@ -146,4 +153,24 @@ def test_every_watched_table_has_its_triggers_after_the_migrations(db):
         else:
             cursor.execute("SELECT event_object_table FROM information_schema.triggers "
                            "WHERE trigger_schema = DATABASE() AND trigger_name LIKE 'books_changed_%'")
-        assert {table for (table,) in cursor.fetchall()} == set(changes.WATCHED)
+        assert {table for (table,) in cursor.fetchall()} == {
+            *changes.WATCHED, *usage_totals.OWNERS_WATCHED}
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_usage_page_read_again_after_an_owner_changes_shows_the_new_owner(api):
+    node = add_provider('node', inventories={'VCPU': {'total': 8}})
+    owner = str(uuid.uuid4())
+    Account.objects.create_user('operator', password='pw', is_staff=True)
+    staff = Client()
+    assert staff.login(username='operator', password='pw')
+
+    def projects():
+        rows = staff.get('/ui/usage/').context['by_project']
+        return {row['key'][0]: row['usages']['VCPU'] for row in rows}
+
+    assert api.allocate(owner, {node.uuid: {'VCPU': 2}}, project='alpha').status_code == 204
+    assert projects() == projects() == {'alpha': 2}
+    assert api.allocate(owner, {node.uuid: {'VCPU': 2}}, project='beta',
+                        generation=1).status_code == 204
+    assert projects() == {'beta': 2}

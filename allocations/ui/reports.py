@@ -16,7 +16,7 @@ from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.services import describe_affinity, no_pod_available
 from allocations.ui import exports
 from placement_site.api import timestamp
-from providers import books, scopes
+from providers import books, changes, scopes
 from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
 
@@ -260,24 +260,32 @@ def consumer_history(consumer):
     return Event.objects.filter(consumer_uuid=consumer.uuid).order_by('-id')
 
 
+def _remembered(queryset, key, compute):
+    """compute() over `queryset`'s rows, remembered while the books and
+    their owners are unchanged (providers.changes)."""
+    return changes.remembered(queryset.db, (key, changes.query_key(queryset)), compute)
+
+
 def project_usage(project):
-    """{class name: used} of the project's consumers, in class order (one query)."""
-    return dict(Allocation.objects.filter(consumer__project=project).values_list(
-        'resource_class__name').annotate(used=Sum('used')).order_by('resource_class_id'))
+    """{class name: used} of the project's consumers, in class order (one
+    query, none but the books' version while they are unchanged)."""
+    held = Allocation.objects.filter(consumer__project=project)
+    return _remembered(held, 'project usage', lambda: dict(held.values_list(
+        'resource_class__name').annotate(used=Sum('used')).order_by('resource_class_id')))
 
 
 def project_hosts(project, limit=20):
     """(hosts, count): the provider trees the project's consumers sit on,
     most consumers first, at most `limit`, each with `consumers`; and how
-    many trees there are (two queries)."""
+    many trees there are (two queries, none but the books' version while
+    they are unchanged)."""
     per_root = Allocation.objects.filter(consumer__project=project).values(
         'resource_provider__root_provider_id')
-    hosts = list(per_root.annotate(
+    return _remembered(per_root, ('project hosts', limit), lambda: (list(per_root.annotate(
         consumers=Count('consumer_id', distinct=True),
         name=F('resource_provider__root_provider__name'),
         uuid=F('resource_provider__root_provider__uuid'),
-    ).order_by('-consumers', 'name')[:limit])
-    return hosts, per_root.order_by().distinct().count()
+    ).order_by('-consumers', 'name')[:limit]), per_root.order_by().distinct().count()))
 
 
 def project_consumers(project):
@@ -291,9 +299,13 @@ def project_consumers(project):
 def project_pools(project, limit=50):
     """The pools (aggregates) the project's consumers sit in, as member_of
     reads a pool: a provider holding their allocations, or its tree's root,
-    is a member. At most `limit`, by uuid (one query)."""
+    is a member. At most `limit`, by uuid (one query, none but the books'
+    version while they are unchanged)."""
     held = Allocation.objects.filter(consumer__project=project)
+    return _remembered(held, ('project pools', limit), lambda: _pools_holding(held, limit))
 
+
+def _pools_holding(held, limit):
     def pools_of(providers):
         return ProviderAggregate.objects.filter(resource_provider_id__in=providers).values(
             'aggregate_id')
@@ -349,6 +361,14 @@ class Usage:
 
     @classmethod
     def read(cls, filters):
+        """The owners' usage (filters: {owner: external id or None}), as
+        read_now() sums it, remembered while the books and their owners are
+        unchanged (providers.changes)."""
+        held = owned_allocations(**filters)
+        return _remembered(held, 'usage', lambda: cls.read_now(filters))
+
+    @classmethod
+    def read_now(cls, filters):
         """The sums over the filtered owners' allocations and their
         consumers' count, grouped by all three owners (each consumer has one
         of each, so coarser groups add up). Grouped by ids, the names read
@@ -396,7 +416,13 @@ class Usage:
 def top_consumers(allocations, resource_class, limit=20):
     """The consumers holding the most of a class (ties by the consumer's
     age: sorting by uuid would join every consumer), with all they hold
-    (three queries)."""
+    (three queries, none but the books' version while the books and their
+    owners are unchanged)."""
+    return _remembered(allocations, ('top consumers', resource_class, limit),
+                       lambda: _top_consumers(allocations, resource_class, limit))
+
+
+def _top_consumers(allocations, resource_class, limit):
     class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True)
     top = list(allocations.filter(resource_class_id__in=class_id).values(
         'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer_id')[:limit])
