@@ -63,8 +63,8 @@ def _postgresql(tables):
     for table, columns in tables.items():
         update = f'UPDATE OF {", ".join(columns)}' if columns else 'UPDATE'
         statements += [f'DROP TRIGGER IF EXISTS books_changed ON {table}',
-                       f'CREATE TRIGGER books_changed AFTER INSERT OR DELETE OR TRUNCATE OR {update} '
-                       f'ON {table} FOR EACH STATEMENT EXECUTE FUNCTION books_changed()']
+                       'CREATE TRIGGER books_changed AFTER INSERT OR DELETE OR TRUNCATE OR '
+                       f'{update} ON {table} FOR EACH STATEMENT EXECUTE FUNCTION books_changed()']
     return statements
 
 
