@@ -105,3 +105,24 @@ class Allocation(models.Model):
 
     def __str__(self):
         return f'{self.consumer_id} {self.resource_class_id}={self.used}'
+
+
+class ProjectUsageSnapshot(models.Model):
+    """What one project's consumers held of one resource class at one
+    moment, taken with the cloud's and pools' usage snapshots
+    (allocations.project_trends): the points of a project's usage trend."""
+    taken_at = models.DateTimeField()
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name='+',
+                                db_index=False)   # first in the series index
+    resource_class = models.ForeignKey(ResourceClass, on_delete=models.CASCADE, related_name='+')
+    used = models.BigIntegerField()
+    consumers = models.IntegerField()
+
+    class Meta:
+        db_table = 'project_usage_snapshots'
+        ordering = ['taken_at', 'id']
+        indexes = [
+            models.Index(fields=['project', 'resource_class', 'taken_at'],
+                         name='project_snapshots_series_idx'),
+            models.Index(fields=['taken_at'], name='project_snapshots_taken_idx'),
+        ]

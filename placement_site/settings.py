@@ -241,6 +241,10 @@ PLACEMENT_CAPACITY_FLAVORS = os.environ.get(
 # PLACEMENT_TREND_INTERVAL_MINUTES when changes are recorded.
 PLACEMENT_TREND_RETENTION_DAYS = config.env_int('PLACEMENT_TREND_RETENTION_DAYS', 90)
 PLACEMENT_TREND_INTERVAL_MINUTES = config.env_int('PLACEMENT_TREND_INTERVAL_MINUTES', 60)
+# Series of their own the apps take with each usage snapshot, in its
+# transaction: callables (dotted paths) given the moment, returning the rows
+# they wrote.
+PLACEMENT_TREND_SERIES = ['allocations.project_trends.snapshot_take']
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

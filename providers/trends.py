@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from providers import books, scopes
 from providers.models import Aggregate, UsageSnapshot
@@ -78,8 +79,9 @@ class ClassTrend:
 def snapshot_take(*, at=None):
     """Write one snapshot of every class for the cloud and for every pool
     (its members and the trees of member roots, as the pool pages count
-    it), taken `at` (now), and delete those past the retention, in one
-    transaction and a fixed number of queries. Returns the rows written."""
+    it), and those of PLACEMENT_TREND_SERIES, taken `at` (now), and delete
+    those past the retention, in one transaction and a fixed number of
+    queries. Returns the rows written."""
     at = at or timezone.now()
     with transaction.atomic():
         cloud = books.scope_books(scopes.cloud()).get(scopes.CLOUD, {})
@@ -89,7 +91,9 @@ def snapshot_take(*, at=None):
                  for aggregate_id, classes in pools.items() for usage in classes.values()]
         UsageSnapshot.objects.bulk_create(rows)
         snapshot_prune(now=at)
-    return len(rows)
+        # The apps' own series (a project's usage) at the same moment.
+        others = sum(import_string(path)(at=at) for path in settings.PLACEMENT_TREND_SERIES)
+    return len(rows) + others
 
 
 def _snapshot(at, aggregate_id, usage):
@@ -98,14 +102,15 @@ def _snapshot(at, aggregate_id, usage):
                          used=usage.used, providers=usage.providers)
 
 
-def snapshot_prune(*, now=None):
-    """Delete the snapshots older than PLACEMENT_TREND_RETENTION_DAYS (0:
-    keep them all). Returns how many went."""
+def snapshot_prune(*, now=None, snapshots=UsageSnapshot.objects):
+    """Delete the snapshots (of `snapshots`, a queryset with `taken_at`)
+    older than PLACEMENT_TREND_RETENTION_DAYS (0: keep them all). Returns
+    how many went."""
     days = settings.PLACEMENT_TREND_RETENTION_DAYS
     if days <= 0:
         return 0
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    return UsageSnapshot.objects.filter(taken_at__lt=cutoff).delete()[0]
+    return snapshots.filter(taken_at__lt=cutoff).delete()[0]
 
 
 def snapshot_due(*, now=None):
@@ -170,6 +175,26 @@ def forecast(points, *, window=FORECAST_WINDOW):
     if days > FORECAST_HORIZON / timedelta(days=1):
         return Forecast(NOT_FILLING, slope)
     return Forecast(FILLING, slope, days, latest.taken_at + timedelta(days=days))
+
+
+def growth(points, *, window=FORECAST_WINDOW):
+    """For a series without capacity (a project's use): the least-squares
+    slope of used per day over the last `window` before the newest point,
+    as a Forecast that says no more (status UNKNOWN)."""
+    if not points:
+        return Forecast(UNKNOWN)
+    recent = [p for p in points if p.taken_at >= points[-1].taken_at - window]
+    return Forecast(UNKNOWN, _slope_per_day(recent))
+
+
+def describe_growth(result):
+    """growth()'s slope in words, as the dashboards print it."""
+    slope = result.slope_per_day
+    if slope is None:
+        return 'not enough history for a trend'
+    if abs(slope) < 0.5:
+        return 'flat'
+    return f'{"growing" if slope > 0 else "shrinking"} by about {abs(slope):,.0f} a day'
 
 
 def _slope_per_day(points):

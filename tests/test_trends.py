@@ -16,6 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
+from allocations.models import ProjectUsageSnapshot
 from providers import books, trends
 from providers.models import Aggregate, Inventory, UsageSnapshot
 from tests.conftest import ROW, STORAGE, add_allocation, add_provider, new_uuid
@@ -189,7 +190,8 @@ def test_cloud_and_pool_snapshots_equal_the_books_at_that_moment(small_cloud):
     assert snapshot_rows(T0)[ids[STORAGE]]['VCPU'][3] == 0
     # A pool with no inventory has no rows, and is no error.
     add_provider('empty', aggregates=[new_uuid()])
-    assert trends.snapshot_take(at=T0 + 2 * DAY) == UsageSnapshot.objects.filter(
+    assert trends.snapshot_take(at=T0 + 2 * DAY) - ProjectUsageSnapshot.objects.filter(
+        taken_at=T0 + 2 * DAY).count() == UsageSnapshot.objects.filter(
         taken_at=T0 + 2 * DAY).count() == len(after[None]) + sum(
         len(after[ids[a]]) for a in (ROW, STORAGE))
 
@@ -250,7 +252,8 @@ def test_a_snapshot_takes_the_same_queries_for_2_and_20_pools(db):
     small, written_small = queries(T0)
     pools_of(20, 'b')
     large, written_large = queries(T0 + DAY)
-    assert (written_small, written_large) == (4 + 2 * 4, 4 + 22 * 4)
+    # The cloud's and each pool's classes, and the one project's class.
+    assert (written_small, written_large) == (4 + 2 * 4 + 1, 4 + 22 * 4 + 1)
     assert small == large
 
 
@@ -258,7 +261,8 @@ def test_the_snapshot_command_takes_one_and_if_due_only_when_due(small_cloud, se
     settings.PLACEMENT_TREND_INTERVAL_MINUTES = 60
     out = io.StringIO()
     call_command('snapshot_usage', stdout=out)
-    assert 'Took a snapshot: 7 row(s).' in out.getvalue()
+    # 7 of the cloud's and the pools' classes, 2 of the one project's.
+    assert 'Took a snapshot: 9 row(s).' in out.getvalue()
     assert UsageSnapshot.objects.values('taken_at').distinct().count() == 1
     call_command('snapshot_usage', '--if-due', stdout=out)
     assert 'A recent snapshot exists; none taken.' in out.getvalue()

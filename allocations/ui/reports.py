@@ -241,15 +241,21 @@ def is_sharing(provider):
     return ResourceProvider.objects.filter(pk=provider.pk).sharing().exists()
 
 
+# A share may serve every tree of the cloud: its page names this many.
+RELATED_SHOWN = 100
+
+
 def sharing_relations(provider, sharing):
-    """A sharing provider: the roots of the trees it serves through its
-    aggregates, as the candidate search finds them. Any other provider: the
-    sharing providers serving its tree."""
+    """(the first RELATED_SHOWN by name, how many): for a sharing provider, the
+    roots of the trees it serves through its aggregates, as the candidate
+    search finds them (a share may serve every tree of the cloud); for any
+    other provider, the sharing providers serving its tree. Two queries."""
     if sharing:
-        served = ResourceProvider.objects.filter(pk=provider.pk).roots_served()
-        return list(served.exclude(pk=provider.root_provider_id).order_by('name'))
-    return list(ResourceProvider.objects.sharing().serving_tree(
-        provider.root_provider_id).order_by('name'))
+        related = ResourceProvider.objects.filter(pk=provider.pk).roots_served().exclude(
+            pk=provider.root_provider_id)
+    else:
+        related = ResourceProvider.objects.sharing().serving_tree(provider.root_provider_id)
+    return list(related.order_by('name')[:RELATED_SHOWN]), related.count()
 
 
 # ---- a consumer, a project ------------------------------------------------------------

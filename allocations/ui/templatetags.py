@@ -7,6 +7,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from allocations import history
+from allocations import project_trends as allocation_project_trends
 from allocations.ui import paging
 from placement_site.api import timestamp
 from providers import trends
@@ -170,26 +172,56 @@ TREND_DAYS = 30
 TREND_RANGES = (7, 30, 90)
 
 
+def _trend_days(request):
+    days = request.GET.get('days', '')
+    return int(days) if days.isdigit() and int(days) in TREND_RANGES else TREND_DAYS
+
+
 @register.inclusion_tag('ui/_trends.html', takes_context=True)
 def usage_trends(context, aggregate=None):
     """One chart per resource class of the pool's (an Aggregate) or the
     cloud's snapshots of the last ?days= (7, 30 or 90; TREND_DAYS), with
     the forecast in words. One query, whatever the number of classes. The
     chart data go into the page as JSON (json_script) for static/js/charts.js."""
-    request = context['request']
-    days = request.GET.get('days', '')
-    days = int(days) if days.isdigit() and int(days) in TREND_RANGES else TREND_DAYS
+    days = _trend_days(context['request'])
     found = trends.class_trends(aggregate=aggregate,
                                 since=timezone.now() - timedelta(days=days))
+    return _trends_shown(context['request'], days, found,
+                         'this pool' if aggregate is not None else 'the whole cloud')
+
+
+@register.inclusion_tag('ui/_trends.html', takes_context=True)
+def tree_trends(context, root, classes):
+    """The tree's used over the last ?days=, replayed from the event log
+    (allocations.history), against its capacity now; `classes` its books
+    ({class name: ClassUsage})."""
+    days = _trend_days(context['request'])
+    found = history.tree_history(root, classes, since=timezone.now() - timedelta(days=days))
+    return _trends_shown(context['request'], days, found.trends,
+                         'this tree, replayed from the event log', starts=found.starts)
+
+
+@register.inclusion_tag('ui/_trends.html', takes_context=True)
+def project_trends(context, project):
+    """The project's use per class over the last ?days=, from its usage
+    snapshots (allocations.project_trends), with its growth in words."""
+    days = _trend_days(context['request'])
+    found = allocation_project_trends.project_trends(
+        project, since=timezone.now() - timedelta(days=days))
+    return _trends_shown(context['request'], days, found, 'this project',
+                         describe=trends.describe_growth)
+
+
+def _trends_shown(request, days, found, scope, starts=None, describe=trends.describe_forecast):
     ranges = []
     for choice in TREND_RANGES:
         query = request.GET.copy()
         query['days'] = choice
         ranges.append((choice, '?' + query.urlencode() + '#usage-trends'))
     return {
-        'days': days, 'ranges': ranges,
-        'pool': aggregate is not None,
-        'trends': [(trend, trends.describe_forecast(trend.forecast)) for trend in found],
+        'days': days, 'ranges': ranges, 'scope': scope,
+        'starts': starts,
+        'trends': [(trend, describe(trend.forecast)) for trend in found],
         'chart_data': [{
             'name': trend.name,
             'points': [[_ms(p.taken_at), p.capacity, p.used] for p in trend.points],

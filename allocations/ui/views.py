@@ -66,6 +66,7 @@ def provider_detail(request, uuid):
     sharing = reports.is_sharing(provider)
     # A shared pool can serve thousands of consumers: a page at a time.
     consumers = page_of(request, reports.consumers_holding(resource_provider=provider))
+    related, related_count = reports.sharing_relations(provider, sharing)
     return render(request, 'ui/provider.html', {
         'provider': provider,
         'tree': reports.provider_tree(provider),
@@ -73,7 +74,7 @@ def provider_detail(request, uuid):
         'traits': provider.traits.order_by('name'),
         'aggregates': provider.aggregates.order_by('uuid'),
         'sharing': sharing,
-        'related': reports.sharing_relations(provider, sharing),
+        'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, resource_provider=provider),
         'page': consumers,
     })
@@ -94,11 +95,13 @@ def tree_detail(request, uuid):
         return exports.streamed(request, f'tree-{root.uuid}-consumers',
                                 *reports.consumer_rows(listed, **within))
     consumers = page_of(request, listed)
+    tree_books = books.tree_books(root.pk)
+    related, related_count = reports.sharing_relations(root, False)
     return render(request, 'ui/host.html', {
         'root': root, 'provider': provider,
-        'books': books.tree_books(root.pk).values(),
+        'books': tree_books.values(), 'classes': tree_books,
         'tree': reports.provider_tree(root, with_inventories=True),
-        'related': reports.sharing_relations(root, False),
+        'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, **within),
         'page': consumers,
     })

@@ -131,8 +131,10 @@
                          role: 'img', class: 'trend-svg',
                          'font-family': 'system-ui, -apple-system, "Segoe UI", sans-serif'});
     container.replaceChildren(svg);  // attached, so text can be measured
-    el('title', {}, svg).textContent = trend.name + ': ' + compact(last[2]) + ' of ' +
-      compact(last[1]) + ' used on ' + dateLabel(end, true) + ' UTC';
+    // A series without capacity (a project's use) draws its use alone.
+    var bounded = points.some(function (p) { return p[1] !== null; });
+    el('title', {}, svg).textContent = trend.name + ': ' + compact(last[2]) +
+      (bounded ? ' of ' + compact(last[1]) : '') + ' used on ' + dateLabel(end, true) + ' UTC';
 
     // Value grid and axis.
     var label = formatter(yMax);
@@ -162,8 +164,10 @@
       capacity.push(xy(p[0], p[1]));
     });
     if (filling) { capacity.push(xy(projectedEnd, last[1])); }
-    el('polyline', {points: capacity.join(' '), fill: 'none', stroke: COLOURS.capacity,
-                    'stroke-width': 1.5, class: 'capacity'}, svg);
+    if (bounded) {
+      el('polyline', {points: capacity.join(' '), fill: 'none', stroke: COLOURS.capacity,
+                      'stroke-width': 1.5, class: 'capacity'}, svg);
+    }
     el('polyline', {points: used.join(' '), fill: 'none', stroke: COLOURS.used,
                     'stroke-width': 2, 'stroke-linejoin': 'round', class: 'used'}, svg);
     if (points.length === 1) {
@@ -185,7 +189,8 @@
     }
 
     // Legend.
-    var legend = [['used', COLOURS.used, ''], ['capacity', COLOURS.capacity, '']];
+    var legend = [['used', COLOURS.used, '']];
+    if (bounded) { legend.push(['capacity', COLOURS.capacity, '']); }
     if (filling) { legend.push(['forecast', COLOURS.forecast, '6 4']); }
     var at = MARGIN.left;
     legend.forEach(function (item) {
@@ -227,8 +232,9 @@
       dot.setAttribute('cx', at);
       dot.setAttribute('cy', y(nearest[2]));
       when.textContent = dateLabel(nearest[0], true) + ' UTC';
-      what.textContent = 'used ' + exact(nearest[2]) + ' of ' + exact(nearest[1]) +
-        (nearest[1] ? ' (' + Math.round(100 * nearest[2] / nearest[1]) + '%)' : '');
+      what.textContent = 'used ' + exact(nearest[2]) + (nearest[1] === null ? '' :
+        ' of ' + exact(nearest[1]) +
+        (nearest[1] ? ' (' + Math.round(100 * nearest[2] / nearest[1]) + '%)' : ''));
       hover.setAttribute('visibility', 'visible');
       var boxWidth = Math.max(when.getComputedTextLength(), what.getComputedTextLength()) + 16;
       var left = at + 10 + boxWidth > MARGIN.left + inner.w ? at - 10 - boxWidth : at + 10;

@@ -22,7 +22,7 @@ from allocations.models import User as PlacementUser
 from allocations.pods import services as pod_services
 from allocations.pods.models import Pod, PodBinding
 from allocations.pods.selection import BindingRequest
-from allocations.ui import templatetags
+from allocations.ui import reports, templatetags
 from allocations.ui.paging import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
@@ -755,6 +755,20 @@ def test_a_hosts_page_sums_its_whole_tree_and_lists_its_consumers(staff, api, ne
         tags = re.findall(r'<span class="tag" data-provider="([^"]+)">(\w+) ([\d,]+) ', row)
         assert {(p, rc, int(n.replace(',', ''))) for p, rc, n in tags} == held[consumer]
         assert f'href="/ui/consumers/{consumer}/"' in row
+
+
+def test_a_shares_page_names_the_first_trees_it_serves_and_how_many(
+        staff, nested_and_shared, monkeypatch):
+    """A share may serve every tree of a large cloud: its page names the
+    first RELATED_SHOWN by name and counts them all."""
+    cloud = nested_and_shared
+    monkeypatch.setattr(reports, 'RELATED_SHOWN', 2)
+    html = staff.get(f'/ui/providers/{cloud.nfs}/').content.decode()
+    served = html[html.index('Trees this provider shares with'):html.index('Allocations by')]
+    assert len(re.findall(r'class="tag" href="/ui/providers/', served)) == 2
+    assert '(the first 2 of 3, by name)' in served
+    host = staff.get(f'/ui/trees/{cloud.root.uuid}/').content.decode()
+    assert 'id="related-more"' not in host and f'/ui/providers/{cloud.nfs}/' in host
 
 
 def test_a_consumers_page_shows_its_allocations_owner_and_history(staff, api, nested_and_shared):

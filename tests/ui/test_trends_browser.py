@@ -161,3 +161,50 @@ def test_a_chosen_range_and_values_on_hover(page, api):
     assert chart.get_attribute('data-hover').endswith(
         f"used {oldest['used']:,} of {oldest['capacity']:,.0f} ({percent}%)")
     chart.screenshot(path=str(SCREENSHOTS / 'trends-hover.png'))
+
+
+def test_a_tree_page_charts_its_use_replayed_from_the_event_log(page, api):
+    """Two claims on a compute node's tree, then its page: a chart per class
+    of the tree, the used line stepping at each claim up to the tree's books
+    now (the sum of its providers' usages), with values on hover."""
+    root = api.provider_named('r1-rack01-cn01')
+    tree = [p for p in api.providers(in_tree=root['uuid']).values()]
+    holder = next(p for p in tree if 'VCPU' in api.books(p['uuid']))
+    url = f'{api.url}/allocations/'
+    consumers = [str(uuid.uuid4()) for _ in range(2)]
+    for consumer in consumers:
+        claimed = requests.put(url + consumer, headers=HEADERS, timeout=90, json={
+            'allocations': {holder['uuid']: {'resources': {'VCPU': 1}}},
+            'project_id': 'trend-test', 'user_id': 'trend-test', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        assert claimed.status_code == 204, claimed.text
+    try:
+        sign_in(page)
+        page.goto(f"/ui/trees/{root['uuid']}/")
+        page.wait_for_selector('#usage-trends .trend-chart svg')
+        assert 'this tree, replayed from the event log' in page.locator(
+            '#usage-trends h2').inner_text()
+        charts = {c['name']: c for c in page.locator('#usage-trends figure.trend').evaluate_all(
+            CHARTS_JS)}
+        used_now = sum(requests.get(f"{api.url}/resource_providers/{p['uuid']}/usages",
+                                    headers=HEADERS, timeout=90).json()['usages'].get('VCPU', 0)
+                       for p in tree)
+        vcpu = charts['VCPU']
+        assert vcpu['points'] == vcpu['drawn'] == len(vcpu['used']) >= 4
+        caption = ' '.join(vcpu['caption'].split())
+        assert f'now {used_now:,} of ' in caption, caption
+        # The last three vertices: after the first claim, after the second, now.
+        baseline = vcpu['area'][0][1]
+        heights = [baseline - y for _, y in vcpu['used'][-3:]]
+        assert heights[1] == heights[2]
+        assert heights[0] == pytest.approx(heights[2] * (used_now - 1) / used_now, abs=0.2)
+        chart = page.locator('.trend-chart[data-resource-class="VCPU"]')
+        chart.scroll_into_view_if_needed()   # the page's last section
+        box = chart.locator('rect.hover-area').bounding_box()
+        page.mouse.move(box['x'] + box['width'] - 1, box['y'] + box['height'] / 2)
+        assert f'used {used_now:,} of ' in chart.get_attribute('data-hover')
+        shoot(page, 'trends-tree')
+    finally:  # the module's tests share the demo cloud
+        for consumer in consumers:
+            assert requests.delete(url + consumer, headers=HEADERS,
+                                   timeout=90).status_code == 204

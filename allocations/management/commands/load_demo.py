@@ -46,7 +46,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from allocations.models import Allocation, Consumer
+from allocations.models import Allocation, Consumer, ProjectUsageSnapshot
 from allocations.pods import services as pod_services
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.selection import BindingRequest
@@ -582,24 +582,38 @@ class Loader:
         if not first:
             return
         rng = random.Random(self.seed)
-        history = []
+        history, projects = [], []
         for latest in UsageSnapshot.objects.filter(taken_at=now).select_related(
                 'resource_class').order_by('aggregate_id', 'resource_class_id'):
-            growth = self.TREND_GROWTH.get(latest.resource_class.name, 0.0)
-            growth *= rng.uniform(0.7, 1.3)
-            for step in range(1, self.TREND_STEPS + 1):
-                at = now - step * self.TREND_STEP
-                share = 1 - growth * step / self.TREND_STEPS
-                if growth:
-                    share *= 1 + 0.02 * math.sin(2 * math.pi * at.hour / 24) + rng.uniform(
-                        -0.01, 0.01)
-                used = min(max(round(latest.used * share), 0), int(latest.capacity))
+            for at, used in self.grown_to(latest.resource_class.name, latest.used,
+                                          latest.capacity, now, rng):
                 history.append(UsageSnapshot(
                     taken_at=at, aggregate_id=latest.aggregate_id,
                     resource_class_id=latest.resource_class_id, total=latest.total,
                     reserved=latest.reserved, capacity=latest.capacity, used=used,
                     providers=latest.providers))
+        for latest in ProjectUsageSnapshot.objects.filter(taken_at=now).select_related(
+                'resource_class').order_by('project_id', 'resource_class_id'):
+            for at, used in self.grown_to(latest.resource_class.name, latest.used, latest.used,
+                                          now, rng):
+                projects.append(ProjectUsageSnapshot(
+                    taken_at=at, project_id=latest.project_id,
+                    resource_class_id=latest.resource_class_id, used=used,
+                    consumers=latest.consumers))
         UsageSnapshot.objects.bulk_create(history, batch_size=1000)
+        ProjectUsageSnapshot.objects.bulk_create(projects, batch_size=1000)
+
+    def grown_to(self, class_name, used, most, now, rng):
+        """(at, used) of the made-up history of a series that grew to `used`
+        (at most `most`) now, oldest last."""
+        growth = self.TREND_GROWTH.get(class_name, 0.0)
+        growth *= rng.uniform(0.7, 1.3)
+        for step in range(1, self.TREND_STEPS + 1):
+            at = now - step * self.TREND_STEP
+            share = 1 - growth * step / self.TREND_STEPS
+            if growth:
+                share *= 1 + 0.02 * math.sin(2 * math.pi * at.hour / 24) + rng.uniform(-0.01, 0.01)
+            yield at, min(max(round(used * share), 0), int(most))
 
 
 def refresh_statistics():
