@@ -42,7 +42,7 @@ WATCHED = {
     'resource_provider_traits': None,
     'resource_classes': None,   # the books name them
 }
-WINDOW = 100_000
+WINDOW = 10_000
 # Rows this far below the newest are pruned, at most every PRUNE_SECONDS per process.
 KEEP = 2 * WINDOW
 PRUNE_SECONDS = 300
@@ -53,11 +53,17 @@ _VERSION_SQL = ('SELECT MAX(id), COUNT(*) FROM books_changes WHERE id > '
 
 
 def _postgresql(tables):
-    # Statement-level: one row per statement (a COPY or a bulk UPDATE too).
+    # Statement-level, and one row per transaction (a claim touches several
+    # inventories, load_scale's COPY hundreds of thousands): the transaction
+    # notes its id in a setting that ends with it.
     statements = ['''CREATE OR REPLACE FUNCTION books_changed() RETURNS trigger
         LANGUAGE plpgsql AS $$
         BEGIN
-            INSERT INTO books_changes DEFAULT VALUES;
+            IF current_setting('placement.books_changed', true)
+                    IS DISTINCT FROM txid_current()::text THEN
+                INSERT INTO books_changes DEFAULT VALUES;
+                PERFORM set_config('placement.books_changed', txid_current()::text, true);
+            END IF;
             RETURN NULL;
         END $$''']
     for table, columns in tables.items():
