@@ -108,6 +108,9 @@ def sorted_providers(queryset, sort, trees=False):
     else:
         field = SORTS.get(kind, 'name')
         if field == 'max_utilization':
-            queryset = queryset.with_max_utilization()
+            # Parents and roots read for the page only: joined before the
+            # grouping, every provider's would be sorted with it (to disk).
+            queryset = queryset.select_related(None).prefetch_related(
+                'parent_provider', 'root_provider').with_max_utilization()
     expression = F(field).desc(nulls_last=True) if descending else F(field).asc(nulls_last=True)
     return queryset.order_by(expression, 'id')
