@@ -186,11 +186,13 @@ class Explanation:
         return self.why + self.closest + [s.text for s in self.suggestions]
 
 
-def explain_candidates(query, *, settings=None, suggest_root_required=True):
+def explain_candidates(query, *, settings=None, suggest_root_required=True, counted=True):
     """The candidates for a CandidateQuery, with a Funnel per group, the
     suggestions and the near misses. suggest_root_required=False before
-    microversion 1.35, which has no root_required."""
-    result = select_candidates(query, settings=settings, explain=True)
+    microversion 1.35, which has no root_required. counted=False builds
+    only the candidates a limit takes, not every group's to count them (the
+    search stages' GROUP_CANDIDATES): the funnels do not need them."""
+    result = select_candidates(query, settings=settings, explain=True, counted=counted)
     research = result.research
     roots_of = dict(ResourceProvider.objects.values_list('id', 'root_provider_id'))
     explained = []
@@ -240,15 +242,14 @@ def _constraints(found, research, roots_of):
     def without(failing):
         return lambda ids: ids - failing
 
-    # The providers able to take a requested class: in a tree, where the
-    # group's required traits must be.
-    supplying = set()
-    for pairs in found.capacity.values():
-        supplying |= {p for p, _ in pairs}
-
     def at_resources(having):
         if not trees or not group.resources:
             return owners(having)
+        # The providers able to take a requested class: in a tree, where
+        # the group's required traits must be.
+        supplying = set()
+        for pairs in found.capacity.values():
+            supplying.update(p for p, _ in pairs)
         having = having & supplying
         passing = owners(having)
         for provider_id in having & found.served.keys():
@@ -263,10 +264,10 @@ def _constraints(found, research, roots_of):
                                 f'are not in the tree of {group.in_tree}',
                                 only(in_tree if root is not None else set())))
     for name, amount in group.resources.items():
-        fitting = {p for p, _ in found.capacity.get(name, ())}
-        passing = owners(fitting)
-        for provider_id in fitting & set(found.served):
-            passing = passing | found.served[provider_id]
+        pairs = found.capacity.get(name, ())  # (provider, its root) with room enough
+        passing = {root for _, root in pairs} if trees else {p for p, _ in pairs}
+        for provider_id in found.served.keys() & {p for p, _ in pairs}:
+            passing |= found.served[provider_id]
         steps.append(Constraint('resources', f'{amount:,} {name}', f'lack {amount:,} {name}',
                                 only(passing)))
     where = ' on a provider of their resources' if trees and group.resources else ''

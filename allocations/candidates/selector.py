@@ -51,27 +51,30 @@ class CandidateResult:
         return self.research.records
 
 
-def select_candidates(query, *, settings=None, explain=False):
+def select_candidates(query, *, settings=None, explain=False, counted=None):
     """The allocation candidates for a CandidateQuery.
 
     Unknown resource classes and traits raise ResourceClassNotFound and
     TraitNotFound. With explain=True every constraint is researched even
-    once the answer is known to be empty (see research.Research).
+    once the answer is known to be empty (see research.Research), and, unless
+    counted=False, every group's candidates are built to be counted (the
+    GROUP_CANDIDATES stage) even where a limit would take only a few.
     """
     settings = settings or SearchSettings.from_django()
     research = Research(query, exhaustive=explain)
     summaries = Summaries()
     combination = Combination(query, research, summaries, settings)
+    counted = explain if counted is None else counted
     with no_cycle_collection():
         try:
-            requests = _search(query, research, summaries, combination)
+            requests = _search(query, research, summaries, combination, counted)
         except NoCandidates:
             requests = []
         return CandidateResult(requests, summaries.for_answer(requests, combination.summarized),
                                summaries.by_id, research)
 
 
-def _search(query, research, summaries, combination):
+def _search(query, research, summaries, combination, counted):
     research.request_wide()
     by_suffix = {}
     spread = None  # the unsuffixed group's findings, matched after the others
@@ -79,7 +82,7 @@ def _search(query, research, summaries, combination):
         found = research.group(group)
         if not found.alive:  # explaining: research the other groups still
             continue
-        if _lazy(query, research, combination):
+        if _lazy(query, combination, counted):
             # One group and a limit: build only the requests the limit takes.
             requests = iter(group_requests(research, found, summaries, lazy=True))
             first = next(requests, None)
@@ -87,10 +90,10 @@ def _search(query, research, summaries, combination):
                 research.dead_end(found)
             by_suffix[suffix] = itertools.chain([first], requests)
             continue
-        if _spread_later(query, research, found):
+        if _spread_later(query, found, counted):
             spread = found
             continue
-        sampled = _sampled(query, research, combination, found, summaries)
+        sampled = _sampled(query, research, combination, found, summaries, counted)
         if sampled is not None:  # a random `limit` of them, built alone
             requests, total = sampled
         else:
@@ -117,27 +120,26 @@ def _found_requests(research, found, by_suffix, requests, total):
     by_suffix[found.suffix] = requests
 
 
-def _spread_later(query, research, found):
+def _spread_later(query, found, counted):
     """Match the unsuffixed group after the suffixed ones? Its tree
     requests can be many (every tree with disk, say) where the other groups
-    reach a few trees; not when explaining (every count is wanted)."""
-    return (found.suffix == '' and found.tree_mode and len(query.groups) > 1
-            and not research.exhaustive)
+    reach a few trees; not when every group's candidates are counted."""
+    return found.suffix == '' and found.tree_mode and len(query.groups) > 1 and not counted
 
 
-def _sampled(query, research, combination, found, summaries):
+def _sampled(query, research, combination, found, summaries, counted):
     """The only group's requests drawn at random as the limit wants them
     (see matching.sample_tree_requests), or None."""
     count = combination.sample_size()
-    if count is None or len(query.groups) != 1 or research.exhaustive or not found.tree_mode:
+    if count is None or len(query.groups) != 1 or counted or not found.tree_mode:
         return None
     return sample_tree_requests(research, found, summaries, count, random)
 
 
-def _lazy(query, research, combination):
+def _lazy(query, combination, counted):
     """Can the only group's requests be generated as they are taken? Not
-    when explaining (every count is wanted) or without an early stop."""
-    return len(query.groups) == 1 and not research.exhaustive and combination.stop_at() >= 0
+    when they are counted, or without an early stop."""
+    return len(query.groups) == 1 and not counted and combination.stop_at() >= 0
 
 
 @contextlib.contextmanager

@@ -282,7 +282,7 @@ def _explore(query, params):
     suggestions, each with a link re-running the explorer's `params` as
     the suggestion rewrites them."""
     latest = microversion.parse(microversion.MAX_VERSION)
-    explanation = candidates.explain_candidates(candidates.parse(query, latest))
+    explanation = candidates.explain_candidates(candidates.parse(query, latest), counted=False)
     result = explanation.result
     summaries = result.summaries_by_id
     names = dict(ResourceProvider.objects.filter(

@@ -113,6 +113,22 @@ def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
     assert explanation.sentences == []
 
 
+def test_explain_uncounted_builds_only_what_the_limit_takes_with_the_same_funnels(numa_cloud):
+    text = 'resources=VCPU:1,MEMORY_MB:1&limit=1'
+    counted, uncounted = (explain_candidates(query(text), counted=c) for c in (True, False))
+    # Counted (the explain endpoint): every group's candidates built and
+    # counted; uncounted (the explorer): only the one the limit takes.
+    assert [r.remaining for r in counted.result.stages
+            if r.stage == Stage.GROUP_CANDIDATES] == [6]
+    assert [r for r in uncounted.result.stages if r.stage == Stage.GROUP_CANDIDATES] == []
+    assert len(counted.result.allocation_requests) == 1
+    assert len(uncounted.result.allocation_requests) == 1
+    assert [(f.total, [(s.constraint, s.remaining) for s in f.steps])
+            for f in uncounted.funnels] == [
+        (f.total, [(s.constraint, s.remaining) for s in f.steps]) for f in counted.funnels]
+    assert uncounted.funnels[0].steps[-1].remaining == 3
+
+
 def test_explain_says_why_nothing_fits(cloud):
     explanation = explain_candidates(query('resources_X=VCPU:20&resources_Y=DISK_GB:1'
                                            '&group_policy=none'))
