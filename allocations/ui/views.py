@@ -53,7 +53,8 @@ def provider_list(request):
     page = page_of(request, listed)
     usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
-        'filters': filters, 'page': page, 'sort': sort, 'sorts': sort_choices(reports.classes_with_inventory()), 'trees': trees,
+        'filters': filters, 'page': page, 'sort': sort, 'trees': trees,
+        'sorts': sort_choices(reports.classes_with_inventory()),
         'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
     })
 
