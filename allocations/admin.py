@@ -1,5 +1,5 @@
-"""Django admin for consumers, allocations, projects, users and consumer
-types.
+"""Django admin for consumers, allocations, projects, users, consumer
+types and the projects' usage snapshots.
 
 Allocations are read-only here: they are written by schedulers through the
 API. The one write is deleting a consumer, which is allocations_delete, as
@@ -8,7 +8,8 @@ DELETE /allocations/{consumer_uuid} is.
 from django.contrib import admin
 
 from allocations import services
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.models import (Allocation, Consumer, ConsumerType, Project,
+                                ProjectUsageSnapshot, User)
 from placement_site import exceptions
 from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
                                   changelist_link, count_column)
@@ -137,3 +138,16 @@ class ConsumerTypeAdmin(ReadOnlyAdmin):
     def consumer_list(self, consumer_type):
         return changelist_link(Consumer, f'{consumer_type.consumer_count} consumer(s)',
                                consumer_type=consumer_type.pk)
+
+
+@admin.register(ProjectUsageSnapshot)
+class ProjectUsageSnapshotAdmin(ReadOnlyAdmin):
+    """The projects' usage-trend snapshots, newest first: taken with the
+    cloud's and pools' (allocations.project_trends) only."""
+    list_display = ('taken_at', 'project', 'resource_class', 'used', 'consumers')
+    list_filter = (('resource_class', RelatedOnly), 'taken_at')
+    list_select_related = ('project', 'resource_class')
+    search_fields = ('=project__external_id',)
+    ordering = ('-taken_at', 'project_id', 'resource_class_id')
+    date_hierarchy = 'taken_at'
+    fields = ('taken_at', 'project', 'resource_class', 'used', 'consumers')

@@ -132,6 +132,7 @@ def pages(session, url, seed):
         ('admin: allocations', '/admin/allocations/allocation/', 'admin'),
         ('admin: projects', '/admin/allocations/project/', 'admin'),
         ('admin: events', '/admin/providers/event/', 'admin'),
+        ('admin: project usage snapshots', '/admin/allocations/projectusagesnapshot/', 'admin'),
         ('admin: a consumer', f'/admin/allocations/consumer/?q={consumer}', 'admin'),
         ('GET /capacity', '/capacity', 'api'),
         ('GET /capacity?group_by=aggregate', '/capacity?group_by=aggregate', 'api'),

@@ -2,6 +2,7 @@
 usage snapshot, equal to what the project held at that moment, read back
 per class in time order with their growth, pruned with the snapshots, and
 charted on the project's page."""
+import uuid as uuid_lib
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -9,6 +10,7 @@ from django.contrib.auth.models import User as Account
 from django.test import Client
 
 from allocations import project_trends
+from allocations import services as allocation_services
 from allocations.models import Project, ProjectUsageSnapshot
 from allocations.ui import reports
 from providers import trends
@@ -80,3 +82,40 @@ def test_the_project_page_charts_its_classes(node):
     assert 'last 30 days, this project' in text
     assert 'now 3 held by 2 consumers' in text
     assert 'growing by about 2 a day' in text
+
+
+def test_the_admin_lists_project_snapshots_read_only(node, admin_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    add_allocation(node, VCPU=2, MEMORY_MB=1024)
+    trends.snapshot_take(at=T0)
+    trends.snapshot_take(at=T0 + DAY)
+    url = '/admin/allocations/projectusagesnapshot/'
+
+    def listed(query=''):
+        response = admin_client.get(url + query)
+        assert response.status_code == 200, response.content
+        return response.context['cl'].result_list
+
+    assert [(s.taken_at, s.resource_class.name, s.used) for s in listed()] == [
+        (T0 + DAY, 'VCPU', 2), (T0 + DAY, 'MEMORY_MB', 1024),
+        (T0, 'VCPU', 2), (T0, 'MEMORY_MB', 1024)]                 # newest first
+    assert len(listed('?q=p')) == 4 and not listed('?q=nobody')
+    snapshot = ProjectUsageSnapshot.objects.first()
+    assert admin_client.get(f'{url}add/').status_code == 403
+    assert admin_client.post(f'{url}{snapshot.pk}/delete/', {'post': 'yes'}).status_code == 403
+    assert ProjectUsageSnapshot.objects.count() == 4
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            listed()
+        return len(captured)
+
+    few = queries()
+    for n in range(5):
+        allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+            consumer_uuid=str(uuid_lib.uuid4()), allocations={node.uuid: {'VCPU': 1}},
+            project_id=f'other{n}', user_id='u', generation=None)])
+    trends.snapshot_take(at=T0 + 2 * DAY)
+    assert queries() == few
