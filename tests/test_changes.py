@@ -172,7 +172,8 @@ def test_every_watched_table_has_its_triggers_after_the_migrations(db):
                            "WHERE trigger_name = 'books_changed'")
         else:
             cursor.execute("SELECT event_object_table FROM information_schema.triggers "
-                           "WHERE trigger_schema = DATABASE() AND trigger_name LIKE 'books_changed_%'")
+                           "WHERE trigger_schema = DATABASE() "
+                           "AND trigger_name LIKE 'books_changed_%'")
         assert {table for (table,) in cursor.fetchall()} == {
             *changes.WATCHED, *usage_totals.OWNERS_WATCHED}
 
@@ -194,3 +195,30 @@ def test_the_usage_page_read_again_after_an_owner_changes_shows_the_new_owner(ap
     assert api.allocate(owner, {node.uuid: {'VCPU': 2}}, project='beta',
                         generation=1).status_code == 204
     assert projects() == {'beta': 2}
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_explorer_read_again_after_a_claim_shows_the_claim(api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    node = add_provider('node', inventories={'VCPU': {'total': 8}})
+    Account.objects.create_user('operator', password='pw', is_staff=True)
+    staff = Client()
+    assert staff.login(username='operator', password='pw')
+
+    def explored():
+        with CaptureQueriesContext(connection) as captured:
+            context = staff.get('/ui/explorer/?resources=VCPU:2&limit=5').context
+        used = [summary['resources']['VCPU']['used'] for _, _, summary in context['summaries']]
+        steps = [(s.constraint, s.remaining) for s in context['funnels'][0].steps]
+        return used, steps, len(captured)
+
+    used, steps, first = explored()
+    again = explored()
+    assert (used, steps) == ([0], [('2 VCPU', 1)]) == again[:2]
+    assert again[2] < first   # the search not run again: nothing it reads changed
+    assert api.allocate(str(uuid.uuid4()), {node.uuid: {'VCPU': 6}}).status_code == 204
+    assert explored()[:2] == ([6], [('2 VCPU', 1)])
+    assert api.allocate(str(uuid.uuid4()), {node.uuid: {'VCPU': 2}}).status_code == 204
+    assert explored()[:2] == ([], [('2 VCPU', 0)])

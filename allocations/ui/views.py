@@ -2,7 +2,9 @@
 pools, pods, usage by owner and the candidate explorer. Server-rendered,
 staff only, a fixed number of queries per page."""
 import collections
+import dataclasses
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import get_object_or_404, render
 
@@ -13,7 +15,7 @@ from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_provi
 from allocations.ui.forms import ExplorerForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
-from providers import books
+from providers import books, changes
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 staff_only = staff_member_required(login_url='login')
@@ -269,12 +271,24 @@ def explorer(request):
             query.appendlist('member_of', placed.pod.aggregate.uuid)
         context['query'] = query.urlencode(safe=':,!')
         try:
-            context.update(_explore(query, request.GET))
+            context.update(_explored(query, request.GET, pod=context.get('placed')))
         except errors.PlacementError as exc:
             context['error'] = exc.detail
         except exceptions.PlacementDomainError as exc:
             context['error'] = str(exc)
     return render(request, 'ui/explorer.html', context)
+
+
+def _explored(query, params, pod=None):
+    """_explore's answer, remembered against the books' change log like the
+    other dashboards' reads (everything the search reads writes the log),
+    except for a project's pod (bindings are not in the log) or a random
+    draw of candidates."""
+    if pod is not None or settings.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES:
+        return _explore(query, params)
+    return changes.remembered(ResourceProvider.objects.all().db,
+                              ('explorer', query.urlencode(), params.urlencode()),
+                              lambda: _explore(query, params))
 
 
 def _explore(query, params):
@@ -309,7 +323,8 @@ def _explore(query, params):
                           for name, (capacity, used, _max_unit) in s.resources.items()},
             'traits': s.traits,
         }) for s in result.summaries), key=lambda row: row[0]),
-        'funnels': explanation.funnels,
+        # Without the ids each funnel passed (up to one per provider).
+        'funnels': [dataclasses.replace(funnel, passed=set()) for funnel in explanation.funnels],
         'explanation': explanation.why + explanation.closest,
         'near_misses': explanation.near_misses,
         'suggestions': [{
