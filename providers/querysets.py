@@ -276,33 +276,6 @@ class ResourceProviderQuerySet(models.QuerySet):
                 then=Cast(F('fullness__used'), FloatField())
                 / NullIf(capacity_expression('fullness__'), 0.0)))))
 
-    def filtered(self, *, name=None, uuid=None, in_tree=None, member_of=(),
-                 forbidden_aggregates=(), required_traits=(), forbidden_traits=(),
-                 resources=None):
-        """GET /resource_providers' filters, all ANDed.
-
-        member_of: list of sets of aggregate uuids (any of each set);
-        required_traits: list of sets of trait ids (any of each set);
-        resources: {resource class id: amount}.
-        """
-        qs = self
-        if name is not None:
-            qs = qs.filter(name=name) if storable(name) else qs.none()
-        if uuid is not None:
-            qs = qs.filter(uuid=uuid)
-        if in_tree is not None:
-            qs = qs.in_tree(in_tree)
-        qs = qs.member_of(member_of)
-        if forbidden_aggregates:
-            qs = qs.not_member_of(forbidden_aggregates)
-        qs = qs.with_traits(required_traits)
-        if forbidden_traits:
-            qs = qs.without_traits(forbidden_traits)
-        for class_id, amount in (resources or {}).items():
-            qs = qs.having_capacity(class_id, amount)
-        return qs
-
-
 
 class EventQuerySet(models.QuerySet):
     """The event log, filtered as GET /events and the admin read it."""

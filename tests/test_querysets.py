@@ -94,16 +94,6 @@ def test_trees(cloud):
     assert names(ResourceProvider.objects.in_tree(str(uuid.uuid4()))) == []
 
 
-def test_filtered_combines_every_filter(cloud):
-    vcpu = Inventory.objects.filter(resource_class__name='VCPU').first().resource_class_id
-    node, = trait_ids('COMPUTE_NODE')
-    assert names(ResourceProvider.objects.filtered(
-        member_of=[{ROW}], required_traits=[{node}], resources={vcpu: 1})) == ['cn1']
-    assert names(ResourceProvider.objects.filtered(
-        forbidden_aggregates=[ROW], forbidden_traits=[node])) == ['cn2-numa0', 'nfs']
-    assert names(ResourceProvider.objects.filtered(name='cn\x00')) == []
-
-
 def test_in_ids_matches_in_for_ids_lists_and_relations(cloud):
     ids = list(ResourceProvider.objects.filter(name__in=['cn1', 'nfs']).values_list('pk', flat=True))
     assert names(ResourceProvider.objects.filter(id__in_ids=ids)) == ['cn1', 'nfs']

@@ -1,18 +1,28 @@
 """The providers table's filters and sorts (django-filter), shared by the
-dashboard pages and exports that list providers. Each filter is one of the
-provider queryset's own methods, the ones GET /resource_providers uses
-(member_of_any, with_trait_named, roots), so a filter means the same on
-the page and in the API."""
+dashboard pages and exports that list providers. The filter set is GET
+/resource_providers' own (providers.filters: member_of, required,
+resources and in_tree in Placement's grammar, at the latest microversion)
+with the table's searches added, each one of the provider queryset's own
+methods, so a filter means the same on the page and in the API."""
 import django_filters
 from django.db.models import F, FilteredRelation, FloatField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Cast, NullIf
 
+from placement_site import microversion
+from providers import filters as api_filters
 from providers.models import Inventory, ResourceClass, ResourceProvider
 from providers.querysets import capacity_expression
 
+LATEST = microversion.parse(microversion.MAX_VERSION)
 
-class ProviderFilterSet(django_filters.FilterSet):
-    name = django_filters.CharFilter(method='named', label='Name or UUID')
+
+class ProviderFilterSet(api_filters.ProviderFilterSet):
+    # The API's exact name becomes a search: name contains, or UUID prefix.
+    name = django_filters.CharFilter(method='name_or_uuid', label='Name or UUID')
+    # A form's field left empty filters nothing (the API refuses them empty).
+    member_of = api_filters.QueryParameter('in_aggregates')
+    required = api_filters.QueryParameter('with_traits')
+    resources = api_filters.QueryParameter('with_room')
     aggregate = django_filters.CharFilter(method='in_aggregate', label='Aggregate uuid')
     trait = django_filters.CharFilter(method='with_trait', label='Trait')
     resource_class = django_filters.CharFilter(method='with_class', label='Resource class')
@@ -25,7 +35,10 @@ class ProviderFilterSet(django_filters.FilterSet):
         model = ResourceProvider
         fields = []
 
-    def named(self, queryset, name, value):
+    def __init__(self, data=None, queryset=None, **kwargs):
+        super().__init__(data, queryset, version=LATEST, **kwargs)
+
+    def name_or_uuid(self, queryset, name, value):
         """Name contains the text, or the UUID starts with it."""
         value = value.strip()
         return queryset.filter(Q(name__icontains=value) | Q(uuid__istartswith=value))

@@ -48,14 +48,20 @@ def provider_list(request):
     # Roots only: each row is a whole tree, its books and sorts summed over
     # every provider of it (a compute node's VCPU lives on its NUMA nodes).
     trees = bool(filters.form.is_valid() and filters.form.cleaned_data.get('root_only'))
-    listed = sorted_providers(filters.qs, sort, trees=trees)
+    try:
+        matching = filters.qs
+    except errors.PlacementError as exc:  # Placement's grammar refused (member_of, ...)
+        matching, error = providers.none(), exc.detail
+    else:
+        error = None
+    listed = sorted_providers(matching, sort, trees=trees)
     if exports.wanted(request):
         return exports.streamed(request, 'providers',
                                 *reports.provider_rows(listed.with_max_utilization()))
     page = page_of(request, listed)
     usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
-        'filters': filters, 'page': page, 'sort': sort, 'trees': trees,
+        'filters': filters, 'page': page, 'sort': sort, 'trees': trees, 'error': error,
         'sorts': sort_choices(reports.classes_with_inventory()),
         'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
     })

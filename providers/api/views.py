@@ -5,7 +5,7 @@ import uuid as uuid_lib
 
 from django.utils import timezone
 
-from placement_site import errors, exceptions, microversion, querystring
+from placement_site import errors, exceptions, microversion
 from placement_site.api import (PlacementViewSet, accept_json, json_body, moment,
                                 page_after_marker, parse_json, query_params, require_json,
                                 validate, versions)
@@ -13,6 +13,7 @@ from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers import events, schemas, services
 from providers.api import serializers
+from providers.filters import ProviderFilterSet
 from providers.models import Event, Inventory, ResourceClass, ResourceProvider, Trait
 
 RP_POLICY = 'placement:resource_providers:%s'
@@ -62,35 +63,9 @@ class ResourceProviderViewSet(PlacementViewSet):
             ((1, 14), schemas.PROVIDER_LIST_QUERY_1_14),
             ((1, 4), schemas.PROVIDER_LIST_QUERY_1_4),
             ((1, 3), schemas.PROVIDER_LIST_QUERY_1_3)], schemas.PROVIDER_LIST_QUERY)
-        params = query_params(request, schema)
-        member_of, forbidden_aggs = [], set()
-        if 'member_of' in params:
-            member_of, forbidden_aggs = querystring.member_of(request.GET, self.version)
-        required, forbidden_traits = [], set()
-        if 'required' in params:
-            required, forbidden_traits = querystring.required_traits(request.GET, self.version)
-        resources = None
-        if 'resources' in params:
-            resources = querystring.parse_resources(params['resources'])
-        try:
-            required_ids = [set(services.trait_ids(any_of).values()) for any_of in required]
-            forbidden_ids = set(services.trait_ids(forbidden_traits).values())
-        except exceptions.TraitNotFound as exc:
-            raise errors.bad_request(f'Invalid trait(s) in "required" parameter: {exc}')
-        resource_ids = None
-        if resources is not None:
-            try:
-                ids = services.resource_class_ids(list(resources))
-            except exceptions.ResourceClassNotFound as exc:
-                raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
-            resource_ids = {ids[name]: amount for name, amount in resources.items()}
-        # An empty name, uuid or in_tree filters nothing, as in Placement.
-        providers = list(ResourceProvider.objects.with_tree_uuids().filtered(
-            name=params.get('name') or None, uuid=params.get('uuid') or None,
-            in_tree=params.get('in_tree') or None,
-            member_of=member_of, forbidden_aggregates=forbidden_aggs,
-            required_traits=required_ids, forbidden_traits=forbidden_ids,
-            resources=resource_ids))
+        query_params(request, schema)
+        providers = list(ProviderFilterSet(
+            request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs)
         body = {'resource_providers': [
             serializers.provider(request, rp, self.version) for rp in providers]}
         return self.respond(body, last_modified=serializers.latest(providers))
