@@ -1,0 +1,97 @@
+"""A real OpenStack Keystone for the identity tests: started once per test
+run by scripts/keystone-test-server.sh (Keystone from PyPI, on SQLite, with
+fernet tokens, bootstrapped), shared by the test processes, and given the
+projects, users and roles a test needs through Keystone's own API
+(keystoneauth1). Where it cannot be installed or started, the tests that
+need it are skipped with the reason."""
+import fcntl
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / 'scripts' / 'keystone-test-server.sh'
+ADMIN_PASSWORD = 'admin'   # the bootstrap admin's (the script's default)
+IDENTITY = {'service_type': 'identity', 'interface': 'public'}
+
+_url = []
+
+
+def keystone_url():
+    """The running Keystone's URL (http://127.0.0.1:PORT/v3), started on
+    first use; the test is skipped when it cannot be."""
+    if not _url:
+        # Test processes running side by side start it once.
+        with open('/tmp/placement-test-keystone.lock', 'w') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                started = subprocess.run([str(SCRIPT)], capture_output=True, text=True,
+                                         timeout=900, check=True)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                pytest.skip('a real Keystone could not be started here: '
+                            + (exc.stderr or '')[-600:])
+        _url.append(started.stdout.strip().splitlines()[-1])
+    return _url[0]
+
+
+def password_session(url, username, password, *, project_id=None, system=False):
+    auth = v3.Password(auth_url=url, username=username, password=password,
+                       user_domain_id='default', project_id=project_id,
+                       system_scope='all' if system else None)
+    return ks_session.Session(auth=auth)
+
+
+class Identity:
+    """Keystone's admin API through the bootstrap admin's system-scoped
+    token: projects, users and role assignments, each name made unique
+    so tests never meet each other's."""
+
+    def __init__(self, url):
+        self.url = url
+        self.admin = password_session(url, 'admin', ADMIN_PASSWORD, system=True)
+
+    def _call(self, method, path, **body):
+        response = self.admin.request(path, method, endpoint_filter=IDENTITY, json=body or None,
+                                      raise_exc=True)
+        return response.json() if response.content else None
+
+    def _role_id(self, name):
+        found = self._call('GET', f'/roles?name={name}')['roles']
+        if found:
+            return found[0]['id']
+        return self._call('POST', '/roles', role={'name': name})['role']['id']
+
+    def project(self, name):
+        return self._call('POST', '/projects', project={
+            'name': f'{name}-{uuid.uuid4().hex[:8]}', 'domain_id': 'default'})['project']['id']
+
+    def user(self, name, *, project_roles=(), system_roles=(), enabled=True):
+        """A new user (its password is its name) with `project_roles`
+        [(project id, role name)] and `system_roles` on the system; returns
+        (user id, name)."""
+        name = f'{name}-{uuid.uuid4().hex[:8]}'
+        user_id = self._call('POST', '/users', user={
+            'name': name, 'password': name, 'domain_id': 'default',
+            'enabled': enabled})['user']['id']
+        for project_id, role in project_roles:
+            self._call('PUT', f'/projects/{project_id}/users/{user_id}/roles/'
+                              f'{self._role_id(role)}')
+        for role in system_roles:
+            self._call('PUT', f'/system/users/{user_id}/roles/{self._role_id(role)}')
+        return user_id, name
+
+    def token(self, name, *, project_id=None, system=False):
+        """A fresh token of the user named `name` (password: its name)."""
+        return password_session(self.url, name, name, project_id=project_id,
+                                system=system).get_token()
+
+    def revoke(self, token):
+        self.admin.delete('/auth/tokens', endpoint_filter=IDENTITY,
+                          headers={'X-Subject-Token': token})
+
+    def disable(self, user_id):
+        self._call('PATCH', f'/users/{user_id}', user={'enabled': False})
