@@ -54,6 +54,8 @@ MIDDLEWARE = [
     'django.middleware.csrf.CsrfViewMiddleware',
     'django.contrib.auth.middleware.AuthenticationMiddleware',
     'django.contrib.messages.middleware.MessageMiddleware',
+    # A Keystone-signed-in session's token re-validated on every page.
+    'placement_site.keystone_signin.KeystoneSessionMiddleware',
     'django.middleware.clickjacking.XFrameOptionsMiddleware',
     'placement_site.middleware.StaffActorMiddleware',
     # Innermost: a view's database outage becomes a 503, on every path.
@@ -251,6 +253,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None
 # Consumers written before microversion 1.8 carry no project or user.
 PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
 PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = '00000000-0000-0000-0000-000000000000'
+# Who may sign in to the dashboards: 'django' (local accounts), 'keystone'
+# (the cloud's Keystone, placement_site.keystone_signin) or both,
+# comma-separated. Keystone's URL: PLACEMENT_UI_KEYSTONE_URL, else the API's
+# KEYSTONE_AUTHTOKEN_AUTH_URL.
+PLACEMENT_UI_AUTH = [name.strip() for name in
+                     os.environ.get('PLACEMENT_UI_AUTH', 'django').split(',') if name.strip()]
+if set(PLACEMENT_UI_AUTH) - {'django', 'keystone'} or not PLACEMENT_UI_AUTH:
+    raise ValueError("PLACEMENT_UI_AUTH must name 'django', 'keystone' or both")
+PLACEMENT_UI_KEYSTONE_URL = os.environ.get('PLACEMENT_UI_KEYSTONE_URL', '')
+AUTHENTICATION_BACKENDS = (
+    (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])
+    + (['placement_site.keystone_signin.KeystoneBackend']
+       if 'keystone' in PLACEMENT_UI_AUTH else []))
 # keystonemiddleware auth_token options, e.g. KEYSTONE_AUTHTOKEN_AUTH_URL.
 KEYSTONE_AUTHTOKEN = {
     name[len('KEYSTONE_AUTHTOKEN_'):].lower(): value

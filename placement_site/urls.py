@@ -15,7 +15,7 @@ from allocations.api import candidates as candidate_views
 from allocations.api import capacity as capacity_views
 from allocations.api import views as allocation_views
 from allocations.pods import views as pod_views
-from placement_site import openapi
+from placement_site import keystone_signin, openapi
 from placement_site import views as site_views
 from placement_site.static import serve_static
 from providers import metrics as provider_metrics
@@ -82,7 +82,7 @@ urlpatterns = [
     route('capacity', capacity_views.CapacityViewSet, {'get': 'list'}, 'capacity'),
 
     path('ui/', include('allocations.ui.urls')),
-    path('accounts/login/', auth_views.LoginView.as_view(), name='login'),
+    path('accounts/login/', keystone_signin.SignInView.as_view(), name='login'),
     path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
     path('accounts/', RedirectView.as_view(url='/ui/')),
     path('api/schema/', openapi.DocumentView.as_view(), name='schema'),

@@ -1,0 +1,112 @@
+"""Signing in to the dashboards with a real Keystone
+(placement_site.keystone_signin; tests/keystone_server.py starts Keystone):
+the password checked by Keystone, the session keeping the token and
+re-validating it on every page, staff decided by Placement's policy, local
+accounts still signing in beside it, and an audit line for each sign-in."""
+import logging
+
+import pytest
+from django.contrib.auth.models import User as Account
+from django.test import Client
+
+from placement_site import keystone_signin
+from tests.keystone_server import Identity, keystone_url
+
+pytestmark = [pytest.mark.any_database, pytest.mark.slow]
+
+
+@pytest.fixture(scope='module')
+def keystone():
+    identity = Identity(keystone_url())
+    identity.project_id = identity.project('dashboards')
+    identity.project_name = identity._call('GET', f'/projects/{identity.project_id}')[
+        'project']['name']
+    _, identity.admin_name = identity.user('ui-admin',
+                                           project_roles=[(identity.project_id, 'admin')])
+    _, identity.reader_name = identity.user('ui-reader',
+                                            project_roles=[(identity.project_id, 'reader')])
+    return identity
+
+
+@pytest.fixture
+def signin(db, settings, keystone):
+    settings.PLACEMENT_UI_AUTH = ['django', 'keystone']
+    settings.PLACEMENT_UI_KEYSTONE_URL = keystone.url
+    settings.AUTHENTICATION_BACKENDS = ['django.contrib.auth.backends.ModelBackend',
+                                        'placement_site.keystone_signin.KeystoneBackend']
+
+    def sign_in(username, password, *, project=None, domain='Default'):
+        client = Client()
+        answer = client.post('/accounts/login/', {
+            'username': username, 'password': password, 'domain': domain,
+            'project': project or '', 'next': '/ui/'})
+        return client, answer
+    return sign_in
+
+
+def test_a_project_admin_signs_in_with_keystones_password(signin, keystone, caplog):
+    with caplog.at_level(logging.INFO, logger='placement.signin'):
+        client, answer = signin(keystone.admin_name, keystone.admin_name,
+                                project=keystone.project_name)
+    assert answer.status_code == 302 and answer['Location'] == '/ui/'
+    held = client.session[keystone_signin.SESSION_KEY]
+    assert (held['user'], held['project_id']) == (keystone.admin_name, keystone.project_id)
+    assert 'admin' in held['roles']
+    account = Account.objects.get(username__startswith=keystone_signin.USERNAME_PREFIX)
+    assert (account.first_name, account.is_staff, account.has_usable_password()) == (
+        keystone.admin_name, True, False)
+    assert client.get('/ui/').status_code == 200
+    assert any(f'signed in through Keystone: user {keystone.admin_name}' in r.getMessage()
+               for r in caplog.records)
+
+
+def test_the_sign_in_form_asks_for_domain_and_project(signin):
+    page = Client().get('/accounts/login/').content.decode()
+    assert 'name="domain"' in page and 'name="project"' in page
+
+
+def test_a_wrong_password_is_refused_and_logged(signin, keystone, caplog):
+    with caplog.at_level(logging.INFO, logger='placement.signin'):
+        client, answer = signin(keystone.admin_name, 'wrong', project=keystone.project_name)
+    assert answer.status_code == 200
+    assert 'did not match' in answer.content.decode()
+    assert keystone_signin.SESSION_KEY not in client.session
+    assert client.get('/ui/').status_code == 302
+    assert any(f'sign-in refused by Keystone: user {keystone.admin_name}' in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_disabled_user_cannot_sign_in(signin, keystone):
+    user_id, name = keystone.user('ui-disabled', project_roles=[(keystone.project_id, 'admin')])
+    keystone.disable(user_id)
+    client, answer = signin(name, name, project=keystone.project_name)
+    assert answer.status_code == 200
+    assert client.get('/ui/').status_code == 302
+
+
+def test_a_project_reader_is_not_staff_by_placements_policy(signin, keystone):
+    client, answer = signin(keystone.reader_name, keystone.reader_name,
+                            project=keystone.project_name)
+    assert answer.status_code == 302
+    account = Account.objects.get(first_name=keystone.reader_name)
+    assert account.is_staff is False
+    refused = client.get('/ui/', follow=True)
+    assert 'is not a staff account' in refused.content.decode()
+
+
+def test_a_revoked_token_signs_out_on_the_next_page_with_a_message(signin, keystone):
+    client, _ = signin(keystone.admin_name, keystone.admin_name, project=keystone.project_name)
+    assert client.get('/ui/').status_code == 200
+    keystone.revoke(client.session[keystone_signin.SESSION_KEY]['token'])
+    after = client.get('/ui/', follow=True)
+    assert after.redirect_chain[-1][0].startswith('/accounts/login/')
+    assert 'Your Keystone sign-in has ended' in after.content.decode()
+    assert keystone_signin.SESSION_KEY not in client.session
+
+
+def test_local_accounts_sign_in_beside_keystone(signin):
+    Account.objects.create_user('operator', password='pw', is_staff=True)
+    client, answer = signin('operator', 'pw')
+    assert answer.status_code == 302
+    assert client.get('/ui/').status_code == 200
+    assert keystone_signin.SESSION_KEY not in client.session
