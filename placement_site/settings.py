@@ -8,6 +8,7 @@ DJANGO_ALLOWED_HOSTS.
 """
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from placement_site import config
@@ -35,6 +36,8 @@ INSTALLED_APPS = [
     'django_filters',
     'drf_spectacular',
     'drf_spectacular_sidecar',
+    # Sign-in throttling (django-axes): see PLACEMENT_UI_SIGNIN_* below.
+    'axes',
     'providers',
     'allocations',
     'allocations.pods',
@@ -58,6 +61,8 @@ MIDDLEWARE = [
     'placement_site.keystone_signin.KeystoneSessionMiddleware',
     'django.middleware.clickjacking.XFrameOptionsMiddleware',
     'placement_site.middleware.StaffActorMiddleware',
+    # Sign-ins refused while their user name or address is locked out.
+    'axes.middleware.AxesMiddleware',
     # Innermost: a view's database outage becomes a 503, on every path.
     'placement_site.middleware.DatabaseOutageMiddleware',
 ]
@@ -263,9 +268,19 @@ if set(PLACEMENT_UI_AUTH) - {'django', 'keystone'} or not PLACEMENT_UI_AUTH:
     raise ValueError("PLACEMENT_UI_AUTH must name 'django', 'keystone' or both")
 PLACEMENT_UI_KEYSTONE_URL = os.environ.get('PLACEMENT_UI_KEYSTONE_URL', '')
 AUTHENTICATION_BACKENDS = (
-    (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])
+    ['axes.backends.AxesStandaloneBackend']   # first: a locked-out sign-in goes no further
+    + (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])
     + (['placement_site.keystone_signin.KeystoneBackend']
        if 'keystone' in PLACEMENT_UI_AUTH else []))
+# Sign-in throttling: after PLACEMENT_UI_SIGNIN_FAILURES wrong passwords for
+# one user name, or from one client address, further sign-ins of it (the
+# right password too) are refused for PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES.
+AXES_FAILURE_LIMIT = config.env_int('PLACEMENT_UI_SIGNIN_FAILURES', 5)
+AXES_COOLOFF_TIME = timedelta(minutes=config.env_int('PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES', 15))
+AXES_LOCKOUT_PARAMETERS = ['username', 'ip_address']
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = 'registration/locked_out.html'
+AXES_VERBOSE = False
 # keystonemiddleware auth_token options, e.g. KEYSTONE_AUTHTOKEN_AUTH_URL.
 KEYSTONE_AUTHTOKEN = {
     name[len('KEYSTONE_AUTHTOKEN_'):].lower(): value

@@ -131,6 +131,14 @@ def make_api(db):
 
 
 @pytest.fixture(autouse=True)
+def _sign_in_unthrottled(settings):
+    """Django's test client signs in without a request, which django-axes
+    refuses: sign-in throttling is off in-process except where a test turns
+    it on (tests/test_signin_throttling.py). Servers the tests start keep it."""
+    settings.AXES_ENABLED = False
+
+
+@pytest.fixture(autouse=True)
 def _fresh_policy():
     """Tests change policy settings; every test starts from them afresh."""
     policy.reset()

@@ -1,0 +1,66 @@
+"""Sign-in throttling (django-axes, settings AXES_*): wrong passwords lock
+a user name, and a client address, for a while; a locked sign-in is refused
+even with the right password; the lock lifts after the window."""
+from datetime import timedelta
+
+import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth.models import User as Account
+from django.db.models import F
+from django.test import Client
+
+pytestmark = pytest.mark.any_database
+
+
+@pytest.fixture(autouse=True)
+def _throttled(settings):
+    settings.AXES_ENABLED = True
+
+
+@pytest.fixture
+def operator(db):
+    return Account.objects.create_user('operator', password='right', is_staff=True)
+
+
+def sign_in(username, password, address='10.0.0.1'):
+    client = Client(REMOTE_ADDR=address)
+    answer = client.post('/accounts/login/', {'username': username, 'password': password,
+                                              'next': '/ui/'})
+    return client, answer
+
+
+def signed_in(client):
+    return client.get('/ui/').status_code == 200
+
+
+def test_the_sixth_sign_in_after_five_wrong_passwords_is_refused_until_the_window_ends(operator):
+    for _ in range(5):
+        _, answer = sign_in('operator', 'wrong', address='10.0.0.1')
+        assert answer.status_code in (200, 429)
+    # From another address, with the right password: the user name is locked.
+    client, answer = sign_in('operator', 'right', address='10.0.0.2')
+    assert answer.status_code == 429
+    assert 'Sign-in locked' in answer.content.decode()
+    assert not signed_in(client)
+    # The window passes.
+    AccessAttempt.objects.update(attempt_time=F('attempt_time') - timedelta(minutes=16))
+    client, answer = sign_in('operator', 'right', address='10.0.0.2')
+    assert answer.status_code == 302
+    assert signed_in(client)
+
+
+def test_four_wrong_passwords_do_not_lock(operator):
+    for _ in range(4):
+        sign_in('operator', 'wrong')
+    client, answer = sign_in('operator', 'right')
+    assert answer.status_code == 302 and signed_in(client)
+
+
+def test_an_address_guessing_many_user_names_is_locked(operator):
+    for n in range(5):
+        sign_in(f'guess{n}', 'wrong', address='10.9.9.9')
+    client, answer = sign_in('operator', 'right', address='10.9.9.9')
+    assert answer.status_code == 429
+    assert not signed_in(client)
+    client, answer = sign_in('operator', 'right', address='10.0.0.3')
+    assert answer.status_code == 302 and signed_in(client)
