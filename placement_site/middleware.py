@@ -6,6 +6,7 @@ request context -> microversion -> fault wrapper -> the API views. Each piece
 applies to Placement's API paths only; the admin, dashboards and API docs
 below UI_PREFIXES are plain Django.
 """
+import functools
 import json
 import logging
 import uuid
@@ -29,7 +30,7 @@ NON_API_PATHS = ('/metrics', '/favicon.ico')
 # browser pages; Placement's answers carry none of them, and a drop-in
 # replacement answers with Placement's headers only.
 BROWSER_HEADERS = ('X-Frame-Options', 'X-Content-Type-Options', 'Referrer-Policy',
-                   'Cross-Origin-Opener-Policy')
+                   'Cross-Origin-Opener-Policy', 'Content-Security-Policy')
 REQUEST_ID_HEADER = 'x-openstack-request-id'
 
 
@@ -209,6 +210,36 @@ class AuthMiddleware:
         with actor.acting(actor.Actor(request.placement_request_id, ctx.user_id,
                                       ctx.project_id)):
             return self.get_response(request)
+
+
+class ContentSecurityPolicyMiddleware:
+    """The browser pages' Content-Security-Policy (settings.PLACEMENT_UI_CSP):
+    scripts, styles and everything else from this site only, no inline
+    script or style (the pages have none). API answers drop it with the
+    other browser headers (RequestLogMiddleware)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if settings.PLACEMENT_UI_CSP and 'Content-Security-Policy' not in response:
+            response['Content-Security-Policy'] = settings.PLACEMENT_UI_CSP
+        return response
+
+
+def inline_styles_allowed(view):
+    """The policy with inline styles allowed (scripts stay this site's
+    files only), for a page whose library applies styles inline: Swagger
+    UI's."""
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        if settings.PLACEMENT_UI_CSP:
+            response['Content-Security-Policy'] = (
+                f"{settings.PLACEMENT_UI_CSP}; style-src 'self' 'unsafe-inline'")
+        return response
+    return wrapped
 
 
 class StaffActorMiddleware:

@@ -53,6 +53,7 @@ MIDDLEWARE = [
     'placement_site.middleware.MicroversionMiddleware',
     # Django's, for the admin, the dashboards and the API docs.
     'django.middleware.security.SecurityMiddleware',
+    'placement_site.middleware.ContentSecurityPolicyMiddleware',
     'django.contrib.sessions.middleware.SessionMiddleware',
     'django.middleware.csrf.CsrfViewMiddleware',
     'django.contrib.auth.middleware.AuthenticationMiddleware',
@@ -138,6 +139,9 @@ LOGIN_REDIRECT_URL = '/ui/'
 # in front of the service, which knows whether HTTPS is in use.
 SESSION_COOKIE_SECURE = config.env_bool('DJANGO_SECURE_COOKIES', not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# A dashboards session ends this many hours after signing in (Django's
+# default is two weeks); a Keystone session also ends with its token.
+SESSION_COOKIE_AGE = config.env_int('PLACEMENT_UI_SESSION_HOURS', 8) * 3600
 SECURE_PROXY_SSL_HEADER = ('HTTP_X_FORWARDED_PROTO', 'https')
 SILENCED_SYSTEM_CHECKS = [
     # TLS terminates at the proxy in front of the service (see README).
@@ -272,6 +276,12 @@ AUTHENTICATION_BACKENDS = (
     + (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])
     + (['placement_site.keystone_signin.KeystoneBackend']
        if 'keystone' in PLACEMENT_UI_AUTH else []))
+# The browser pages' Content-Security-Policy ('' for none): nothing but this
+# site's own files, no inline script or style, no framing.
+PLACEMENT_UI_CSP = os.environ.get(
+    'PLACEMENT_UI_CSP',
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'")
 # Sign-in throttling: after PLACEMENT_UI_SIGNIN_FAILURES wrong passwords for
 # one user name, or from one client address, further sign-ins of it (the
 # right password too) are refused for PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES.

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 import allocations.api.capacity_docs  # noqa: F401  (OpenAPI descriptions)
 import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
@@ -17,6 +17,7 @@ from allocations.api import views as allocation_views
 from allocations.pods import views as pod_views
 from placement_site import keystone_signin, openapi
 from placement_site import views as site_views
+from placement_site.middleware import inline_styles_allowed
 from placement_site.static import serve_static
 from providers import metrics as provider_metrics
 from providers.api import trends as trend_views
@@ -86,7 +87,8 @@ urlpatterns = [
     path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
     path('accounts/', RedirectView.as_view(url='/ui/')),
     path('api/schema/', openapi.DocumentView.as_view(), name='schema'),
-    path('api/docs/', SpectacularSwaggerView.as_view(url_name='schema'), name='api-docs'),
+    path('api/docs/', inline_styles_allowed(SpectacularSwaggerSplitView.as_view(url_name='schema')),
+         name='api-docs'),
     path('admin/', admin.site.urls),
     re_path(r'^static/(?P<path>.*)$', serve_static, name='static'),
     path('metrics', provider_metrics.scrape, name='metrics'),  # Prometheus, not Placement's

@@ -1521,9 +1521,15 @@ def test_swagger_ui_is_served_with_assets_from_the_service(client, db):
     assets = re.findall(r'<script[^>]*\ssrc="([^"]+)"', page)
     assets += re.findall(r'<link[^>]*\shref="([^"]+)"', page)
     sidecar = '/static/drf_spectacular_sidecar/swagger-ui-dist/'
+    start_up = '/api/docs/?script='   # the page's own start-up script, not inline
     assert assets == [sidecar + 'swagger-ui-bundle.js', sidecar + 'swagger-ui-standalone-preset.js',
-                      sidecar + 'favicon-32x32.png', sidecar + 'swagger-ui.css']
+                      start_up, sidecar + 'favicon-32x32.png', sidecar + 'swagger-ui.css']
+    assert not re.search(r'<script(?![^>]*\ssrc=)[^>]*>', page)   # no inline script
     assert not re.search(r'https?://', page)
+    script = client.get(start_up)
+    assert script.status_code == 200
+    assert script['Content-Type'].startswith('application/javascript')
+    assets.remove(start_up)
     for asset in assets:
         assert asset.startswith('/static/'), asset
         served = client.get(asset)

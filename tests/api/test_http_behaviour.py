@@ -343,7 +343,7 @@ def test_204_answers_have_no_content_type(api, rp, method, path, payload):
 # ---- only Placement's headers ------------------------------------------------------
 
 BROWSER_HEADERS = ('X-Frame-Options', 'X-Content-Type-Options', 'Referrer-Policy',
-                   'Cross-Origin-Opener-Policy')
+                   'Cross-Origin-Opener-Policy', 'Content-Security-Policy')
 
 
 @pytest.mark.parametrize('path', ['/', '/resource_providers', '/traits', '/nowhere'])
@@ -353,7 +353,10 @@ def test_api_answers_carry_no_browser_security_headers(api, path):
     assert [h for h in BROWSER_HEADERS if h in response] == []
 
 
-def test_the_browser_pages_keep_them(client):
-    response = client.get('/admin/login/')
+@pytest.mark.parametrize('path', ['/admin/login/', '/accounts/login/', '/api/docs/'])
+def test_the_browser_pages_keep_them(client, db, path):
+    response = client.get(path)
     assert response.status_code == 200
     assert all(h in response for h in BROWSER_HEADERS)
+    assert "script-src" not in response['Content-Security-Policy']  # default-src 'self' rules
+    assert response['Content-Security-Policy'].startswith("default-src 'self';")

@@ -1,6 +1,6 @@
 """Every page's layout in a real browser, on the demo cloud: at 1440 px (a
-laptop) and 390 px (a phone) no console error (the favicon included) and no
-horizontal overflow of the page (a wide table scrolls inside itself); the
+laptop) and 390 px (a phone) no console error (the favicon included, and no
+Content-Security-Policy violation) and no horizontal overflow of the page (a wide table scrolls inside itself); the
 admin's lists keep names and UUIDs on one line and its inputs show every
 digit. Screenshots of every page at both widths go to
 test-artifacts/screenshots/layout-*.png (the fixtures are test_browser's)."""
@@ -66,7 +66,10 @@ def test_every_page_fits_the_window_without_console_errors(sized_page, api):
     paths = every_page(api)
     paths['admin-provider'] = admin_change_page(page, NFS)
     for name, path in paths.items():
-        page.goto(path)
+        answer = page.goto(path)
+        # A Content-Security-Policy on every page, and (below) no violation
+        # of it: Chromium reports each as a console error.
+        assert "default-src 'self'" in answer.headers['content-security-policy'], path
         page.wait_for_load_state('networkidle')
         shoot(page, f'layout-{page.width_name}-{name}')
         assert page.evaluate(OVERFLOW_JS) <= 0, (page.width_name, path)
@@ -81,6 +84,18 @@ def test_every_page_fits_the_window_without_console_errors(sized_page, api):
     page.goto('/accounts/login/')
     shoot(page, f'layout-{page.width_name}-sign-in')
     assert page.evaluate(OVERFLOW_JS) <= 0
+    assert not page.console_errors, page.console_errors
+
+
+def test_the_api_docs_run_under_the_content_security_policy(sized_page):
+    """Swagger UI's start-up script is a file of its own (drf-spectacular's
+    split view), so the page renders with no inline script."""
+    page = sized_page
+    answer = page.goto('/api/docs/')
+    assert "default-src 'self'" in answer.headers['content-security-policy']
+    page.wait_for_selector('.swagger-ui .info .title')
+    page.wait_for_load_state('networkidle')
+    assert 'Placement' in page.inner_text('.swagger-ui .info .title')
     assert not page.console_errors, page.console_errors
 
 

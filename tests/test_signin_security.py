@@ -1,11 +1,13 @@
-"""Sign-in throttling (django-axes, settings AXES_*): wrong passwords lock
-a user name, and a client address, for a while; a locked sign-in is refused
-even with the right password; the lock lifts after the window."""
+"""Signing in safely: throttling (django-axes, settings AXES_*) locks a
+user name, and a client address, after wrong passwords, refuses a locked
+sign-in even with the right password and lifts the lock after the window;
+a session ends hours after signing in."""
 from datetime import timedelta
 
 import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth.models import User as Account
+from django.contrib.sessions.models import Session
 from django.db.models import F
 from django.test import Client
 
@@ -64,3 +66,12 @@ def test_an_address_guessing_many_user_names_is_locked(operator):
     assert not signed_in(client)
     client, answer = sign_in('operator', 'right', address='10.0.0.3')
     assert answer.status_code == 302 and signed_in(client)
+
+
+def test_a_session_ends_hours_after_signing_in(operator, settings):
+    client, _ = sign_in('operator', 'right')
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    assert cookie['max-age'] == 8 * 3600
+    assert signed_in(client)
+    Session.objects.update(expire_date=F('expire_date') - timedelta(hours=8, seconds=1))
+    assert not signed_in(client)
