@@ -1,9 +1,10 @@
 """Every page's layout in a real browser, on the demo cloud: at 1440 px (a
 laptop) and 390 px (a phone) no console error (the favicon included, and no
-Content-Security-Policy violation) and no horizontal overflow of the page (a wide table scrolls inside itself); the
-admin's lists keep names and UUIDs on one line and its inputs show every
-digit. Screenshots of every page at both widths go to
-test-artifacts/screenshots/layout-*.png (the fixtures are test_browser's)."""
+Content-Security-Policy violation) and no horizontal overflow of the page (a
+wide table scrolls inside itself); the admin's lists keep names and UUIDs on
+one line and its inputs show every digit. Screenshots of every page at both
+widths go to test-artifacts/screenshots/layout-*.png (the fixtures are
+test_browser's)."""
 import pytest
 import requests
 
