@@ -109,7 +109,8 @@ def _local_user(access):
 
 class SignInForm(AuthenticationForm):
     """The sign-in form, with Keystone's domain and project when signing
-    in through Keystone is enabled."""
+    in through Keystone is enabled; every sign-in and refusal, local or
+    Keystone's, is an audit line (who, from where)."""
     domain = forms.CharField(required=False, max_length=255)
     project = forms.CharField(required=False, max_length=255)
 
@@ -121,8 +122,13 @@ class SignInForm(AuthenticationForm):
                 domain=self.cleaned_data.get('domain') or None,
                 project=self.cleaned_data.get('project') or None)
             if self.user_cache is None:
+                LOG.warning('sign-in refused: user %s from %s', username,
+                            client_address(self.request))
                 raise self.get_invalid_login_error()
             self.confirm_login_allowed(self.user_cache)
+            LOG.info('signed in: user %s (%s) from %s', username,
+                     'Keystone' if self.user_cache.username.startswith(USERNAME_PREFIX)
+                     else 'local account', client_address(self.request))
         return self.cleaned_data
 
 

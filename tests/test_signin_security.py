@@ -2,6 +2,7 @@
 user name, and a client address, after wrong passwords, refuses a locked
 sign-in even with the right password and lifts the lock after the window;
 a session ends hours after signing in."""
+import logging
 from datetime import timedelta
 
 import pytest
@@ -75,3 +76,12 @@ def test_a_session_ends_hours_after_signing_in(operator, settings):
     assert signed_in(client)
     Session.objects.update(expire_date=F('expire_date') - timedelta(hours=8, seconds=1))
     assert not signed_in(client)
+
+
+def test_sign_ins_and_refusals_are_audit_lines(operator, caplog):
+    with caplog.at_level(logging.INFO, logger='placement.signin'):
+        sign_in('operator', 'wrong', address='10.1.2.3')
+        sign_in('operator', 'right', address='10.1.2.4')
+    assert [r.getMessage() for r in caplog.records if r.name == 'placement.signin'] == [
+        'sign-in refused: user operator from 10.1.2.3',
+        'signed in: user operator (local account) from 10.1.2.4']
