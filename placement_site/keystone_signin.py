@@ -1,15 +1,17 @@
 """Signing in to the dashboards with the cloud's Keystone
 (PLACEMENT_UI_AUTH=keystone, beside or instead of local Django accounts).
 
-The user name, password, domain and optionally a project are checked by
-Keystone itself through keystoneauth1 against the Keystone the API's
-auth_token options name (KEYSTONE_AUTHTOKEN_AUTH_URL, or
-PLACEMENT_UI_KEYSTONE_URL). The session keeps the token, its project and
-roles; every page re-validates the token with Keystone, so a revoked or
-expired one signs the user out on the next page, with a message. The local
-user standing for a Keystone identity is named after its Keystone user id;
-it is staff when Placement's policy, the API's own rules and policy file,
-lets the token list resource providers (placement:resource_providers:list).
+The user name, password, domain and optionally a project (or "system")
+are checked by Keystone itself through keystoneauth1 against the Keystone
+the API's auth_token options name (KEYSTONE_AUTHTOKEN_AUTH_URL, or
+PLACEMENT_UI_KEYSTONE_URL); so is an application credential's id and
+secret. Without a project the token is scoped to the user's first project,
+as Horizon does, and the user may switch to any other of theirs. The
+session keeps the token, its scope and roles; every page re-validates the
+token with Keystone, so a revoked or expired one signs the user out on the
+next page, with a message. The local user standing for a Keystone identity
+is named after its Keystone user id; what it may see and change is the
+policy's answer for the token (placement_site.viewers).
 """
 import logging
 from datetime import datetime, timezone
@@ -20,18 +22,20 @@ from django.contrib import messages
 from django.contrib.auth import authenticate, get_user_model, logout
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
-from oslo_context import context as oslo_context
 
-from placement_site import errors, policy
+from placement_site import policy, viewers
 
 LOG = logging.getLogger('placement.signin')
-SESSION_KEY = 'keystone'
+SESSION_KEY = viewers.SESSION_KEY
 USERNAME_PREFIX = 'keystone:'
-DASHBOARD_RULE = 'placement:resource_providers:list'
 TIMEOUT = 10
+PASSWORD, APPLICATION_CREDENTIAL = 'password', 'application_credential'
+SYSTEM = 'system'   # the scope choice standing for the whole system
 
 
 def enabled():
@@ -46,20 +50,68 @@ def client_address(request):
     return request.META.get('REMOTE_ADDR', '') if request is not None else ''
 
 
+def _access(auth):
+    return auth.get_access(ks_session.Session(auth=auth, timeout=TIMEOUT))
+
+
+def _listed(token, path, key):
+    """What Keystone lists for the token itself (GET /v3/auth/projects or
+    /v3/auth/system): every project, or the system, it may be scoped to."""
+    answer = ks_session.Session(timeout=TIMEOUT).get(
+        f'{keystone_url().rstrip("/")}/auth/{path}', headers={'X-Auth-Token': token},
+        raise_exc=False)
+    return answer.json().get(key, []) if answer.status_code == 200 else []
+
+
+def _scopes(access, method):
+    """(projects [(id, name)] by name, system allowed) the user may switch
+    to; an application credential is bound to its project."""
+    if method == APPLICATION_CREDENTIAL:
+        return [], False
+    projects = sorted(((p['id'], p['name']) for p in _listed(access.auth_token, 'projects',
+                                                            'projects')),
+                      key=lambda project: (project[1], project[0]))
+    return projects, bool(_listed(access.auth_token, 'system', 'system'))
+
+
+def _held(access, method, projects, system_allowed):
+    """What the session keeps of a Keystone sign-in."""
+    return {
+        'token': access.auth_token, 'expires_at': access.expires.isoformat(),
+        'user_id': access.user_id, 'user': access.username,
+        'domain': access.user_domain_name, 'project_id': access.project_id,
+        'project': access.project_name, 'roles': access.role_names,
+        'system': bool(access.system_scoped), 'method': method,
+        'projects': projects, 'system_allowed': system_allowed,
+    }
+
+
 class KeystoneBackend:
-    """Django authentication backend: Keystone checks the password."""
+    """Django authentication backend: Keystone checks the password (or
+    the application credential's secret)."""
 
     def authenticate(self, request, username=None, password=None, domain=None, project=None,
-                     **kwargs):
+                     method=PASSWORD, **kwargs):
         if not enabled() or not username or not password or not keystone_url():
             return None
         domain = domain or 'Default'
-        auth = v3.Password(auth_url=keystone_url(), username=username, password=password,
-                           user_domain_name=domain, project_name=project or None,
-                           project_domain_name=domain if project else None)
-        session = ks_session.Session(auth=auth, timeout=TIMEOUT)
+        if method == APPLICATION_CREDENTIAL:
+            auth = v3.ApplicationCredential(auth_url=keystone_url(),
+                                            application_credential_id=username,
+                                            application_credential_secret=password)
+        else:
+            system = project == SYSTEM
+            auth = v3.Password(auth_url=keystone_url(), username=username, password=password,
+                               user_domain_name=domain, system_scope='all' if system else None,
+                               project_name=None if system else project or None,
+                               project_domain_name=domain if project and not system else None)
         try:
-            access = auth.get_access(session)
+            access = _access(auth)
+            projects, system_allowed = _scopes(access, method)
+            if not (access.project_scoped or access.system_scoped) and projects:
+                # No scope asked for: the first project, as Horizon does.
+                access = _access(v3.Token(auth_url=keystone_url(), token=access.auth_token,
+                                          project_id=projects[0][0]))
         except ks_exceptions.Unauthorized:
             LOG.warning('sign-in refused by Keystone: user %s (domain %s) from %s',
                         username, domain, client_address(request))
@@ -67,44 +119,63 @@ class KeystoneBackend:
         except ks_exceptions.ClientException as exc:
             LOG.error('sign-in failed: Keystone at %s did not answer (%s)', keystone_url(), exc)
             return None
-        user = _local_user(access)
+        held = _held(access, method, projects, system_allowed)
+        user = _local_user(held)
         if request is not None:
-            request.session[SESSION_KEY] = {
-                'token': access.auth_token, 'expires_at': access.expires.isoformat(),
-                'user_id': access.user_id, 'user': access.username,
-                'domain': access.user_domain_name, 'project_id': access.project_id,
-                'project': access.project_name, 'roles': access.role_names,
-            }
-        LOG.info('signed in through Keystone: user %s (%s) project %s roles %s from %s',
-                 access.username, access.user_id, access.project_id,
-                 ','.join(access.role_names), client_address(request))
+            request.session[SESSION_KEY] = held
+        LOG.info('signed in through Keystone: user %s (%s) %s roles %s from %s',
+                 held['user'], held['user_id'], _scope_named(held), ','.join(held['roles']),
+                 client_address(request))
         return user
 
     def get_user(self, user_id):
         return get_user_model().objects.filter(pk=user_id, is_active=True).first()
 
 
-def may_see_dashboards(access):
-    """Does Placement's policy let this token list providers?"""
-    context = oslo_context.RequestContext(
-        user_id=access.user_id, project_id=access.project_id, roles=access.role_names,
-        system_scope='all' if access.system_scoped else None)
-    try:
-        policy.authorize(context, DASHBOARD_RULE)
-    except errors.PlacementError:
-        return False
-    return True
+def _scope_named(held):
+    return 'system' if held['system'] else f'project {held["project_id"]}'
 
 
-def _local_user(access):
+def _local_user(held):
+    """The local user standing for the Keystone user: staff (the admin's
+    door) when Placement's policy lets the token see the whole cloud."""
     user, _ = get_user_model().objects.update_or_create(
-        username=f'{USERNAME_PREFIX}{access.user_id}',
-        defaults={'first_name': access.username[:150], 'is_staff': may_see_dashboards(access),
+        username=f'{USERNAME_PREFIX}{held["user_id"]}',
+        defaults={'first_name': held['user'][:150],
+                  'is_staff': policy.permits(viewers.context_of(held), policy.DASHBOARD_CLOUD),
                   'is_superuser': False, 'is_active': True})
     if user.has_usable_password():
         user.set_unusable_password()
         user.save(update_fields=['password'])
     return user
+
+
+@require_POST
+def switch_scope(request):
+    """Re-scope the session's Keystone token to another of the user's
+    projects (or the system): Keystone issues the new token."""
+    held = request.session.get(SESSION_KEY) if request.user.is_authenticated else None
+    wanted = request.POST.get('scope', '')
+    if held is None or not (wanted in {p for p, _ in held['projects']}
+                            or (wanted == SYSTEM and held['system_allowed'])):
+        messages.error(request, 'That project is not one you can switch to.')
+        return redirect('ui:overview')
+    auth = v3.Token(auth_url=keystone_url(), token=held['token'],
+                    system_scope='all' if wanted == SYSTEM else None,
+                    project_id=None if wanted == SYSTEM else wanted)
+    try:
+        access = _access(auth)
+    except ks_exceptions.ClientException as exc:
+        LOG.warning('switching %s to %s refused by Keystone (%s)', held['user'], wanted, exc)
+        messages.error(request, 'Keystone refused to switch to that project.')
+        return redirect('ui:overview')
+    switched = _held(access, held['method'], held['projects'], held['system_allowed'])
+    request.session[SESSION_KEY] = switched
+    _local_user(switched)
+    LOG.info('switched scope: user %s (%s) to %s roles %s from %s', switched['user'],
+             switched['user_id'], _scope_named(switched), ','.join(switched['roles']),
+             client_address(request))
+    return redirect('ui:overview')
 
 
 class SignInForm(AuthenticationForm):
@@ -113,6 +184,8 @@ class SignInForm(AuthenticationForm):
     Keystone's, is an audit line (who, from where)."""
     domain = forms.CharField(required=False, max_length=255)
     project = forms.CharField(required=False, max_length=255)
+    method = forms.ChoiceField(required=False, choices=[
+        (PASSWORD, 'password'), (APPLICATION_CREDENTIAL, 'application credential')])
 
     def clean(self):
         username, password = self.cleaned_data.get('username'), self.cleaned_data.get('password')
@@ -120,7 +193,8 @@ class SignInForm(AuthenticationForm):
             self.user_cache = authenticate(
                 self.request, username=username, password=password,
                 domain=self.cleaned_data.get('domain') or None,
-                project=self.cleaned_data.get('project') or None)
+                project=self.cleaned_data.get('project') or None,
+                method=self.cleaned_data.get('method') or PASSWORD)
             if self.user_cache is None:
                 LOG.warning('sign-in refused: user %s from %s', username,
                             client_address(self.request))
@@ -173,4 +247,7 @@ class KeystoneSessionMiddleware:
                 logout(request)
                 messages.warning(request, 'Your Keystone sign-in has ended (the token expired '
                                           'or was revoked): sign in again.')
+            else:
+                # The admin's permissions are the token's (PolicyPermissions).
+                request.user.keystone_signin = held
         return self.get_response(request)

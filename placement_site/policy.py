@@ -115,6 +115,26 @@ API_RULES = [
 ]
 
 
+# Not part of OpenStack Placement: what the dashboards (/ui/) show. They
+# build on the API's rules, so a policy file narrowing those narrows the
+# dashboards too; a system reader (or admin) sees the whole cloud, which
+# Placement's API, having dropped system scope, would refuse it.
+DASHBOARD_CLOUD = 'placement:dashboards:cloud'
+DASHBOARD_PROJECT = 'placement:dashboards:project'
+DASHBOARD_RULES = [
+    (DASHBOARD_CLOUD, 'rule:placement:resource_providers:list or '
+                      '(role:reader and system_scope:all)',
+     'See the whole cloud in the dashboards: every provider, pool, pod, project and consumer.',
+     '/ui/'),
+    (DASHBOARD_PROJECT, 'rule:placement:usages',
+     "See a project's own page in the dashboards (its usage, consumers, where they sit and "
+     'its pods), the project being the target.', '/ui/projects/{project_id}/'),
+]
+
+
+DASHBOARD_NAMES = frozenset(name for name, *_ in DASHBOARD_RULES)
+
+
 def rule_defaults():
     documented = [
         oslo_policy.DocumentedRuleDefault(
@@ -122,7 +142,13 @@ def rule_defaults():
             operations=[{'method': method, 'path': path}], scope_types=PROJECT)
         for name, check, method, path in API_RULES
     ]
-    return BASE_RULES + documented
+    dashboards = [
+        oslo_policy.DocumentedRuleDefault(
+            name=name, check_str=check, description=description,
+            operations=[{'method': 'GET', 'path': path}], scope_types=['system', 'project'])
+        for name, check, description, path in DASHBOARD_RULES
+    ]
+    return BASE_RULES + documented + dashboards
 
 
 _lock = threading.Lock()
@@ -166,9 +192,9 @@ def authorize(context, rule, target=None):
     if target is None:
         target = {'project_id': context.project_id, 'user_id': context.user_id}
     creds = dict(context.to_policy_values())
-    if not settings.PLACEMENT_ENFORCE_SCOPE:
+    if not settings.PLACEMENT_ENFORCE_SCOPE and rule not in DASHBOARD_NAMES:
         # Without scope enforcement a system-scoped token is judged by its
-        # roles alone.
+        # roles alone (the dashboards' rules name system scope themselves).
         creds.pop('system_scope', None)
     try:
         get_enforcer().authorize(rule, target, creds, do_raise=True)
@@ -177,3 +203,13 @@ def authorize(context, rule, target=None):
         raise errors.forbidden(rule)
     except oslo_policy.PolicyNotAuthorized:
         raise errors.forbidden(f'Policy does not allow {rule} to be performed.')
+
+
+def permits(context, rule, target=None):
+    """Whether `context` may perform `rule` on `target` (authorize's
+    answer, without raising)."""
+    try:
+        authorize(context, rule, target)
+    except errors.PlacementError:
+        return False
+    return True

@@ -83,6 +83,7 @@ TEMPLATES = [
                 'django.template.context_processors.request',
                 'django.contrib.auth.context_processors.auth',
                 'django.contrib.messages.context_processors.messages',
+                'placement_site.viewers.context',
             ],
             # The dashboards' tags live with the dashboards (allocations/ui).
             'libraries': {'placement_ui': 'allocations.ui.templatetags'},
@@ -274,7 +275,9 @@ PLACEMENT_UI_KEYSTONE_URL = os.environ.get('PLACEMENT_UI_KEYSTONE_URL', '')
 AUTHENTICATION_BACKENDS = (
     ['axes.backends.AxesStandaloneBackend']   # first: a locked-out sign-in goes no further
     + (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])
-    + (['placement_site.keystone_signin.KeystoneBackend']
+    + (['placement_site.keystone_signin.KeystoneBackend',
+        # A Keystone user's admin permissions: Placement's policy for its token.
+        'placement_site.viewers.PolicyPermissions']
        if 'keystone' in PLACEMENT_UI_AUTH else []))
 # The browser pages' Content-Security-Policy ('' for none): nothing but this
 # site's own files, no inline script or style, no framing.

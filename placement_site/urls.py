@@ -84,6 +84,7 @@ urlpatterns = [
 
     path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', keystone_signin.SignInView.as_view(), name='login'),
+    path('accounts/scope/', keystone_signin.switch_scope, name='switch-scope'),
     path('accounts/logout/', auth_views.LogoutView.as_view(next_page='login'), name='logout'),
     path('accounts/', RedirectView.as_view(url='/ui/')),
     path('api/schema/', openapi.DocumentView.as_view(), name='schema'),

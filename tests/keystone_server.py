@@ -89,6 +89,17 @@ class Identity:
         return password_session(self.url, name, name, project_id=project_id,
                                 system=system).get_token()
 
+    def application_credential(self, name, project_id):
+        """(id, secret) of a new application credential the user named
+        `name` makes for itself on the project (Keystone lets only the
+        user do so)."""
+        own = password_session(self.url, name, name, project_id=project_id)
+        user_id = own.get_user_id()
+        made = own.post(f'/users/{user_id}/application_credentials', endpoint_filter=IDENTITY,
+                        json={'application_credential': {'name': f'ui-{uuid.uuid4().hex[:8]}'}},
+                        raise_exc=True).json()['application_credential']
+        return made['id'], made['secret']
+
     def revoke(self, token):
         self.admin.delete('/auth/tokens', endpoint_filter=IDENTITY,
                           headers={'X-Subject-Token': token})

@@ -1,12 +1,13 @@
 """Dashboards for cloud admins: the cloud's capacity and usage, providers,
-pools, pods, usage by owner and the candidate explorer. Server-rendered,
-staff only, a fixed number of queries per page."""
+pools, pods, usage by owner and the candidate explorer; and a project's
+own page for its members and readers. Server-rendered, a fixed number of
+queries per page; who sees what is placement_site.viewers'."""
 import collections
 import dataclasses
 
 from django.conf import settings
-from django.contrib.admin.views.decorators import staff_member_required
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
 
 from allocations import candidates, capacity
 from allocations.models import Consumer, ConsumerType, Project
@@ -15,16 +16,21 @@ from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_provi
 from allocations.ui.forms import ExplorerForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
+from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
 from providers import books, changes
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
-staff_only = staff_member_required(login_url='login')
 TOP_CONSUMERS = 20
+# Pages a project's own viewers reach too (each checks the project).
+cloud_or_project = requires(lambda v: v.sees_cloud or v.project,
+                            'the whole cloud or a project of yours')
 
 
-@staff_only
+@cloud_or_project
 @replicas.advisory
 def overview(request):
+    if not viewer(request).sees_cloud:   # a project's viewer: their project's page
+        return redirect('ui:project', viewer(request).project)
     return render(request, 'ui/overview.html', {
         'classes': reports.class_summary(),
         'counts': reports.cloud_counts(),
@@ -37,7 +43,7 @@ def overview(request):
 
 # ---- providers and pools --------------------------------------------------------
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def provider_list(request):
     # max_utilization only where a filter or the sort needs it: a page in
@@ -67,7 +73,7 @@ def provider_list(request):
     })
 
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def provider_detail(request, uuid):
     provider = get_object_or_404(
@@ -89,7 +95,7 @@ def provider_detail(request, uuid):
     })
 
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def tree_detail(request, uuid):
     """A host as Horizon's Hypervisors panel shows it: the whole tree's
@@ -116,11 +122,13 @@ def tree_detail(request, uuid):
     })
 
 
-@staff_only
+@cloud_or_project
 @replicas.advisory
 def consumer_detail(request, uuid):
     consumer = get_object_or_404(
         Consumer.objects.select_related('project', 'user', 'consumer_type'), uuid=uuid)
+    if not viewer(request).sees_project(consumer.project.external_id):
+        raise Http404   # as if it were not there: another project's
     if exports.wanted(request):
         return exports.streamed(request, f'consumer-{consumer.uuid}-history',
                                 *reports.event_rows(reports.consumer_history(consumer)))
@@ -134,24 +142,41 @@ def consumer_detail(request, uuid):
     })
 
 
-@staff_only
+@cloud_or_project
 @replicas.advisory
 def project_detail(request, external_id):
-    project = get_object_or_404(Project, external_id=external_id)
+    """A project's page: its usage per class, its consumers and where they
+    sit, its pools, its pod bindings and how many more of each flavor fit
+    in those pods. The whole cloud's viewers see every project's; a
+    project's own viewers theirs alone."""
+    if not viewer(request).sees_project(external_id):
+        return not_allowed(request, f'project {external_id}')
+    project = Project.objects.filter(external_id=external_id).first()
+    if project is None:
+        if viewer(request).sees_cloud:
+            raise Http404
+        # Its own viewer's project, holding nothing yet (no row to filter by).
+        return render(request, 'ui/project.html', {
+            'project': Project(external_id=external_id), 'usage': {}, 'held': [],
+            'page': page_of(request, Consumer.objects.none()), 'hosts': [], 'host_count': 0,
+            'pools': [], 'bindings': [], 'flavors': capacity.configured_flavors()})
     listed = reports.project_consumers(project)
     if exports.wanted(request):
         return exports.streamed(request, 'project-consumers', *reports.consumer_rows(listed))
     consumers = page_of(request, listed)
     hosts, host_count = reports.project_hosts(project)
+    bindings = list(reports.project_bindings(project))
+    fits = reports.pool_flavor_fits(binding.pod.aggregate for binding in bindings)
     return render(request, 'ui/project.html', {
         'project': project, 'usage': reports.project_usage(project),
         'held': reports.holdings(consumers), 'page': consumers,
         'hosts': hosts, 'host_count': host_count, 'pools': reports.project_pools(project),
-        'bindings': reports.project_bindings(project),
+        'bindings': [(binding, fits[binding.pod.aggregate.pk]) for binding in bindings],
+        'flavors': capacity.configured_flavors(),
     })
 
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def aggregate_list(request):
     page = page_of(request, reports.aggregates_with_counts())
@@ -163,7 +188,7 @@ def aggregate_list(request):
     })
 
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def aggregate_detail(request, uuid):
     aggregate = get_object_or_404(Aggregate, uuid=uuid)
@@ -188,7 +213,7 @@ def aggregate_detail(request, uuid):
 
 # ---- pods ------------------------------------------------------------------------------
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def pod_list(request):
     return render(request, 'ui/pods.html', {
@@ -197,7 +222,7 @@ def pod_list(request):
     })
 
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def pod_detail(request, uuid):
     pod = get_object_or_404(reports.pods_in_line(), uuid=uuid)
@@ -214,7 +239,7 @@ def pod_detail(request, uuid):
 
 # ---- usage by owner ----------------------------------------------------------------
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def usage(request):
     form = UsageFilter(request.GET or None)
@@ -258,7 +283,7 @@ def _classes_in(rows):
 
 # ---- the candidate explorer ---------------------------------------------------------
 
-@staff_only
+@cloud_pages
 @replicas.advisory
 def explorer(request):
     form = ExplorerForm(request.GET or None)

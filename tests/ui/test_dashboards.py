@@ -110,9 +110,9 @@ def test_every_page_needs_a_staff_sign_in(db):
     User.objects.create_user('someone', password='pw')
     client = Client()
     assert client.login(username='someone', password='pw')
-    response = client.get('/ui/')
-    assert response.status_code == 302
-    assert response['Location'] == '/accounts/login/?next=/ui/'
+    for path in ['/ui/', '/ui/providers/', '/ui/pools/', '/ui/usage/', '/ui/explorer/',
+                 '/ui/pods/', '/ui/projects/any/', f'/ui/consumers/{uuid.uuid4()}/']:
+        assert client.get(path).status_code == 403, path  # signed in, not allowed
 
 
 def test_every_page_answers_on_a_cloud_without_pools(staff):
@@ -623,10 +623,14 @@ def test_a_signed_in_user_who_is_not_staff_is_told_why(db):
     User.objects.create_user('someone', password='pw')
     client = Client()
     assert client.login(username='someone', password='pw')
-    html = client.get('/ui/', follow=True).content.decode()
-    assert 'id="not-staff"' in html
-    assert 'signed in as <strong>someone</strong>, which is not a staff account' in html
-    assert 'href="/ui/providers/"' not in html  # no navigation that loops back here
+    answer = client.get('/ui/', follow=True)
+    html = answer.content.decode()
+    assert answer.status_code == 403 and not answer.redirect_chain  # no loop to sign-in
+    assert 'id="not-allowed"' in html
+    assert 'signed in as <strong>someone</strong>' in html
+    words = ' '.join(html.split())
+    assert 'this account does not let you see the whole cloud or a project' in words
+    assert 'href="/ui/providers/"' not in html  # no navigation to what is refused
 
 
 def test_an_unknown_provider_is_a_styled_page_with_the_navigation(staff):
