@@ -169,10 +169,10 @@ def no_server_errors(page):
     assert not page.server_errors, f'server errors: {page.server_errors}'
 
 
-def sign_in(page, password=PASSWORD, shot=None):
+def sign_in(page, password=PASSWORD, shot=None, user=STAFF):
     """Sign in through the login form; `shot`: a screenshot of the answer."""
     page.goto('/accounts/login/?next=/ui/')
-    page.fill('#id_username', STAFF)
+    page.fill('#id_username', user)
     page.fill('#id_password', password)
     with page.expect_navigation():
         page.click('main button[type=submit]')

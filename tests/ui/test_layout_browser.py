@@ -88,6 +88,41 @@ def test_every_page_fits_the_window_without_console_errors(sized_page, api):
     assert not page.console_errors, page.console_errors
 
 
+# A project's own viewer (a local account in its "project:" group) and a
+# signed-in account allowed nothing.
+VIEWERS = """
+from django.contrib.auth.models import Group, User
+tenant, _ = User.objects.get_or_create(username='tenant')
+tenant.set_password('pw'); tenant.save()
+tenant.groups.add(Group.objects.get_or_create(name='project:demo-db')[0])
+nobody, _ = User.objects.get_or_create(username='nobody')
+nobody.set_password('pw'); nobody.save()
+"""
+
+
+def test_a_projects_own_page_and_the_not_allowed_page_fit(sized_page, demo_server):
+    page = sized_page
+    demo_server.manage('shell', '-c', VIEWERS)
+    for user, path, name, status in [('tenant', '/ui/', 'my-project', 200),
+                                     ('nobody', '/ui/', 'not-allowed', 403)]:
+        page.context.clear_cookies()
+        sign_in(page, user=user, password='pw')
+        answer = page.goto(path)
+        assert answer.status == status
+        assert "default-src 'self'" in answer.headers['content-security-policy']
+        page.wait_for_load_state('networkidle')
+        shoot(page, f'layout-{page.width_name}-{name}')
+        assert page.evaluate(OVERFLOW_JS) <= 0, (page.width_name, name)
+        if status == 403:  # the page's own status is logged
+            assert page.locator('#not-allowed').is_visible()
+            page.console_errors = [e for e in page.console_errors if '403' not in e]
+        else:
+            assert page.url.endswith('/ui/projects/demo-db/')
+            assert page.locator('#project-usage').is_visible()
+            assert page.locator('header nav a').all_inner_texts() == ['My project']
+        assert not page.console_errors, page.console_errors
+
+
 def test_the_api_docs_run_under_the_content_security_policy(sized_page):
     """Swagger UI's start-up script is a file of its own (drf-spectacular's
     split view), so the page renders with no inline script."""
