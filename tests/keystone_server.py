@@ -89,6 +89,18 @@ class Identity:
         return password_session(self.url, name, name, project_id=project_id,
                                 system=system).get_token()
 
+    def region_with(self, service_type, url):
+        """A new region whose catalogue lists `url` as the public endpoint
+        of `service_type` (each caller its own region, so test processes
+        sharing the Keystone never see each other's endpoints)."""
+        region = self._call('POST', '/regions', region={
+            'id': f'test-{uuid.uuid4().hex[:8]}'})['region']['id']
+        service = self._call('POST', '/services', service={
+            'type': service_type, 'name': service_type})['service']['id']
+        self._call('POST', '/endpoints', endpoint={
+            'service_id': service, 'interface': 'public', 'url': url, 'region_id': region})
+        return region
+
     def application_credential(self, name, project_id):
         """(id, secret) of a new application credential the user named
         `name` makes for itself on the project (Keystone lets only the

@@ -14,7 +14,7 @@ import requests
 from django.core.handlers.wsgi import WSGIHandler
 
 from placement_site.wsgi import _with_keystone
-from tests.fake_keystone import FakeKeystone
+from tests.keystone_server import Identity, keystone_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -324,31 +324,36 @@ def test_sync_adds_a_missing_class_and_reports_unreadable_paths(placement, tmp_p
 
 @pytest.fixture
 def keystone(placement, live_server, settings):
-    """The live server in keystone mode (keystonemiddleware in front,
-    validating against a fake Keystone whose catalog lists placement)."""
-    with FakeKeystone(services={'placement': placement.url}) as server:
-        settings.PLACEMENT_AUTH_STRATEGY = 'keystone'
-        settings.KEYSTONE_AUTHTOKEN = {
-            'auth_url': server.url, 'www_authenticate_uri': server.url,
-            'auth_type': 'password', 'username': server.service['username'],
-            'password': server.service['password'],
-            'project_name': server.service['project_name'],
-            'user_domain_id': 'default', 'project_domain_id': 'default'}
-        httpd = live_server.thread.httpd
-        noauth = httpd.get_app()
-        httpd.set_app(_with_keystone(WSGIHandler()))
-        try:
-            yield server
-        finally:
-            httpd.set_app(noauth)
+    """The live server in keystone mode (keystonemiddleware in front),
+    validating against a real Keystone whose catalogue lists it, with a
+    project admin for the CLI and the service user auth_token uses."""
+    identity = Identity(keystone_url())
+    identity.region = identity.region_with('placement', placement.url)
+    service_project = identity.project('service')
+    _, service_user = identity.user('placement', project_roles=[(service_project, 'service')])
+    identity.project_id = identity.project('operators')
+    _, identity.admin_name = identity.user('pool-admin',
+                                           project_roles=[(identity.project_id, 'admin')])
+    settings.PLACEMENT_AUTH_STRATEGY = 'keystone'
+    settings.KEYSTONE_AUTHTOKEN = {
+        'auth_url': identity.url, 'www_authenticate_uri': identity.url,
+        'auth_type': 'password', 'username': service_user, 'password': service_user,
+        'project_id': service_project, 'user_domain_id': 'default'}
+    httpd = live_server.thread.httpd
+    noauth = httpd.get_app()
+    httpd.set_app(_with_keystone(WSGIHandler()))
+    try:
+        yield identity
+    finally:
+        httpd.set_app(noauth)
 
 
 def test_keystone_password_auth_finds_placement_in_the_catalog(placement, keystone):
-    service = keystone.service
-    auth = ['--os-auth-type', 'password', '--os-auth-url', f'{keystone.url}/v3',
-            '--os-username', service['username'], '--os-password', service['password'],
-            '--os-project-name', service['project_name'], '--os-user-domain-id', 'default',
-            '--os-project-domain-id', 'default', '--os-region-name', 'RegionOne']
+    # No --os-endpoint: the CLI finds Placement in Keystone's catalogue.
+    auth = ['--os-auth-type', 'password', '--os-auth-url', keystone.url,
+            '--os-username', keystone.admin_name, '--os-password', keystone.admin_name,
+            '--os-project-id', keystone.project_id, '--os-user-domain-id', 'default',
+            '--os-region-name', keystone.region]
     pool = str(uuid.uuid4())
 
     placement.openstack('resource', 'pool', 'create', 'nfs-row1', '--uuid', pool,
@@ -356,9 +361,10 @@ def test_keystone_password_auth_finds_placement_in_the_catalog(placement, keysto
     rows = placement.openstack('resource', 'pool', 'list', '-f', 'json', auth=auth)
 
     assert [(r['uuid'], r['name']) for r in rows] == [(pool, 'nfs-row1')]
-    # The CLI got its token from Keystone; keystonemiddleware validated it.
-    assert ('POST', '/v3/auth/tokens') in keystone.requests
-    assert ('GET', '/v3/auth/tokens') in keystone.requests
+    # A wrong password: Keystone refuses, nothing reaches Placement.
+    wrong = [*auth[:7], 'wrong', *auth[8:]]
+    assert 'The request you have made requires authentication' in placement.openstack(
+        'resource', 'pool', 'list', auth=wrong, ok=False)
     # keystonemiddleware is really in front: the noauth2 token is refused.
     refused = placement.http.get(placement.url + '/resource_providers', timeout=30)
     assert refused.status_code == 401
