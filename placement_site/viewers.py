@@ -20,7 +20,7 @@ from django.shortcuts import render
 from oslo_context import context as oslo_context
 
 from placement_site import policy
-from placement_site.operator_groups import PROJECT_GROUP_PREFIX
+from placement_site.operator_groups import PROJECT_GROUP_PREFIX, READ_ONLY_APPS
 
 SESSION_KEY = 'keystone'   # where a Keystone sign-in keeps its token and scope
 
@@ -122,9 +122,13 @@ class Viewer:
         return self.local_projects[0] if self.local_projects else None
 
     def may_change(self, perm):
-        """A Django admin permission for a Keystone user: viewing needs the
-        whole cloud, an edit the API rule of the matching write."""
-        if perm.partition('.')[2].startswith('view_'):
+        """A Django admin permission for a Keystone user: viewing the
+        house's models needs the whole cloud, an edit the API rule of the
+        matching write; local accounts and sign-in records are not theirs."""
+        app, _, codename = perm.partition('.')
+        if app not in READ_ONLY_APPS:
+            return False
+        if codename.startswith('view_'):
             return self.sees_cloud
         rule = write_rule(perm)
         return rule is not None and self.permits(rule)
@@ -180,5 +184,6 @@ class PolicyPermissions:
 
     def has_module_perms(self, user, app_label):
         held = getattr(user, 'keystone_signin', None)
-        return held is not None and user.is_active and Viewer(user, held).sees_cloud
+        return (app_label in READ_ONLY_APPS and held is not None and user.is_active
+                and Viewer(user, held).sees_cloud)
 

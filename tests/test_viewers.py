@@ -223,8 +223,11 @@ def test_a_reader_never_reaches_an_edit(cloud, keystone):
     assert signed_in(keystone, 'system admin').get(
         '/admin/providers/resourceprovider/add/').status_code == 403
     # The legacy admin passes placement:resource_providers:create.
-    assert signed_in(keystone, 'legacy admin').get(
-        '/admin/providers/resourceprovider/add/').status_code == 200
+    admin = signed_in(keystone, 'legacy admin')
+    assert admin.get('/admin/providers/resourceprovider/add/').status_code == 200
+    # Local accounts and sign-in records are no Keystone user's business.
+    assert admin.get('/admin/auth/user/').status_code == 403
+    assert 'auth/user' not in admin.get('/admin/').content.decode()
 
 
 @pytest.fixture
