@@ -227,6 +227,22 @@ def token_valid(token):
     return answer.status_code == 200
 
 
+def _still_valid(request, held, now):
+    """token_valid, asked at most every PLACEMENT_UI_TOKEN_RECHECK_SECONDS
+    (0: on every page); the time of the last answer is kept in the session
+    only when there is an interval to keep it for."""
+    interval = settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS
+    checked = held.get('checked_at')
+    if interval and checked and now.timestamp() - checked < interval:
+        return True
+    if not token_valid(held['token']):
+        return False
+    if interval:
+        held['checked_at'] = now.timestamp()
+        request.session.modified = True
+    return True
+
+
 class KeystoneSessionMiddleware:
     """Every page of a Keystone-signed-in session: the token re-validated;
     revoked or expired, the session ends with a message."""
@@ -240,8 +256,9 @@ class KeystoneSessionMiddleware:
         held = (request.session.get(SESSION_KEY)
                 if settings.SESSION_COOKIE_NAME in request.COOKIES else None)
         if held and request.user.is_authenticated:
-            expired = datetime.fromisoformat(held['expires_at']) <= datetime.now(timezone.utc)
-            if expired or not token_valid(held['token']):
+            now = datetime.now(timezone.utc)
+            expired = datetime.fromisoformat(held['expires_at']) <= now
+            if expired or not _still_valid(request, held, now):
                 LOG.info('Keystone session of %s ended: token %s', held['user'],
                          'expired' if expired else 'no longer valid')
                 logout(request)

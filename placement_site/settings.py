@@ -272,6 +272,10 @@ PLACEMENT_UI_AUTH = [name.strip() for name in
 if set(PLACEMENT_UI_AUTH) - {'django', 'keystone'} or not PLACEMENT_UI_AUTH:
     raise ValueError("PLACEMENT_UI_AUTH must name 'django', 'keystone' or both")
 PLACEMENT_UI_KEYSTONE_URL = os.environ.get('PLACEMENT_UI_KEYSTONE_URL', '')
+# How often a Keystone session's token is re-validated with Keystone: 0, on
+# every page; N, at most every N seconds (a revoked token is honoured up to
+# N seconds; an expired one never). Each check is a round trip to Keystone.
+PLACEMENT_UI_TOKEN_RECHECK_SECONDS = config.env_int('PLACEMENT_UI_TOKEN_RECHECK_SECONDS', 0)
 AUTHENTICATION_BACKENDS = (
     ['axes.backends.AxesStandaloneBackend']   # first: a locked-out sign-in goes no further
     + (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])

@@ -111,3 +111,19 @@ def test_local_accounts_sign_in_beside_keystone(signin):
     assert answer.status_code == 302
     assert client.get('/ui/').status_code == 200
     assert keystone_signin.SESSION_KEY not in client.session
+
+
+def test_a_recheck_interval_spares_keystone_until_it_passes(signin, keystone, settings):
+    """PLACEMENT_UI_TOKEN_RECHECK_SECONDS: a revoked token is honoured until
+    the interval since the last check has passed, then signed out."""
+    settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS = 60
+    client, _ = signin(keystone.admin_name, keystone.admin_name, project=keystone.project_name)
+    assert client.get('/ui/').status_code == 200   # checked now
+    held = client.session[keystone_signin.SESSION_KEY]
+    keystone.revoke(held['token'])
+    assert client.get('/ui/').status_code == 200   # within the interval: not asked
+    session = client.session
+    session[keystone_signin.SESSION_KEY]['checked_at'] -= 61
+    session.save()
+    after = client.get('/ui/', follow=True)
+    assert 'Your Keystone sign-in has ended' in after.content.decode()
