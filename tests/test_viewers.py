@@ -73,6 +73,9 @@ def cloud(db, settings, keystone):
                                         'placement_site.keystone_signin.KeystoneBackend',
                                         'placement_site.viewers.PolicyPermissions']
     settings.PLACEMENT_CAPACITY_FLAVORS = FLAVORS
+    # Tokens are checked with Keystone once a minute here, not on each of the
+    # hundreds of pages (test_keystone_signin checks every page's check).
+    settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS = 60
     found = {}
     for name, project, vcpu in (('alpha', keystone.alpha, 2), ('beta', keystone.beta, 4)):
         aggregate = str(uuid.uuid4())
