@@ -120,7 +120,9 @@ def demo_server(tmp_path_factory):
     not pytest-django's live_server: that one makes every test
     transactional, emptying the tables after each."""
     base = tmp_path_factory.mktemp('demo-server')
-    server = Server(base, database_url=f'sqlite:///{base / "placement.sqlite3"}')
+    # Keystone's sign-in beside local accounts: the form shows its fields.
+    server = Server(base, database_url=f'sqlite:///{base / "placement.sqlite3"}',
+                    env={'PLACEMENT_UI_AUTH': 'django,keystone'})
     server.manage('migrate', '--noinput')
     server.manage('load_demo', '--size', 'small', '--staff-user', STAFF, '--password', PASSWORD)
     server.start()
