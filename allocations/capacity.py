@@ -35,7 +35,7 @@ from allocations.pods.models import Pod
 from placement_site import errors, querystring
 from providers import books, changes, scopes
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
-from providers.querysets import slots_expression, takes
+from providers.rules import slots_sql, takes_sql
 
 CLOUD = 'cloud'
 AGGREGATE = 'aggregate'
@@ -184,7 +184,7 @@ def _slot_sums(scope, shapes, *keys):
     """Each part's rows grouped by `keys`, with s0, s1, ...: the sum of the
     slots for each shape's amount of the row's class (NULL for a class the
     shape does not ask for)."""
-    sums = {f's{index}': Sum(Case(*[When(resource_class_id=class_id, then=slots_expression(amount))
+    sums = {f's{index}': Sum(Case(*[When(resource_class_id=class_id, then=slots_sql(amount))
                                     for class_id, amount in shape.items()],
                                   output_field=FloatField()))
             for index, shape in enumerate(shapes)}
@@ -306,9 +306,9 @@ def why_none_fit(flavors, scope, groups, fits):
             f'has{index}': Count('id', filter=has),
             f'max{index}': Max('max_unit', filter=has),
             f'min{index}': Min('min_unit', filter=has),
-            f'takes{index}': Count('id', filter=has & takes(amount)),
+            f'takes{index}': Count('id', filter=has & takes_sql(amount)),
             f'room{index}': Count('id', filter=has & Q(
-                GreaterThanOrEqual(slots_expression(amount), 1.0))),
+                GreaterThanOrEqual(slots_sql(amount), 1.0))),
         })
     # A group's inventories may be in several parts: their rows combine.
     found = collections.defaultdict(lambda: collections.defaultdict(list))

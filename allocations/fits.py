@@ -1,7 +1,7 @@
 """How many more claims of a request shape fit a group of providers, from
 the slots its inventories offer: count_fits() and its max flows. Pure
 Python on per-tree sums; allocations.capacity reads those sums from the
-database (providers.querysets.slots_expression is the slot rule).
+database (providers.rules.slots is the slot rule).
 """
 import collections
 import math
@@ -36,7 +36,7 @@ def count_fits(own, pools, reach, classes):
     provider's capacity check for one class does not move with another's
     use, so repeated claims of `amount` on an inventory fit exactly
     slots = the largest k with used + k * amount <= capacity
-    (providers.querysets.slots_expression),
+    (providers.rules.slots),
     whichever claims they belong to. A tree's own providers therefore offer
     a[T][c] = the sum of their slots for c, and a sharing provider s offers
     b[s][c] slots to every tree it serves, a pool for all of them.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
@@ -20,7 +20,8 @@ from placement_site import exceptions
 from placement_site.queries import is_retryable, storable
 from providers import events
 from providers import services as provider_services
-from providers.models import Inventory, ResourceClass, ResourceProvider, capacity
+from providers import rules
+from providers.models import Inventory, ResourceClass, ResourceProvider
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
 ATTEMPTS = 10
@@ -162,9 +163,10 @@ def _replace(requests):
             provider = providers[found[provider_uuid]]
             for class_name, amount in resources.items():
                 wanted.append((request, provider, class_name, class_ids[class_name], amount))
-    usage_before = _usage(providers, class_ids.values())
+    # Read before the consumers' own allocations go: `used` as it stands.
+    inventories = _inventories(wanted)
     Allocation.objects.filter(consumer_id__in=consumer_ids).delete()
-    _check_capacity(wanted, usage_before, previous, class_ids)
+    _check_capacity(wanted, inventories, previous)
     Allocation.objects.bulk_create([
         Allocation(resource_provider_id=provider.pk, consumer_id=request.consumer.pk,
                    resource_class_id=class_id, used=amount)
@@ -316,30 +318,28 @@ def _bump_provider_generations(providers):
         provider.generation += 1
 
 
-def _usage(providers, class_ids):
-    """{(provider id, class id): used} for the providers and classes."""
-    rows = Allocation.objects.filter(
-        resource_provider_id__in=list(providers), resource_class_id__in=list(class_ids),
-    ).values('resource_provider_id', 'resource_class_id').annotate(used=Sum('used'))
-    return {(r['resource_provider_id'], r['resource_class_id']): r['used'] for r in rows}
+def _inventories(wanted):
+    """{(provider id, class id): Inventory} of what is wanted, `used`
+    included (the one count of usage, kept by the database)."""
+    if not wanted:
+        return {}
+    provider_ids = {provider.pk for _, provider, _, _, _ in wanted}
+    wanted_class_ids = {class_id for _, _, _, class_id, _ in wanted}
+    return {(inv.resource_provider_id, inv.resource_class_id): inv
+            for inv in Inventory.objects.filter(resource_provider_id__in=provider_ids,
+                                                resource_class_id__in=wanted_class_ids)}
 
 
-def _check_capacity(wanted, usage_before, previous, class_ids):
-    """Refuse allocations that do not fit, as OpenStack Placement judges it.
+def _check_capacity(wanted, inventories, previous):
+    """Refuse allocations that do not fit, as OpenStack Placement judges it
+    (providers.rules), on `inventories` as they were before the consumers'
+    own previous allocations, which are being replaced, went.
 
-    Usage is counted without the consumers' own previous allocations, which
-    are being replaced. An allocation that leaves a provider over capacity is
-    still accepted when it reduces an existing overage.
+    An allocation that leaves a provider over capacity is still accepted
+    when it reduces an existing overage.
     """
     if not wanted:
         return
-    provider_ids = {provider.pk for _, provider, _, _, _ in wanted}
-    wanted_class_ids = {class_id for _, _, _, class_id, _ in wanted}
-    inventories = {
-        (inv.resource_provider_id, inv.resource_class_id): inv
-        for inv in Inventory.objects.filter(resource_provider_id__in=provider_ids,
-                                            resource_class_id__in=wanted_class_ids)
-    }
     replaced = collections.Counter()
     for _consumer_id, provider_id, class_id, used in previous:
         replaced[provider_id, class_id] += used
@@ -357,15 +357,15 @@ def _check_capacity(wanted, usage_before, previous, class_ids):
         if inventory is None:
             raise exceptions.InvalidInventory(resource_class=class_name,
                                               resource_provider=provider.uuid)
-        if (amount < inventory.min_unit or amount > inventory.max_unit
-                or amount % inventory.step_size):
+        if not rules.takes(amount, inventory.min_unit, inventory.max_unit,
+                           inventory.step_size):
             raise exceptions.InvalidAllocationConstraintsViolated(
                 resource_class=class_name, resource_provider=provider.uuid)
-        used_before = usage_before.get(key, 0)
+        used_before = inventory.used
         used = used_before - replaced[key]
-        limit = capacity(inventory.total, inventory.reserved, inventory.allocation_ratio)
+        limit = inventory.capacity
         if limit < used + amount or limit < used + requested[key]:
-            if key in usage_before and used + requested[key] <= used_before:
+            if used + requested[key] <= used_before:
                 continue  # over capacity already, but no worse than before
             raise exceptions.InvalidAllocationCapacityExceeded(
                 resource_class=class_name, resource_provider=provider.uuid)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Sum
 
 from providers import changes, scopes
-from providers.querysets import capacity_expression
+from providers.rules import capacity_sql
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def scope_books(scope):
 def _summed_books(scope):
     parts = [part.values('grp', 'resource_class_id', 'resource_class__name').annotate(
         total_sum=Sum('total'), reserved_sum=Sum('reserved'),
-        capacity_sum=Sum(capacity_expression()), used_sum=Sum('used'),
+        capacity_sum=Sum(capacity_sql()), used_sum=Sum('used'),
         provider_count=Count('resource_provider', distinct=True)).order_by()
         for part in scope.parts]
     found = scopes.union_sql(parts)

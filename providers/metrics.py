@@ -26,7 +26,8 @@ from django.utils.cache import patch_vary_headers
 from placement_site import metrics as site_metrics
 from placement_site.metrics import family, labels, number
 from providers import books, scopes
-from providers.models import Aggregate, Inventory, capacity
+from providers import rules
+from providers.models import Aggregate, Inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -121,12 +122,12 @@ def series(request_text, catalogue):
         'placement_provider_capacity',
         "What may be allocated of a resource class on a provider: "
         "(total - reserved) * allocation_ratio.",
-        ((label, number(capacity(total, reserved, ratio)))
+        ((label, number(rules.capacity(total, reserved, ratio)))
          for label, total, reserved, ratio, _ in rows))
     yield from family(
         'placement_provider_free',
         'Capacity not allocated of a resource class on a provider (at least 0).',
-        ((label, number(max(capacity(total, reserved, ratio) - used, 0)))
+        ((label, number(max(rules.capacity(total, reserved, ratio) - used, 0)))
          for label, total, reserved, ratio, used in rows))
     for suffix, help_text, value in BOOK_FIELDS:
         yield from family(

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from providers import rules
 from providers.querysets import EventQuerySet, InventoryQuerySet, ResourceProviderQuerySet
 
 
@@ -150,15 +151,11 @@ class Inventory(models.Model):
     @property
     def capacity(self):
         """What may be allocated: (total - reserved) * allocation_ratio."""
-        return capacity(self.total, self.reserved, self.allocation_ratio)
+        return rules.capacity(self.total, self.reserved, self.allocation_ratio)
 
     @property
     def last_modified(self):
         return self.updated_at or self.created_at
-
-
-def capacity(total, reserved, allocation_ratio):
-    return (total - reserved) * allocation_ratio
 
 
 class ProviderTrait(models.Model):

@@ -14,12 +14,10 @@ import os_traits
 from django.apps import apps
 from django.db import models
 from django.db.models import (Case, Exists, F, FilteredRelation, FloatField, Max, OuterRef, Q,
-                              Subquery, Value, When)
-from django.db.models.functions import Cast, Floor, Mod, NullIf
-from django.db.models.lookups import (Exact, GreaterThan, GreaterThanOrEqual,
-                                      LessThanOrEqual)
+                              Subquery, When)
+from django.db.models.functions import Cast, NullIf
 
-from placement_site.queries import storable
+from providers import rules
 
 # The trait that makes a provider's inventory available to every tree
 # sharing an aggregate with it.
@@ -67,52 +65,6 @@ def trees_served_by(provider_ids):
                   'resource_provider__root_provider_id').order_by()
 
 
-def capacity_expression(prefix=''):
-    """(total - reserved) * allocation_ratio, as SQL."""
-    return models.ExpressionWrapper(
-        (F(f'{prefix}total') - F(f'{prefix}reserved')) * F(f'{prefix}allocation_ratio'),
-        output_field=models.FloatField())
-
-
-def takes(amount):
-    """A claim of `amount` is within the inventory's min_unit, max_unit
-    and step_size."""
-    return Q(min_unit__lte=amount, max_unit__gte=amount) & Exact(Mod(Value(amount), F('step_size')), 0)
-
-
-def _fits(amount):
-    """`amount` more units fit the inventory (see able_to_fit)."""
-    return takes(amount) & GreaterThanOrEqual(capacity_expression(), F('used') + amount)
-
-
-# Past this many slots float division is no longer exact to the unit (and
-# the rounding is not corrected): an inventory this large is unlimited for
-# any practical request anyway.
-EXACT_SLOTS = 2 ** 52
-
-
-def slots_expression(amount):
-    """How many claims of `amount` the inventory takes one after another,
-    as SQL: none outside min_unit..max_unit or off step_size, else the
-    largest k with used + k * amount <= capacity (the check every claim
-    passes). The quotient is floored, then moved by one where the division
-    rounded across a whole number, as allocations.capacity.Stock.slots
-    does in Python (tests/test_capacity_fits.py holds both to the same
-    answers)."""
-    capacity = capacity_expression()
-    room = models.ExpressionWrapper((capacity - F('used')) / Value(float(amount)),
-                                    output_field=FloatField())
-    k = Floor(room)
-    corrected = Case(
-        When(GreaterThanOrEqual(room, Value(float(EXACT_SLOTS))), then=k),
-        When(GreaterThan(F('used') + k * Value(amount), capacity), then=k - Value(1)),
-        When(LessThanOrEqual(F('used') + (k + Value(1)) * Value(amount), capacity),
-             then=k + Value(1)),
-        default=k, output_field=FloatField())
-    return Case(When(takes(amount) & GreaterThanOrEqual(room, Value(1.0)), then=corrected),
-                default=Value(0.0), output_field=FloatField())
-
-
 def in_pools(inventories, aggregate_ids):
     """`inventories` narrowed to the providers of the pools (aggregates, by
     id: a list or a subquery), as two querysets whose rows are annotated `pool` (the aggregate id).
@@ -143,19 +95,19 @@ class InventoryQuerySet(models.QuerySet):
         """Annotate `utilization` (used / capacity; unknown when
         there is no capacity: reserved == total, or a zero ratio)."""
         return self.annotate(
-            utilization=Cast(F('used'), FloatField()) / NullIf(capacity_expression(), 0.0))
+            utilization=Cast(F('used'), FloatField()) / NullIf(rules.capacity_sql(), 0.0))
 
     def able_to_fit(self, amount):
         """Inventories where `amount` more units fit: within min_unit,
         max_unit and step_size, and used + amount <= capacity."""
-        return self.filter(_fits(amount))
+        return self.filter(rules.fits_sql(amount))
 
     def able_to_fit_any(self, wanted):
         """Inventories of the classes of `wanted` ({class id: amount}) where
         the class's amount fits: able_to_fit for several classes at once."""
         fitting = Q()
         for class_id, amount in wanted.items():
-            fitting |= Q(resource_class_id=class_id) & _fits(amount)
+            fitting |= Q(resource_class_id=class_id) & rules.fits_sql(amount)
         return self.filter(fitting)
 
     def with_root(self):
@@ -274,7 +226,7 @@ class ResourceProviderQuerySet(models.QuerySet):
             max_utilization=Max(Case(When(
                 fullness__total__gt=F('fullness__reserved'),
                 then=Cast(F('fullness__used'), FloatField())
-                / NullIf(capacity_expression('fullness__'), 0.0)))))
+                / NullIf(rules.capacity_sql('fullness__'), 0.0)))))
 
 
 class EventQuerySet(models.QuerySet):

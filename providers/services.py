@@ -11,15 +11,15 @@ import uuid as uuid_lib
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Sum
+from django.db.models import F, Max
 from django.utils import timezone
 
 from placement_site import exceptions
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers import events
+from providers import events, rules
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait, capacity)
+                              ResourceClass, ResourceProvider, Trait)
 
 LOG = logging.getLogger('placement.inventories')
 
@@ -220,7 +220,7 @@ def resource_class_ids(names):
 def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
     """Refuse an inventory whose capacity, truncated to a whole number as
     Placement does, is negative (or zero before 1.26)."""
-    usable = int(capacity(record['total'], record['reserved'], record['allocation_ratio']))
+    usable = int(rules.capacity(record['total'], record['reserved'], record['allocation_ratio']))
     if usable < 0 or (usable == 0 and not reserved_can_be_total):
         error = (exceptions.InvalidInventoryCapacityReservedCanBeTotal if reserved_can_be_total
                  else exceptions.InvalidInventoryCapacity)
@@ -228,12 +228,13 @@ def check_inventory_capacity(provider, resource_class, record, *, reserved_can_b
 
 
 def _usage_by_class(provider, class_ids):
-    """{class id: used} of what the provider's consumers hold (through the
-    reverse relation: the catalogue does not know who allocates)."""
+    """{class id: used} of what the provider's consumers hold: its
+    inventories' `used`, the one count of usage (kept by the database)."""
     if provider.pk is None:  # not created yet (the admin checks before saving)
         return {}
-    return dict(provider.allocations.filter(resource_class_id__in=list(class_ids)).values(
-        'resource_class_id').annotate(used=Sum('used')).values_list('resource_class_id', 'used'))
+    return dict(Inventory.objects.filter(
+        resource_provider_id=provider.pk, resource_class_id__in=list(class_ids)).values_list(
+        'resource_class_id', 'used'))
 
 
 def _over_capacity(provider, records_by_id, names_by_id):
@@ -243,7 +244,7 @@ def _over_capacity(provider, records_by_id, names_by_id):
     exceeded = []
     for class_id, record in sorted(records_by_id.items()):
         in_use = used.get(class_id, 0)
-        limit = capacity(record['total'], record['reserved'], record['allocation_ratio'])
+        limit = rules.capacity(record['total'], record['reserved'], record['allocation_ratio'])
         if in_use > limit:
             exceeded.append((names_by_id[class_id], in_use, limit))
     return exceeded

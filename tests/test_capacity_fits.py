@@ -14,7 +14,7 @@ import pytest
 from allocations.pods import services as pod_services
 from providers import services
 from providers.models import Inventory
-from providers.querysets import EXACT_SLOTS, slots_expression
+from providers.rules import EXACT_SLOTS, slots_sql
 from tests.conftest import add_allocation, add_provider, new_uuid
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
@@ -190,7 +190,7 @@ def test_slots_are_what_successive_capacity_checks_allow(db, total, reserved, ra
         rp.refresh_from_db()
     services.inventories_replace(provider=rp, inventories={'VCPU': {
         'total': total, 'reserved': reserved, 'allocation_ratio': ratio}})
-    found = Inventory.objects.annotate(slots=slots_expression(amount)).get().slots
+    found = Inventory.objects.annotate(slots=slots_sql(amount)).get().slots
     assert found == slots
     capacity_ = (total - reserved) * ratio
     if slots < EXACT_SLOTS:
@@ -202,4 +202,4 @@ def test_slots_are_what_successive_capacity_checks_allow(db, total, reserved, ra
     ({'min_unit': 4}, 3), ({'max_unit': 2}, 3), ({'step_size': 2}, 3)])
 def test_no_slots_outside_min_max_and_step(db, fields, amount):
     add_provider('rp', inventories={'VCPU': {'total': 64, **fields}})
-    assert Inventory.objects.annotate(slots=slots_expression(amount)).get().slots == 0
+    assert Inventory.objects.annotate(slots=slots_sql(amount)).get().slots == 0

@@ -1,13 +1,15 @@
 """Inventory.used, the sum of a (provider, class)'s allocations, is kept by
 the database whatever writes the rows: the services, the ORM directly, in
 any order, and a stale Inventory saved over it."""
+import io
 import uuid
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from allocations import services as allocation_services
-from allocations import usage_totals
+from allocations import status, usage_totals
 from allocations.models import Allocation, Consumer, Project, User
 from providers import services
 from providers.models import Inventory, ResourceClass
@@ -109,4 +111,26 @@ def test_install_recounts_what_was_written_without_the_triggers(node):
     assert usage_totals.miscounted(connection) == []
     assert used(node) == 3
     allocate(node, 'VCPU', 1)
+    assert used(node) == 4
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_placement_status_finds_a_wrong_count_and_recount_used_fixes_it(node):
+    allocate(node, 'VCPU', 3)
+    assert status.check_used_counts().code == status.Code.SUCCESS
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TRIGGER IF EXISTS inventories_used ON inventories'
+                       if connection.vendor == 'postgresql' else
+                       'DROP TRIGGER IF EXISTS inventories_used_update')
+        cursor.execute('UPDATE inventories SET used = 77')
+    found = status.check_used_counts()
+    assert found.code == status.Code.FAILURE
+    assert 'used 77, its allocations 3' in found.details
+    assert 'Run `manage.py recount_used`' in found.details
+    out = io.StringIO()
+    call_command('recount_used', stdout=out)
+    assert out.getvalue().strip() == 'Triggers installed; 2 inventories recounted.'
+    assert status.check_used_counts().code == status.Code.SUCCESS
+    assert used(node) == 3
+    allocate(node, 'VCPU', 1)   # the triggers are back
     assert used(node) == 4

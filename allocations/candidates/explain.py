@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from allocations.candidates.research import Stage, root_traits_text
 from allocations.candidates.selector import select_candidates
+from providers import rules
 from providers.models import Inventory, ResourceProvider
 
 # What the explain endpoint calls each stage of the search.
@@ -491,8 +492,8 @@ def _group_near_misses(found, constraints, funnel, inventories, served, roots_of
 def _shortfall(amount, total, reserved, ratio, used, max_unit):
     """(how much more an inventory would need to take `amount`, and what
     limits it: 'capacity' or 'max_unit'); at most 0 when it fits. The
-    capacity check is used + amount <= (total - reserved) * ratio."""
-    by_capacity = math.ceil(used + amount - (total - reserved) * ratio)
+    capacity check is used + amount <= capacity (providers.rules)."""
+    by_capacity = math.ceil(used + amount - rules.capacity(total, reserved, ratio))
     by_max_unit = amount - max_unit
     if by_max_unit > by_capacity:
         return by_max_unit, 'max_unit'

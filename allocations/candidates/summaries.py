@@ -12,6 +12,7 @@ answer's providers only. Constructing Summaries does no I/O.
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connections
 
+from providers import rules
 from providers.models import Inventory, ProviderTrait, ResourceClass, ResourceProvider, Trait
 
 # Above this many trees, reading whole tables beats a huge IN list.
@@ -73,7 +74,7 @@ class Summaries:
             summary = added.get(provider_id)
             if summary is not None:
                 summary.resources[class_names[class_id]] = (
-                    int((total - reserved) * ratio), int(used or 0), max_unit)
+                    int(rules.capacity(total, reserved, ratio)), int(used or 0), max_unit)
         self.by_id.update(added)
 
     def _load_traits(self, summaries):

@@ -11,7 +11,7 @@ from django.db.models.functions import Cast, NullIf
 from placement_site import microversion
 from providers import filters as api_filters
 from providers.models import Inventory, ResourceClass, ResourceProvider
-from providers.querysets import capacity_expression
+from providers.rules import capacity_sql
 
 LATEST = microversion.parse(microversion.MAX_VERSION)
 
@@ -99,7 +99,7 @@ def sorted_providers(queryset, sort, trees=False):
             resource_provider__root_provider_id=OuterRef('pk'),
             resource_class_id=_class_id(class_name)).values(
             'resource_provider__root_provider_id').order_by()
-        capacity = Sum(capacity_expression())
+        capacity = Sum(capacity_sql())
         value = {'used': Cast(Sum('used'), FloatField()),
                  'free': capacity - Sum('used'),
                  'utilization': Cast(Sum('used'), FloatField()) / NullIf(capacity, 0.0)}[kind]
@@ -111,7 +111,7 @@ def sorted_providers(queryset, sort, trees=False):
         # a subquery per provider: the whole cloud sorts in one pass.
         queryset = queryset.annotate(sorted_by=FilteredRelation('inventories', condition=Q(
             inventories__resource_class_id=_class_id(class_name))))
-        capacity = capacity_expression('sorted_by__')
+        capacity = capacity_sql('sorted_by__')
         queryset = queryset.annotate(sort_value={
             'used': Cast(F('sorted_by__used'), FloatField()),
             'free': capacity - F('sorted_by__used'),

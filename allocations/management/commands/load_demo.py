@@ -53,7 +53,8 @@ from allocations.pods.selection import BindingRequest
 from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
 from providers import services, trends
 from placement_site.exceptions import PlacementDomainError
-from providers.models import Inventory, ResourceProvider, Trait, UsageSnapshot, capacity
+from providers import rules
+from providers.models import Inventory, ResourceProvider, Trait, UsageSnapshot
 
 NAMESPACE = uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, 'https://placement.invalid/load_demo')
 
@@ -362,7 +363,7 @@ class Loader:
         if inventories:
             services.inventories_replace(provider=provider, inventories=inventories)
             for rc, record in inventories.items():
-                self.capacity[provider.uuid, rc] = capacity(
+                self.capacity[provider.uuid, rc] = rules.capacity(
                     record['total'], record.get('reserved', 0),
                     record.get('allocation_ratio', 1.0))
                 self.used[provider.uuid, rc] = 0

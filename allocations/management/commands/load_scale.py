@@ -41,7 +41,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers import services
+from providers import rules, services
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
 
@@ -89,7 +89,7 @@ SHARING_TRAITS = ('MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_SSD')
 
 def capacity_of(record):
     total, reserved, _max_unit, ratio = record
-    return int((total - reserved) * ratio)
+    return int(rules.capacity(total, reserved, ratio))
 
 
 class Names:

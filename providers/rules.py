@@ -1,0 +1,101 @@
+"""The capacity rule, once, in Python and in SQL side by side.
+
+An inventory can hold capacity = (total - reserved) * allocation_ratio. One
+more claim of `amount` fits it when the amount is within min_unit..max_unit
+and a multiple of step_size (`takes`), and used + amount <= capacity
+(`fits`). Claims of one amount fit one after another `slots` times: the
+largest k with used + k * amount <= capacity. "Used" is Inventory.used, the
+sum of the inventory's allocations the database keeps
+(allocations.usage_totals).
+
+The claim check, the candidate search and its explanation, GET /capacity's
+"how many more fit", the books, the dashboards, the metrics, the status
+checks and the scale loader all ask these; tests/test_rules.py holds the
+Python and the SQL to the same answers on random inventories.
+"""
+import math
+
+from django.db import models
+from django.db.models import Case, F, FloatField, Q, Value, When
+from django.db.models.functions import Floor, Mod
+from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+
+# Past this many slots float division is no longer exact to the unit (and
+# the rounding is not corrected): an inventory this large is unlimited for
+# any practical request anyway.
+EXACT_SLOTS = 2 ** 52
+
+
+# ---- Python ------------------------------------------------------------------------
+
+def capacity(total, reserved, allocation_ratio):
+    """What the inventory can hold: (total - reserved) * allocation_ratio."""
+    return (total - reserved) * allocation_ratio
+
+
+def takes(amount, min_unit, max_unit, step_size):
+    """A claim of `amount` is within min_unit..max_unit and step_size."""
+    return min_unit <= amount <= max_unit and amount % step_size == 0
+
+
+def fits(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit, step_size):
+    """One more claim of `amount` fits the inventory."""
+    return (takes(amount, min_unit, max_unit, step_size)
+            and used + amount <= capacity(total, reserved, allocation_ratio))
+
+
+def slots(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit, step_size):
+    """How many claims of `amount` fit one after another (0 when the
+    inventory does not take the amount at all)."""
+    if not takes(amount, min_unit, max_unit, step_size):
+        return 0
+    limit = capacity(total, reserved, allocation_ratio)
+    room = (limit - used) / amount
+    if room < 1:
+        return 0
+    k = math.floor(room)
+    if room >= EXACT_SLOTS:
+        return k
+    # The float division may round across a whole number: step back or on.
+    if used + k * amount > limit:
+        return k - 1
+    if used + (k + 1) * amount <= limit:
+        return k + 1
+    return k
+
+
+# ---- SQL (expressions over an inventory row; `prefix` reaches it through a relation) ----
+
+def capacity_sql(prefix=''):
+    """capacity, as SQL."""
+    return models.ExpressionWrapper(
+        (F(f'{prefix}total') - F(f'{prefix}reserved')) * F(f'{prefix}allocation_ratio'),
+        output_field=FloatField())
+
+
+def takes_sql(amount):
+    """takes, as SQL (a condition)."""
+    return (Q(min_unit__lte=amount, max_unit__gte=amount)
+            & Exact(Mod(Value(amount), F('step_size')), 0))
+
+
+def fits_sql(amount):
+    """fits, as SQL (a condition)."""
+    return takes_sql(amount) & GreaterThanOrEqual(capacity_sql(), F('used') + amount)
+
+
+def slots_sql(amount):
+    """slots, as SQL: the quotient floored, then moved by one where the
+    division rounded across a whole number, as slots does."""
+    limit = capacity_sql()
+    room = models.ExpressionWrapper((limit - F('used')) / Value(float(amount)),
+                                    output_field=FloatField())
+    k = Floor(room)
+    corrected = Case(
+        When(GreaterThanOrEqual(room, Value(float(EXACT_SLOTS))), then=k),
+        When(GreaterThan(F('used') + k * Value(amount), limit), then=k - Value(1)),
+        When(LessThanOrEqual(F('used') + (k + Value(1)) * Value(amount), limit),
+             then=k + Value(1)),
+        default=k, output_field=FloatField())
+    return Case(When(takes_sql(amount) & GreaterThanOrEqual(room, Value(1.0)), then=corrected),
+                default=Value(0.0), output_field=FloatField())

@@ -1,0 +1,84 @@
+"""The capacity rule (providers.rules): its Python and its SQL give the same
+answers on random inventories, on the real database, and Inventory.used is
+the allocations' sum they both read."""
+import pytest
+from django.db.models import Sum
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from allocations.models import Allocation
+from providers import rules
+from providers.models import Inventory
+from tests.conftest import add_allocation, add_provider
+
+
+@st.composite
+def inventories(draw):
+    """An inventory row as the database may hold one (over capacity too:
+    Placement lets an inventory shrink below its usage)."""
+    total = draw(st.integers(1, 2 ** 31 - 1))
+    min_unit = draw(st.integers(1, 1000))
+    return {
+        'total': total,
+        'reserved': draw(st.integers(0, total)),
+        'allocation_ratio': draw(st.one_of(
+            st.sampled_from([1.0, 1.5, 2.0, 4.0, 16.0, 0.5, 0.1, 3.0e7]),
+            st.floats(0.0, 64.0, allow_nan=False, allow_infinity=False))),
+        'used': draw(st.integers(0, 2 * total)),
+        'min_unit': min_unit,
+        'max_unit': draw(st.integers(min_unit, 2 ** 31 - 1)),
+        'step_size': draw(st.integers(1, 64)),
+    }
+
+
+@pytest.fixture
+def row(db):
+    """One inventory row and the one allocation whose amount is its `used`."""
+    provider = add_provider('cn1', inventories={'VCPU': {'total': 10}})
+    add_allocation(provider, VCPU=1)
+    return Inventory.objects.get(resource_provider=provider)
+
+
+def stored(row, values):
+    """Write `values` into the row; `used` through its allocation, as the
+    database counts it."""
+    Allocation.objects.filter(resource_provider_id=row.resource_provider_id).update(
+        used=values['used'])
+    Inventory.objects.filter(pk=row.pk).update(
+        **{name: value for name, value in values.items() if name != 'used'})
+    return Inventory.objects.filter(pk=row.pk)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=inventories(), amount=st.integers(1, 100_000))
+def test_the_python_and_the_sql_agree(row, values, amount):
+    found = stored(row, values).annotate(
+        capacity=rules.capacity_sql(), slots=rules.slots_sql(amount),
+    ).values('capacity', 'slots', 'used').get()
+    assert found['used'] == values['used']   # the allocation's amount, counted
+    assert found['capacity'] == pytest.approx(
+        rules.capacity(values['total'], values['reserved'], values['allocation_ratio']))
+    assert int(found['slots']) == rules.slots(amount, **values)
+    assert stored(row, values).filter(rules.takes_sql(amount)).exists() == rules.takes(
+        amount, values['min_unit'], values['max_unit'], values['step_size'])
+    assert stored(row, values).filter(rules.fits_sql(amount)).exists() == rules.fits(
+        amount, **values)
+
+
+def test_slots_are_the_claims_that_fit_one_after_another():
+    values = {'total': 10, 'reserved': 1, 'allocation_ratio': 1.5, 'used': 3,
+              'min_unit': 2, 'max_unit': 4, 'step_size': 2}
+    # capacity 13.5: 3 + 2 + 2 + 2 + 2 + 2 = 13 fits, a sixth claim of 2 does not.
+    assert rules.slots(2, **values) == 5
+    assert rules.fits(2, **{**values, 'used': 3 + 4 * 2})
+    assert not rules.fits(2, **{**values, 'used': 3 + 5 * 2})
+    assert rules.slots(3, **values) == 0   # off step_size
+    assert rules.slots(6, **values) == 0   # over max_unit
+
+
+def test_used_is_the_sum_of_the_allocations(row):
+    add_allocation(row.resource_provider, VCPU=3)
+    row.refresh_from_db()
+    assert row.used == Allocation.objects.filter(
+        resource_provider_id=row.resource_provider_id).aggregate(Sum('used'))['used__sum'] == 4
