@@ -62,6 +62,9 @@ def exception_handler(exc, context):
             headers={'allow': ', '.join(allowed)} if allowed else None)
     elif isinstance(exc, (drf_exceptions.NotFound,)):
         error = errors.not_found()
+    elif isinstance(exc, exceptions.PlacementDomainError):
+        # A refusal the view did not word itself: its own status and code.
+        error = errors.PlacementError(exc.status, str(exc), code=exc.code)
     elif outages.is_unavailable(exc):
         return None  # the database is away: DatabaseOutageMiddleware answers 503
     elif isinstance(exc, OperationalError) and is_retryable(exc):

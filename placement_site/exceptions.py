@@ -1,13 +1,19 @@
 """Domain errors raised by the services and selectors of both apps.
 
 Messages read like OpenStack Placement's, because the API embeds them in
-error details that clients and operators match on. The API views map each
-to a status code; the admin shows the message.
+error details that clients and operators match on. Each carries the status
+and error code Placement answers it with: the API's one error handler
+(placement_site.api.exception_handler) translates any that a view lets
+through; a view catches one only where Placement words it differently
+there. The admin shows the message.
 """
+from placement_site import errors
 
 
 class PlacementDomainError(Exception):
     message = 'An unknown error occurred.'
+    status = 400
+    code = errors.DEFAULT
 
     def __init__(self, message=None, **kwargs):
         self.kwargs = kwargs
@@ -16,6 +22,7 @@ class PlacementDomainError(Exception):
 
 class NotFound(PlacementDomainError):
     message = 'Resource could not be found.'
+    status = 404
 
 
 class ResourceProviderNotFound(NotFound):
@@ -24,6 +31,7 @@ class ResourceProviderNotFound(NotFound):
 
 class ProviderForAllocationNotFound(NotFound):
     message = "Allocation for resource provider '%(uuid)s' that does not exist."
+    status = 400
 
 
 class ResourceClassNotFound(NotFound):
@@ -40,6 +48,8 @@ class InventoryNotFound(NotFound):
 
 class ConcurrentUpdate(PlacementDomainError):
     message = 'Another thread concurrently updated the data. Please retry your update'
+    status = 409
+    code = errors.CONCURRENT_UPDATE
 
 
 class ProviderConcurrentUpdate(ConcurrentUpdate):
@@ -57,6 +67,8 @@ class ObjectActionError(PlacementDomainError):
 
 class DuplicateProvider(PlacementDomainError):
     message = 'Conflicting resource provider %(duplicate)s already exists.'
+    status = 409
+    code = errors.DUPLICATE_NAME
 
 
 class InvalidInventory(PlacementDomainError):
@@ -75,6 +87,8 @@ class InvalidInventoryCapacityReservedCanBeTotal(InvalidInventoryCapacity):
 
 class InventoryInUse(InvalidInventory):
     message = "Inventory for '%(resource_classes)s' on resource provider '%(resource_provider)s' in use."
+    status = 409
+    code = errors.INVENTORY_INUSE
 
 
 class InventoryBelowUsage(InventoryInUse):
@@ -85,28 +99,36 @@ class InventoryBelowUsage(InventoryInUse):
 class InvalidAllocationCapacityExceeded(InvalidInventory):
     message = ("Unable to create allocation for '%(resource_class)s' on resource provider "
                "'%(resource_provider)s'. The requested amount would exceed the capacity.")
+    status = 409
 
 
 class InvalidAllocationConstraintsViolated(InvalidInventory):
     message = ("Unable to create allocation for '%(resource_class)s' on resource provider "
                "'%(resource_provider)s'. The requested amount would violate inventory constraints.")
+    status = 409
 
 
 class CannotDeleteParentProvider(PlacementDomainError):
     message = ('Cannot delete resource provider that is a parent of another. '
                'Delete child providers first.')
+    status = 409
+    code = errors.PROVIDER_CANNOT_DELETE_PARENT
 
 
 class ProviderInUse(PlacementDomainError):
     message = 'Resource provider has allocations.'
+    status = 409
+    code = errors.PROVIDER_IN_USE
 
 
 class ResourceClassExists(PlacementDomainError):
     message = 'Resource class %(name)s already exists.'
+    status = 409
 
 
 class ResourceClassInUse(PlacementDomainError):
     message = 'Cannot delete resource class %(name)s. Class is in use in inventory.'
+    status = 409
 
 
 class ResourceClassCannotDeleteStandard(PlacementDomainError):
@@ -119,6 +141,7 @@ class ResourceClassCannotUpdateStandard(PlacementDomainError):
 
 class TraitInUse(PlacementDomainError):
     message = 'The trait %(name)s is in use by a resource provider.'
+    status = 409
 
 
 class TraitCannotDeleteStandard(PlacementDomainError):
@@ -137,19 +160,26 @@ class PodBindingNotFound(NotFound):
 
 class DuplicatePod(PlacementDomainError):
     message = 'Conflicting pod %(duplicate)s already exists.'
+    status = 409
+    code = errors.DUPLICATE_NAME
 
 
 class AggregateIsAnotherPod(PlacementDomainError):
     message = 'Aggregate %(aggregate)s is already the pod %(pod)s.'
+    status = 409
 
 
 class PodInUse(PlacementDomainError):
     message = ('Pod %(name)s has bindings, whose history is kept: put it into maintenance '
                'instead.')
+    status = 409
+    code = errors.POD_IN_USE
 
 
 class NoPodAvailable(PlacementDomainError):
     message = 'No pod can take the %(affinity)s work of project %(project_id)s: %(reasons)s.'
+    status = 409
+    code = errors.NO_POD_AVAILABLE
 
 
 class PodDoesNotServeAffinity(PlacementDomainError):
@@ -158,3 +188,4 @@ class PodDoesNotServeAffinity(PlacementDomainError):
 
 class PodBindingEnded(PlacementDomainError):
     message = 'Pod binding %(uuid)s already ended at %(ended_at)s (%(reason)s).'
+    status = 409

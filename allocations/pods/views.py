@@ -93,9 +93,10 @@ def find_binding(uuid):
 
 
 def pod_refusal(exc):
-    """The 4xx of a refused pod write."""
+    """The 4xx of a refused pod write: a conflict, but for what says
+    otherwise itself (a duplicate name's code) or a class in thresholds."""
     if isinstance(exc, exceptions.DuplicatePod):
-        return errors.conflict(str(exc), code=errors.DUPLICATE_NAME)
+        return exc
     if isinstance(exc, exceptions.ResourceClassNotFound):
         return errors.bad_request(f'Invalid resource class in thresholds: {exc}')
     return errors.conflict(str(exc))
@@ -166,12 +167,7 @@ class PodViewSet(PlacementViewSet):
     def destroy(self, request, uuid):
         self.authorize(POD_POLICY % 'delete')
         pod = find_pod(uuid)
-        try:
-            services.pod_delete(pod=pod)
-        except exceptions.PodNotFound as exc:
-            raise errors.not_found(str(exc))
-        except exceptions.PodInUse as exc:
-            raise errors.conflict(str(exc), code=errors.POD_IN_USE)
+        services.pod_delete(pod=pod)   # PodNotFound, PodInUse: their own 404 and 409
         return self.no_content()
 
 
@@ -210,14 +206,8 @@ class PodBindingViewSet(PlacementViewSet):
                     project_id=data['project_id'], affinity=affinity,
                     availability_zone=data.get('availability_zone') or None,
                     resources=data.get('resources') or {}))
-        except exceptions.NoPodAvailable as exc:
-            raise errors.conflict(str(exc), code=errors.NO_POD_AVAILABLE)
-        except exceptions.PodDoesNotServeAffinity as exc:
-            raise errors.bad_request(str(exc))
-        except exceptions.ResourceClassNotFound as exc:
+        except exceptions.ResourceClassNotFound as exc:   # a 400 here, worded for the field
             raise errors.bad_request(f'Invalid resource class in resources: {exc}')
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
         body = binding_body(answer.binding)
         body['replaced'] = binding_body(answer.replaced) if answer.replaced else None
         if answer.created:
@@ -245,10 +235,5 @@ class PodBindingViewSet(PlacementViewSet):
     def destroy(self, request, uuid):
         self.authorize(BINDING_POLICY % 'delete')
         binding = find_binding(uuid)
-        try:
-            services.binding_end(binding=binding)
-        except exceptions.PodBindingNotFound as exc:
-            raise errors.not_found(str(exc))
-        except exceptions.PodBindingEnded as exc:
-            raise errors.conflict(str(exc))
+        services.binding_end(binding=binding)   # PodBindingEnded: its own 409
         return self.no_content()

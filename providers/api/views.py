@@ -219,8 +219,6 @@ class InventoryViewSet(PlacementViewSet):
                 f'Unable to delete inventory for resource provider {provider.uuid} because the '
                 'inventory was updated by another process. Please retry your request.',
                 code=errors.CONCURRENT_UPDATE)
-        except exceptions.InventoryInUse as exc:
-            raise errors.conflict(str(exc), code=errors.INVENTORY_INUSE)
         return self.no_content()
 
     @accept_json
@@ -347,20 +345,14 @@ class ProviderTraitsViewSet(PlacementViewSet):
         unknown = [name for name in dict.fromkeys(data['traits']) if name not in known]
         if unknown:
             raise errors.bad_request(f"No such trait {', '.join(unknown)}")
-        try:
-            services.traits_replace(provider=provider, trait_names=data['traits'])
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        services.traits_replace(provider=provider, trait_names=data['traits'])
         return self._send(provider, list(Trait.objects.filter(name__in=data['traits'])))
 
     @versions('1.6')
     def destroy(self, request, uuid):
         self.authorize(self.POLICY % 'delete')
         provider = find_provider(uuid)
-        try:
-            services.traits_replace(provider=provider, trait_names=[])
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        services.traits_replace(provider=provider, trait_names=[])
         return self.no_content()
 
 
