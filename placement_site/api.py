@@ -356,10 +356,6 @@ class PlacementViewSet(viewsets.ViewSet):
     def version(self):
         return self.request.version
 
-    def want(self, version):
-        """Is the request at microversion `version` (a tuple) or later?"""
-        return self.request.version.matches(version)
-
     @property
     def context(self):
         return self.request._request.placement_context
@@ -394,7 +390,7 @@ class PlacementViewSet(viewsets.ViewSet):
         return response
 
     def _cache_headers(self, response, last_modified):
-        if self.want(CACHE_HEADERS_MICROVERSION):
+        if self.version.matches(CACHE_HEADERS_MICROVERSION):
             moment = last_modified or timezone.now()
             response['Last-Modified'] = http_date(moment.timestamp())
             response['Cache-Control'] = 'no-cache'

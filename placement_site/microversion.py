@@ -79,15 +79,6 @@ def negotiate(headers):
     return microversion_parse.extract_version(headers, SERVICE_TYPE, VERSIONS)
 
 
-def for_version(version, choices, oldest):
-    """What a request at `version` gets from `choices`, (minimum version,
-    value) pairs newest first; `oldest` below every minimum."""
-    for minimum, value in choices:
-        if version.matches(minimum):
-            return value
-    return oldest
-
-
 class ByVersion:
     """Values that change with the microversion, such as the JSON Schema of a
     body: the views take the one for their request and the OpenAPI document
@@ -103,7 +94,11 @@ class ByVersion:
         self.since = since
 
     def at(self, version):
-        return for_version(version, self.choices, self.oldest)
+        """What a request at `version` gets."""
+        for minimum, value in self.choices:
+            if version.matches(minimum):
+                return value
+        return self.oldest
 
     def spans(self):
         """(first version, value) pairs, oldest first."""

@@ -46,6 +46,9 @@ PROVIDER_LIST_QUERY_1_14 = copy.deepcopy(PROVIDER_LIST_QUERY_1_4)
 PROVIDER_LIST_QUERY_1_14['properties']['in_tree'] = {'type': 'string', 'format': 'uuid'}
 PROVIDER_LIST_QUERY_1_18 = copy.deepcopy(PROVIDER_LIST_QUERY_1_14)
 PROVIDER_LIST_QUERY_1_18['properties']['required'] = {'type': 'string'}
+PROVIDER_LIST_QUERY_BY_VERSION = ByVersion([
+    ((1, 18), PROVIDER_LIST_QUERY_1_18), ((1, 14), PROVIDER_LIST_QUERY_1_14),
+    ((1, 4), PROVIDER_LIST_QUERY_1_4), ((1, 3), PROVIDER_LIST_QUERY_1_3)], PROVIDER_LIST_QUERY)
 
 # ---- inventories --------------------------------------------------------------
 

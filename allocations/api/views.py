@@ -158,7 +158,7 @@ class UsageViewSet(PlacementViewSet):
         project_id = request.GET.get('project_id')
         user_id = request.GET.get('user_id')
         self.authorize('placement:usages', target={'project_id': project_id})
-        by_type = self.want((1, 38))
+        by_type = self.version.matches((1, 38))
         query_params(request, schemas.USAGES_QUERY_1_38 if by_type else schemas.USAGES_QUERY_1_9)
         if by_type:
             usages = querysets.project_usages_by_consumer_type(

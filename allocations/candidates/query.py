@@ -89,23 +89,22 @@ QUERY_1_35['properties']['root_required'] = {'type': ['string']}
 QUERY_1_36 = copy.deepcopy(QUERY_1_35)
 QUERY_1_36['properties']['same_subtree'] = {'type': ['string']}
 
-_SCHEMAS = [((1, 36), QUERY_1_36), ((1, 35), QUERY_1_35), ((1, 33), QUERY_1_33),
-            ((1, 31), QUERY_1_31), ((1, 25), QUERY_1_25), ((1, 21), QUERY_1_21),
-            ((1, 17), QUERY_1_17), ((1, 16), QUERY_1_16)]
+QUERY_BY_VERSION = microversion.ByVersion([
+    ((1, 36), QUERY_1_36), ((1, 35), QUERY_1_35), ((1, 33), QUERY_1_33), ((1, 31), QUERY_1_31),
+    ((1, 25), QUERY_1_25), ((1, 21), QUERY_1_21), ((1, 17), QUERY_1_17), ((1, 16), QUERY_1_16)],
+    QUERY_1_10, since=(1, 10))
 
 _KEY = re.compile(rf'^(resources|required|member_of|in_tree)({GROUP_SUFFIX})?$')
 _KEY_1_33 = re.compile(rf'^(resources|required|member_of|in_tree)({GROUP_SUFFIX_1_33})?$')
 
 
-def query_schema(version):
-    return microversion.for_version(version, _SCHEMAS, QUERY_1_10)
 
 
 # ---- parsing --------------------------------------------------------------------
 
 def parse(query, version):
     """A CandidateQuery from a QueryDict, with Placement's 400s for bad input."""
-    validated_query(query, query_schema(version))
+    validated_query(query, QUERY_BY_VERSION.at(version))
     params = _request_wide(query)
     groups = _groups(query, version, params)
     if not params.group_policy and sum(g.use_same_provider for g in groups.values()) > 1:

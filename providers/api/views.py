@@ -5,7 +5,7 @@ import uuid as uuid_lib
 
 from django.utils import timezone
 
-from placement_site import errors, exceptions, microversion
+from placement_site import errors, exceptions
 from placement_site.api import (PlacementViewSet, accept_json, json_body, moment,
                                 page_after_marker, parse_json, query_params, require_json,
                                 validate, versions)
@@ -58,12 +58,7 @@ class ResourceProviderViewSet(PlacementViewSet):
     @accept_json
     def list(self, request):
         self.authorize(RP_POLICY % 'list')
-        schema = microversion.for_version(self.version, [
-            ((1, 18), schemas.PROVIDER_LIST_QUERY_1_18),
-            ((1, 14), schemas.PROVIDER_LIST_QUERY_1_14),
-            ((1, 4), schemas.PROVIDER_LIST_QUERY_1_4),
-            ((1, 3), schemas.PROVIDER_LIST_QUERY_1_3)], schemas.PROVIDER_LIST_QUERY)
-        query_params(request, schema)
+        query_params(request, schemas.PROVIDER_LIST_QUERY_BY_VERSION.at(self.version))
         providers = list(ProviderFilterSet(
             request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs)
         body = {'resource_providers': [
@@ -85,7 +80,7 @@ class ResourceProviderViewSet(PlacementViewSet):
             raise errors.bad_request(
                 f'Unable to create resource provider "{data["name"]}", {provider_uuid}: {exc}')
         location = serializers.provider_url(request, provider.uuid)
-        if self.want((1, 20)):
+        if self.version.matches((1, 20)):
             return self.respond(serializers.provider(request, provider, self.version),
                                 last_modified=provider.last_modified, location=location)
         return self.no_content(status=201, location=location)
@@ -106,7 +101,7 @@ class ResourceProviderViewSet(PlacementViewSet):
             provider = services.provider_update(
                 provider=provider, name=data.get('name'),
                 parent_provider_uuid=data.get('parent_provider_uuid', ...),
-                allow_reparenting=self.want((1, 37)))
+                allow_reparenting=self.version.matches((1, 37)))
         except exceptions.DuplicateProvider:
             raise errors.conflict(
                 f'Conflicting resource provider {data["name"]} already exists.',
@@ -156,7 +151,7 @@ class InventoryViewSet(PlacementViewSet):
                             last_modified=inventory.last_modified, location=location)
 
     def _reserved_can_be_total(self):
-        return self.want((1, 26))
+        return self.version.matches((1, 26))
 
     @accept_json
     def list(self, request, uuid):
@@ -279,7 +274,7 @@ class ProviderAggregatesViewSet(PlacementViewSet):
 
     def _send(self, provider, aggregate_uuids):
         body = {'aggregates': aggregate_uuids}
-        if self.want((1, 19)):
+        if self.version.matches((1, 19)):
             body['resource_provider_generation'] = provider.generation
         # Placement records no time for aggregate membership: "now".
         return self.respond(body, last_modified=timezone.now())
@@ -295,7 +290,7 @@ class ProviderAggregatesViewSet(PlacementViewSet):
     @versions('1.1')
     def update(self, request, uuid):
         self.authorize(self.POLICY % 'update')
-        with_generation = self.want((1, 19))
+        with_generation = self.version.matches((1, 19))
         provider = find_provider(uuid)
         data = json_body(request, schemas.AGGREGATES_PUT_BY_VERSION.at(self.version))
         if with_generation:
@@ -400,7 +395,7 @@ class ResourceClassViewSet(PlacementViewSet):
 
     @versions('1.2')
     def update(self, request, name):
-        if self.want((1, 7)):
+        if self.version.matches((1, 7)):
             return self._ensure(request, name)
         return self._rename(request, name)
 
