@@ -467,16 +467,25 @@ def trait_ensure(*, name):
 
 def trait_delete(*, trait):
     """Delete a custom trait no provider carries."""
-    if not trait.is_custom:
-        raise exceptions.TraitCannotDeleteStandard(name=trait.name)
+    _delete_custom(trait, ProviderTrait.objects.filter(trait_id=trait.pk),
+                   standard=exceptions.TraitCannotDeleteStandard, in_use=exceptions.TraitInUse)
+
+
+def _delete_custom(row, users, *, standard, in_use):
+    """Delete a custom name (a trait, a resource class) that no row of
+    `users` refers to: a standard name is refused with `standard`, one in
+    use with `in_use`, also when a user arrives meanwhile (the foreign key
+    refuses the delete)."""
+    if not row.is_custom:
+        raise standard(name=row.name)
     with transaction.atomic():
-        if ProviderTrait.objects.filter(trait_id=trait.pk).exists():
-            raise exceptions.TraitInUse(name=trait.name)
+        if users.exists():
+            raise in_use(name=row.name)
         try:
             with transaction.atomic():
-                Trait.objects.filter(pk=trait.pk).delete()
-        except IntegrityError:  # a provider took it meanwhile
-            raise exceptions.TraitInUse(name=trait.name)
+                type(row).objects.filter(pk=row.pk).delete()
+        except IntegrityError:
+            raise in_use(name=row.name)
 
 
 # ---- aggregates --------------------------------------------------------------
@@ -574,13 +583,6 @@ def resource_class_rename(*, resource_class, name):
 
 def resource_class_delete(*, resource_class):
     """Delete a custom resource class no inventory uses."""
-    if not resource_class.is_custom:
-        raise exceptions.ResourceClassCannotDeleteStandard(name=resource_class.name)
-    with transaction.atomic():
-        if Inventory.objects.filter(resource_class_id=resource_class.pk).exists():
-            raise exceptions.ResourceClassInUse(name=resource_class.name)
-        try:
-            with transaction.atomic():
-                ResourceClass.objects.filter(pk=resource_class.pk).delete()
-        except IntegrityError:
-            raise exceptions.ResourceClassInUse(name=resource_class.name)
+    _delete_custom(resource_class, Inventory.objects.filter(resource_class_id=resource_class.pk),
+                   standard=exceptions.ResourceClassCannotDeleteStandard,
+                   in_use=exceptions.ResourceClassInUse)
