@@ -88,6 +88,13 @@ def _listed(count, examples):
     return f'{", ".join(examples[:-1])} and {examples[-1]}'
 
 
+def _described(findings, noun):
+    """'3 providers have ...: a, b, c; 1 provider ...' of [(count, words,
+    examples)]."""
+    return '; '.join(f'{_n(count, noun)} {words}: {_listed(count, examples)}'
+                     for count, words, examples in findings)
+
+
 def _provider(name, uuid):
     return f'{name} ({uuid})'
 
@@ -275,8 +282,7 @@ def check_provider_trees():
                          [_provider(name, uuid) for uuid, name, _count in rows]))
     if not findings:
         return success()
-    described = '; '.join(f'{_n(count, "provider")} {words}: {_listed(count, examples)}'
-                          for count, words, examples in findings)
+    described = _described(findings, 'provider')
     return Result(Code.FAILURE, (
         f'Provider trees are inconsistent. {described}. The API never writes such '
         'trees: the database was changed behind it. Tree searches (in_tree, nested '
@@ -305,8 +311,7 @@ def check_incomplete_consumers():
             findings.append((count, one if count == 1 else several, [row['uuid'] for row in rows]))
     if not findings:
         return success()
-    described = '; '.join(f'{_n(count, "consumer")} {words}: {_listed(count, examples)}'
-                          for count, words, examples in findings)
+    described = _described(findings, 'consumer')
     return Result(Code.WARNING, (
         f'Incomplete consumers: {described}. Their usages count for no real project '
         'or user (GET /usages, quotas). Write each one\'s allocations again with its '

@@ -361,12 +361,19 @@ def check_inventories(*, provider, inventories, reserved_can_be_total=True):
                       warn=False)
 
 
-def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):
-    """Add one inventory the provider does not have yet."""
+def _one_inventory(provider, resource_class, record, reserved_can_be_total):
+    """(the record with defaults, its class id) of one inventory, checked
+    for a usable capacity."""
     record = {**INVENTORY_DEFAULTS, **record}
     class_id = resource_class_ids([resource_class])[resource_class]
     check_inventory_capacity(provider, resource_class, record,
                              reserved_can_be_total=reserved_can_be_total)
+    return record, class_id
+
+
+def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):
+    """Add one inventory the provider does not have yet."""
+    record, class_id = _one_inventory(provider, resource_class, record, reserved_can_be_total)
     with transaction.atomic():
         claim_generation(provider)
         if Inventory.objects.filter(resource_provider_id=provider.pk,
@@ -383,10 +390,7 @@ def inventory_add(*, provider, resource_class, record, reserved_can_be_total=Tru
 
 def inventory_update(*, provider, resource_class, record, reserved_can_be_total=True):
     """Change one inventory the provider has."""
-    record = {**INVENTORY_DEFAULTS, **record}
-    class_id = resource_class_ids([resource_class])[resource_class]
-    check_inventory_capacity(provider, resource_class, record,
-                             reserved_can_be_total=reserved_can_be_total)
+    record, class_id = _one_inventory(provider, resource_class, record, reserved_can_be_total)
     with transaction.atomic():
         claim_generation(provider)
         inventory = Inventory.objects.filter(resource_provider_id=provider.pk,
