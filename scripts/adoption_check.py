@@ -33,7 +33,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,8 @@ import uuid as uuidlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+
+from harness import api_request, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUR_PYTHON = os.path.join(ROOT, '.venv', 'bin', 'python')
@@ -91,13 +92,7 @@ class Server:
         self.base, self.host, self.port = base, parsed.hostname, parsed.port
 
     def call(self, method, path, body=None, version=LATEST, token='admin'):
-        headers = {'X-Auth-Token': token, 'Accept': 'application/json'}
-        if version:
-            headers['OpenStack-API-Version'] = f'placement {version}'
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers['Content-Type'] = 'application/json'
+        headers, data = api_request(body, version, token)
         for attempt in range(5):
             conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
             try:
@@ -117,12 +112,6 @@ class Server:
             raise RuntimeError(f'{method} {path} at {version}: {answer.status} '
                                f'{answer.body[:400]!r}')
         return answer
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def wait_until_up(server, process, logfile, seconds=90):

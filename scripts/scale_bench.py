@@ -42,6 +42,8 @@ import time
 import urllib.parse
 import uuid
 
+from harness import api_request, children, memory_mib
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MICROVERSION = '1.39'
@@ -92,12 +94,7 @@ class Client:
         self.local = threading.local()
 
     def request(self, method, path, body=None, version=MICROVERSION):
-        headers = {'X-Auth-Token': 'admin', 'Accept': 'application/json',
-                   'OpenStack-API-Version': f'placement {version}'}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers['Content-Type'] = 'application/json'
+        headers, data = api_request(body, version)
         for attempt in range(3):
             conn = getattr(self.local, 'conn', None)
             if conn is None:
@@ -371,22 +368,6 @@ def run_claims(client, names, query, clients, seconds, log):
 
 # ---- the server's workers ----
 
-def worker_pids(master):
-    pids = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/status') as f:
-                status = f.read()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith('PPid:') and int(line.split()[1]) == master:
-                pids.append(int(entry))
-    return sorted(pids)
-
-
 def find_master(port):
     """The gunicorn master bound to this port (by its command line)."""
     for entry in os.listdir('/proc'):
@@ -397,22 +378,9 @@ def find_master(port):
                 cmd = f.read().replace(b'\0', b' ').decode(errors='replace')
         except OSError:
             continue
-        if 'gunicorn' in cmd and f':{port}' in cmd and worker_pids(int(entry)):
+        if 'gunicorn' in cmd and f':{port}' in cmd and children(int(entry)):
             return int(entry)
     return None
-
-
-def memory(pid):
-    out = {}
-    try:
-        with open(f'/proc/{pid}/status') as f:
-            for line in f:
-                if line.startswith(('VmHWM:', 'VmRSS:')):
-                    key, value, _unit = line.split()
-                    out[key[:-1]] = int(value) // 1024  # MiB
-    except OSError:
-        pass
-    return out
 
 
 class RssSampler(threading.Thread):
@@ -430,8 +398,9 @@ class RssSampler(threading.Thread):
             self.sample()
 
     def sample(self):
-        for pid in worker_pids(self.master):
-            m = memory(pid)
+        for pid in children(self.master):
+            m = {key: int(mib) for key, mib in
+                 (memory_mib(pid, ('VmHWM', 'VmRSS')) or {}).items()}
             if m:
                 self.workers[pid] = m
                 self.peak_rss = max(self.peak_rss, m.get('VmRSS', 0))

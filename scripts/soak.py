@@ -39,7 +39,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -50,6 +49,7 @@ import uuid
 import psycopg2
 
 # The scale benchmark's, next to this script (its directory is on sys.path).
+from harness import api_request, children, free_port, memory_mib
 from scale_bench import percentile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -189,12 +189,6 @@ def socket_owners(pids):
     return owners
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 class Service:
     """scripts/run.sh as production starts it; run.sh execs gunicorn, so the
     process started here is the master and the workers are its children."""
@@ -247,21 +241,6 @@ class Service:
             return log.read().count(b'Traceback (most recent call last)')
 
 
-def memory_mib(pid):
-    """VmRSS and its parts (RssAnon: the heap; RssFile and RssShmem: mapped
-    files, shared with the master and other workers) in MiB, or None."""
-    fields = {}
-    try:
-        with open(f'/proc/{pid}/status') as status:
-            for line in status:
-                key, _, value = line.partition(':')
-                if key in ('VmRSS', 'RssAnon', 'RssFile', 'RssShmem'):
-                    fields[key] = int(value.split()[0]) / 1024
-    except OSError:
-        return None
-    return fields or None
-
-
 def rss_mib(pid):
     memory = memory_mib(pid)
     return memory and memory['VmRSS']
@@ -278,35 +257,12 @@ def cpu_seconds(pid):
         return None
 
 
-def children(pid):
-    try:
-        with open(f'/proc/{pid}/task/{pid}/children') as f:
-            return sorted(int(p) for p in f.read().split())
-    except OSError:
-        found = []
-        for entry in os.listdir('/proc'):
-            if entry.isdigit():
-                try:
-                    with open(f'/proc/{entry}/stat') as f:
-                        # pid (comm) state ppid ...: comm may hold spaces.
-                        if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
-                            found.append(int(entry))
-                except (OSError, IndexError, ValueError):
-                    continue
-        return sorted(found)
-
-
 # ---- HTTP ----
 
 def request(port, method, path, body=None):
     """(status, parsed body or None, seconds). One connection per request:
     gunicorn's sync workers close it after every answer anyway."""
-    headers = {'X-Auth-Token': 'admin', 'Accept': 'application/json',
-               'OpenStack-API-Version': f'placement {MICROVERSION}'}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers['Content-Type'] = 'application/json'
+    headers, data = api_request(body, MICROVERSION)
     conn = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
     try:
         started = time.perf_counter()
