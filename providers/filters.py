@@ -14,7 +14,7 @@ from django import forms
 
 from placement_site import errors, exceptions, querystring
 from placement_site.queries import storable
-from providers import services
+from providers import querysets
 
 
 class QueryParameter(django_filters.Filter):
@@ -68,8 +68,8 @@ class ProviderFilterSet(django_filters.FilterSet):
     def with_traits(self, queryset, values):
         required, forbidden = querystring.required_traits(self.data, self.version)
         try:
-            required_ids = [set(services.trait_ids(any_of).values()) for any_of in required]
-            forbidden_ids = set(services.trait_ids(forbidden).values())
+            required_ids = [set(querysets.trait_ids(any_of).values()) for any_of in required]
+            forbidden_ids = set(querysets.trait_ids(forbidden).values())
         except exceptions.TraitNotFound as exc:
             raise errors.bad_request(f'Invalid trait(s) in "required" parameter: {exc}')
         queryset = queryset.with_traits(required_ids)
@@ -79,7 +79,7 @@ class ProviderFilterSet(django_filters.FilterSet):
         """Providers whose own inventory can take each amount more."""
         wanted = querystring.parse_resources(values[-1])
         try:
-            ids = services.resource_class_ids(list(wanted))
+            ids = querysets.resource_class_ids(list(wanted))
         except exceptions.ResourceClassNotFound as exc:
             raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
         for name, amount in wanted.items():

@@ -17,6 +17,8 @@ from django.db.models import (Case, Exists, F, FilteredRelation, FloatField, Max
                               Subquery, When)
 from django.db.models.functions import Cast, NullIf
 
+from placement_site import exceptions
+from placement_site.queries import storable
 from providers import rules
 
 # The trait that makes a provider's inventory available to every tree
@@ -42,6 +44,27 @@ def _linked(link, field, values):
     values = values if isinstance(values, models.QuerySet) else list(values)
     return _model(link).objects.filter(**{f'{field}__in': values}).values_list(
         'resource_provider_id', flat=True).order_by()
+
+
+def resource_class_ids(names):
+    """{name: id} for the names; ResourceClassNotFound for the first unknown."""
+    found = dict(_model('ResourceClass').objects.filter(
+        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
+    for name in names:
+        if name not in found:
+            raise exceptions.ResourceClassNotFound(name=name)
+    return found
+
+
+def trait_ids(names):
+    """{name: id}; TraitNotFound naming every unknown trait."""
+    names = list(names)
+    found = dict(_model('Trait').objects.filter(
+        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise exceptions.TraitNotFound(names=', '.join(missing))
+    return found
 
 
 def ids_in_aggregates(aggregate_uuids):

@@ -15,9 +15,8 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers import events, rules
+from providers import events, querysets, rules
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
 
@@ -207,16 +206,6 @@ def check_provider_delete(provider):
 
 # ---- inventories ---------------------------------------------------------
 
-def resource_class_ids(names):
-    """{name: id} for the names; ResourceClassNotFound for the first unknown."""
-    found = dict(ResourceClass.objects.filter(
-        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
-    for name in names:
-        if name not in found:
-            raise exceptions.ResourceClassNotFound(name=name)
-    return found
-
-
 def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
     """Refuse an inventory whose capacity, truncated to a whole number as
     Placement does, is negative (or zero before 1.26)."""
@@ -281,7 +270,7 @@ def _wanted_inventories(provider, inventories, reserved_can_be_total):
     # Classes first: a key that names no class (the schema lets any key
     # outside the class-name pattern through, as Placement's does) is a 400
     # whatever its value.
-    ids = resource_class_ids(list(inventories))
+    ids = querysets.resource_class_ids(list(inventories))
     wanted, names_by_id = {}, {}
     for name, record in inventories.items():
         record = {**INVENTORY_DEFAULTS, **record}
@@ -365,7 +354,7 @@ def _one_inventory(provider, resource_class, record, reserved_can_be_total):
     """(the record with defaults, its class id) of one inventory, checked
     for a usable capacity."""
     record = {**INVENTORY_DEFAULTS, **record}
-    class_id = resource_class_ids([resource_class])[resource_class]
+    class_id = querysets.resource_class_ids([resource_class])[resource_class]
     check_inventory_capacity(provider, resource_class, record,
                              reserved_can_be_total=reserved_can_be_total)
     return record, class_id
@@ -410,7 +399,7 @@ def inventory_update(*, provider, resource_class, record, reserved_can_be_total=
 
 def inventory_delete(*, provider, resource_class):
     """Delete one inventory; refused while consumers hold some of it."""
-    class_id = resource_class_ids([resource_class])[resource_class]
+    class_id = querysets.resource_class_ids([resource_class])[resource_class]
     with transaction.atomic():
         claim_generation(provider)
         _refuse_deleting_used(provider, [class_id], {class_id: resource_class})
@@ -424,20 +413,9 @@ def inventory_delete(*, provider, resource_class):
 
 # ---- traits ----------------------------------------------------------------
 
-def trait_ids(names):
-    """{name: id}; TraitNotFound naming every unknown trait."""
-    names = list(names)
-    found = dict(Trait.objects.filter(
-        name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise exceptions.TraitNotFound(names=', '.join(missing))
-    return found
-
-
 def traits_replace(*, provider, trait_names):
     """Make the provider's traits exactly `trait_names` (all must exist)."""
-    wanted_names = trait_ids(trait_names)
+    wanted_names = querysets.trait_ids(trait_names)
     wanted = set(wanted_names.values())
     existing_names = dict(ProviderTrait.objects.filter(
         resource_provider_id=provider.pk).values_list('trait__name', 'trait_id'))

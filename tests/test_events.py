@@ -16,7 +16,6 @@ from django.db.models import Max
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
-from allocations import services as allocation_services
 from providers import events, services
 from providers.models import Event, EventProvider, ResourceProvider
 from tests.conftest import assert_error, new_uuid, without_event_log

@@ -10,7 +10,7 @@ from django.http import StreamingHttpResponse
 from allocations import capacity
 from placement_site import errors, exceptions, querystring
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import services
+from providers import querysets
 
 POLICY = 'placement:capacity:show'
 
@@ -100,14 +100,14 @@ class CapacityViewSet(PlacementViewSet):
             shape = querystring.parse_resources(params['resources'])
         try:
             if shape is not None:
-                ids = services.resource_class_ids(list(shape))
+                ids = querysets.resource_class_ids(list(shape))
                 wanted = {ids[name]: amount for name, amount in shape.items()}
         except exceptions.ResourceClassNotFound as exc:
             raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
         try:
             if 'resource_class' in params:
                 names = [n.strip() for n in params['resource_class'].split(',')]
-                class_ids = set(services.resource_class_ids(names).values())
+                class_ids = set(querysets.resource_class_ids(names).values())
         except exceptions.ResourceClassNotFound as exc:
             raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
         group_by = params.get('group_by', capacity.CLOUD)

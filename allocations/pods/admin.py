@@ -24,7 +24,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from allocations.pods import schemas, services
+from allocations.pods import schemas, selection, services
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding, affinity_tag
 from placement_site import exceptions
 from placement_site.admin import (RelatedOnly, ServiceAdmin, YesNoFilter, adopt, change_url,
@@ -268,7 +268,7 @@ class BindingForm(forms.ModelForm):
         affinity = data.get('affinity') or GENERAL_PURPOSE
         if pod is not None and 'affinity' not in self.errors and not pod.serves(affinity):
             raise ValidationError(str(exceptions.PodDoesNotServeAffinity(
-                name=pod.name, affinity=services.describe_affinity(affinity))))
+                name=pod.name, affinity=selection.describe_affinity(affinity))))
         return data
 
 
@@ -332,7 +332,7 @@ class PodBindingAdmin(ServiceAdmin):
 
     def response_add(self, request, obj, post_url_continue=None):
         answer = obj.answer
-        affinity = services.describe_affinity(obj.affinity)
+        affinity = selection.describe_affinity(obj.affinity)
         if not answer.created:
             self.message_user(request, f'Project {obj.project_id} was already bound to pod '
                                        f'{obj.pod} for {affinity} work: nothing changed.',

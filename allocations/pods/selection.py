@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.pipeline import PodFilter, PodWeigher, normalise, select
+from placement_site import exceptions
 from providers import books
 from providers.models import Inventory, ResourceClass
 from providers.querysets import in_pools
@@ -201,3 +202,15 @@ def pod_for(project_id, affinity=GENERAL_PURPOSE, resources=None, availability_z
     if binding is not None:
         return binding.pod, binding, chosen
     return chosen.best, None, chosen
+
+
+def no_pod_available(project_id, affinity, chosen):
+    """The refusal of a binding request no pod of the selection `chosen`
+    can take, saying why each pod was refused."""
+    return exceptions.NoPodAvailable(
+        affinity=describe_affinity(affinity), project_id=project_id,
+        reasons=chosen.refusal_text() or 'there are no pods')
+
+
+def describe_affinity(affinity):
+    return affinity or 'general-purpose'

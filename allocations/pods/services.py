@@ -20,8 +20,8 @@ from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from placement_site import exceptions
 from placement_site.queries import is_retryable
 from placement_site.validation import normalize_uuid
+from providers import querysets
 from providers import services as provider_services
-from providers.models import Aggregate
 
 ATTEMPTS = 10
 POD_FIELDS = ('name', 'availability_zone', 'affinity_tags', 'thresholds', 'state')
@@ -45,7 +45,7 @@ def _retried(write):
 
 def check_thresholds(thresholds):
     """ResourceClassNotFound for a threshold of an unknown class."""
-    provider_services.resource_class_ids(list(thresholds or {}))
+    querysets.resource_class_ids(list(thresholds or {}))
 
 
 def pod_create(*, name, uuid=None, aggregate_uuid=None, availability_zone='nova',
@@ -177,7 +177,7 @@ def binding_request(request):
     (ending the old one with the reason its pod failed). NoPodAvailable,
     changing nothing, when no pod passes; ResourceClassNotFound for a
     resource of no class."""
-    provider_services.resource_class_ids(list(request.resources))
+    querysets.resource_class_ids(list(request.resources))
 
     def write():
         current = _open_binding(request.project_id, request.affinity)
@@ -185,7 +185,7 @@ def binding_request(request):
         if current is not None and chosen.passes(current.pod):
             return BindingAnswer(current, created=False)
         if chosen.best is None:
-            raise no_pod_available(request.project_id, request.affinity, chosen)
+            raise selection.no_pod_available(request.project_id, request.affinity, chosen)
         replaced = None
         if current is not None:
             _candidate, pod_filter, _why = chosen.refused[current.pod_id]
@@ -201,7 +201,7 @@ def binding_bind(*, project_id, affinity=GENERAL_PURPOSE, pod):
     ends with the reason 'admin'."""
     if not pod.serves(affinity):
         raise exceptions.PodDoesNotServeAffinity(name=pod.name,
-                                                 affinity=describe_affinity(affinity))
+                                                 affinity=selection.describe_affinity(affinity))
 
     def write():
         current = _open_binding(project_id, affinity)
@@ -222,15 +222,3 @@ def binding_end(*, binding):
             raise exceptions.PodBindingEnded(uuid=locked.uuid, ended_at=locked.ended_at.isoformat(),
                                              reason=locked.end_reason)
         return _end(locked, PodBinding.ADMIN)
-
-
-def no_pod_available(project_id, affinity, chosen):
-    """The refusal of a binding request no pod of the selection `chosen`
-    can take, saying why each pod was refused."""
-    return exceptions.NoPodAvailable(
-        affinity=describe_affinity(affinity), project_id=project_id,
-        reasons=chosen.refusal_text() or 'there are no pods')
-
-
-def describe_affinity(affinity):
-    return affinity or 'general-purpose'

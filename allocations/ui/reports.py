@@ -13,7 +13,6 @@ from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.pods import pipeline, selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from allocations.pods.services import describe_affinity, no_pod_available
 from allocations.ui import exports
 from placement_site.api import timestamp
 from providers import books, changes, scopes
@@ -519,7 +518,7 @@ class ProjectPod:
 
     @property
     def affinity_label(self):
-        return describe_affinity(self.affinity)
+        return selection.describe_affinity(self.affinity)
 
     @property
     def leaving(self):
@@ -534,7 +533,7 @@ class ProjectPod:
     def refusal(self):
         """Why no pod can take the project's work, as a binding request
         would answer it."""
-        return str(no_pod_available(self.project_id, self.affinity, self.selection))
+        return str(selection.no_pod_available(self.project_id, self.affinity, self.selection))
 
 
 def project_pod(project_id, affinity=GENERAL_PURPOSE, resources=None):

@@ -13,7 +13,7 @@ from placement_site import errors, exceptions
 from placement_site.api import (CSV, PlacementViewSet, answer_format, moment, query_params,
                                 timestamp)
 from placement_site.queries import storable
-from providers import services, trends
+from providers import querysets, trends
 from providers.models import Aggregate
 
 CLASS_LIST_PATTERN = '^[A-Z0-9_]+(,[A-Z0-9_]+)*$'
@@ -69,7 +69,7 @@ def _class_ids(names):
     if names is None:
         return None
     try:
-        return list(services.resource_class_ids(
+        return list(querysets.resource_class_ids(
             [name.strip() for name in names.split(',')]).values())
     except exceptions.ResourceClassNotFound as exc:
         raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')

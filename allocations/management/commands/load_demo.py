@@ -47,6 +47,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ProjectUsageSnapshot
+from allocations.pods import selection
 from allocations.pods import services as pod_services
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.pods.selection import BindingRequest
@@ -561,7 +562,7 @@ class Loader:
         got = (answer.binding.pod.name, answer.replaced.end_reason if answer.replaced else None)
         if got != (expected, replaced):
             raise CommandError(
-                f'The demo binds {project_id} ({pod_services.describe_affinity(affinity)}) to '
+                f'The demo binds {project_id} ({selection.describe_affinity(affinity)}) to '
                 f'{expected}, but its binding request went to {got[0]}: pods outside the '
                 'demo take its requests. Load it into a database without them.')
         return answer.binding
