@@ -6,11 +6,6 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-import allocations.api.capacity_docs  # noqa: F401  (OpenAPI descriptions)
-import allocations.api.docs  # noqa: F401  (OpenAPI descriptions)
-import allocations.pods.docs  # noqa: F401  (OpenAPI descriptions)
-import providers.api.docs  # noqa: F401  (OpenAPI descriptions)
-import providers.api.trends_docs  # noqa: F401  (OpenAPI descriptions)
 from allocations.api import candidates as candidate_views
 from allocations.api import capacity as capacity_views
 from allocations.api import views as allocation_views

@@ -1,7 +1,13 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
 from placement_site import operator_groups
+
+# The modules describing this app's API views for the OpenAPI document
+# (drf-spectacular's extend_schema_view, applied to the views they name).
+CONTRACTS = ('api.docs', 'api.trends_docs')
 
 
 class ProvidersConfig(AppConfig):
@@ -11,3 +17,5 @@ class ProvidersConfig(AppConfig):
     def ready(self):
         post_migrate.connect(operator_groups.ensure_read_only_group,
                              dispatch_uid='placement-read-only-group')
+        for module in CONTRACTS:   # once every model is ready, as the views need
+            import_module(f'{self.name}.{module}')

@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 from allocations.pods import checks  # noqa: F401  (registers the system checks)
@@ -7,3 +9,7 @@ class PodsConfig(AppConfig):
     name = 'allocations.pods'
     label = 'pods'
     verbose_name = 'Pods'
+
+    def ready(self):
+        # The OpenAPI descriptions of the pods' views, once every model is ready.
+        import_module(f'{self.name}.docs')
