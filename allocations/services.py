@@ -11,20 +11,19 @@ import collections
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
-from placement_site.queries import is_retryable, storable
+from placement_site.queries import retried, storable
 from providers import events
 from providers import services as provider_services
 from providers import rules
 from providers.models import Inventory, ResourceClass, ResourceProvider
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
-ATTEMPTS = 10
 
 
 @dataclass
@@ -46,22 +45,17 @@ class ConsumerAllocations:
 
 
 def allocations_replace(requests):
-    """Replace the allocations of every consumer in `requests` at once."""
-    for attempt in range(ATTEMPTS):
-        try:
-            with transaction.atomic():
-                return _replace(requests)
-        except (exceptions.ProviderConcurrentUpdate, IntegrityError, OperationalError) as exc:
-            # A concurrent writer created the same consumer, project or user,
-            # or bumped a provider we had not locked, or the database broke a
-            # deadlock: start again from fresh reads. Consumer generation
-            # conflicts are the client's to solve.
-            if isinstance(exc, OperationalError) and not is_retryable(exc):
-                raise
-            if attempt == ATTEMPTS - 1:
-                raise exceptions.ProviderConcurrentUpdate()
-            for request in requests:
-                request.consumer = None
+    """Replace the allocations of every consumer in `requests` at once.
+
+    A concurrent writer that created the same consumer, project or user, or
+    bumped a provider not yet locked, or a deadlock the database broke: the
+    whole write again from fresh reads. Consumer generation conflicts are
+    the client's to solve."""
+    def forget_consumers():
+        for request in requests:
+            request.consumer = None
+    return retried(lambda: _replace(requests), also=(exceptions.ProviderConcurrentUpdate,),
+                   before_retry=forget_consumers, exhausted=exceptions.ProviderConcurrentUpdate)
 
 
 def allocations_delete(*, consumer_uuid):

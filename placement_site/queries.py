@@ -2,9 +2,11 @@
 import json
 
 from django.core.exceptions import EmptyResultSet
-from django.db import models
+from django.db import IntegrityError, OperationalError, models, transaction
 from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
+
+from placement_site import exceptions
 
 
 def storable(value):
@@ -28,6 +30,29 @@ def is_retryable(exc):
     if cause is not None and type(cause).__module__.startswith('MySQLdb'):
         return bool(cause.args) and cause.args[0] in MYSQL_RETRYABLE
     return 'database is locked' in str(exc)
+
+
+RETRY_ATTEMPTS = 10
+
+
+def retried(write, *, also=(), before_retry=None, exhausted=exceptions.ConcurrentUpdate,
+            attempts=RETRY_ATTEMPTS):
+    """Run `write()` in one transaction, again from fresh reads when it lost
+    a race: a unique constraint (a concurrent writer created the same row),
+    a deadlock, serialization failure or busy lock (is_retryable), or one of
+    `also`. `before_retry()` resets what the failed attempt left behind;
+    after `attempts`, `exhausted()` is raised."""
+    for attempt in range(attempts):
+        try:
+            with transaction.atomic():
+                return write()
+        except (IntegrityError, OperationalError, *also) as exc:
+            if isinstance(exc, OperationalError) and not is_retryable(exc):
+                raise
+            if attempt == attempts - 1:
+                raise exhausted()
+            if before_retry is not None:
+                before_retry()
 
 
 def count_of(model, field):

@@ -12,33 +12,18 @@ winner's binding.
 import uuid as uuid_lib
 from dataclasses import dataclass
 
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from allocations.pods import selection
 from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from placement_site import exceptions
-from placement_site.queries import is_retryable
+from placement_site.queries import retried
 from placement_site.validation import normalize_uuid
 from providers import querysets
 from providers import services as provider_services
 
-ATTEMPTS = 10
 POD_FIELDS = ('name', 'availability_zone', 'affinity_tags', 'thresholds', 'state')
-
-
-def _retried(write):
-    """Run `write()` in a transaction, again from fresh reads when it lost a
-    race (a unique constraint, a deadlock, a busy SQLite)."""
-    for attempt in range(ATTEMPTS):
-        try:
-            with transaction.atomic():
-                return write()
-        except (IntegrityError, OperationalError) as exc:
-            if isinstance(exc, OperationalError) and not is_retryable(exc):
-                raise
-            if attempt == ATTEMPTS - 1:
-                raise exceptions.ConcurrentUpdate()
 
 
 # ---- pods -------------------------------------------------------------------------
@@ -63,7 +48,7 @@ def pod_create(*, name, uuid=None, aggregate_uuid=None, availability_zone='nova'
             uuid=pod_uuid, name=name, aggregate_id=aggregate_id,
             availability_zone=availability_zone, affinity_tags=dict(affinity_tags or {}),
             thresholds=dict(thresholds or {}), state=state)
-    pod = _retried(write)
+    pod = retried(write)
     return Pod.objects.with_aggregate().get(pk=pod.pk)
 
 
@@ -87,7 +72,7 @@ def pod_update(*, pod, aggregate_uuid=None, **changes):
             fields['aggregate_id'] = aggregate_id
         Pod.objects.filter(pk=pod.pk).update(updated_at=timezone.now(), **fields)
     if changes or aggregate_uuid is not None:
-        _retried(write)
+        retried(write)
     return Pod.objects.with_aggregate().get(pk=pod.pk)
 
 
@@ -192,7 +177,7 @@ def binding_request(request):
             replaced = _end(current, pod_filter.end_reason or PodBinding.ADMIN)
         return BindingAnswer(_bind(request.project_id, request.affinity, chosen.best),
                              created=True, replaced=replaced)
-    return _retried(write)
+    return retried(write)
 
 
 def binding_bind(*, project_id, affinity=GENERAL_PURPOSE, pod):
@@ -209,7 +194,7 @@ def binding_bind(*, project_id, affinity=GENERAL_PURPOSE, pod):
             return BindingAnswer(current, created=False)
         replaced = _end(current, PodBinding.ADMIN) if current is not None else None
         return BindingAnswer(_bind(project_id, affinity, pod), created=True, replaced=replaced)
-    return _retried(write)
+    return retried(write)
 
 
 def binding_end(*, binding):
