@@ -21,7 +21,7 @@ from placement_site.queries import retried, storable
 from providers import events
 from providers import services as provider_services
 from providers import rules
-from providers.models import Inventory, ResourceClass, ResourceProvider
+from providers.models import INVENTORY_FIELDS, Inventory, ResourceClass, ResourceProvider
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
 
@@ -104,7 +104,7 @@ def reshape(*, inventories, requests, reserved_can_be_total=True):
                 _lock_at_generation(provider)
                 continue
             interim = {
-                inv.resource_class.name: {f: getattr(inv, f) for f in provider_services.INVENTORY_FIELDS}
+                inv.resource_class.name: {f: getattr(inv, f) for f in INVENTORY_FIELDS}
                 for inv in Inventory.objects.filter(
                     resource_provider_id=provider.pk).select_related('resource_class')
             }

@@ -24,9 +24,9 @@ from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, Se
 from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
-from providers.models import (Aggregate, Event, EventProvider, Inventory, ProviderAggregate,
-                              ProviderTrait, ResourceClass, ResourceProvider, Trait,
-                              UsageSnapshot)
+from providers.models import (INVENTORY_FIELDS, Aggregate, Event, EventProvider, Inventory,
+                              ProviderAggregate, ProviderTrait, ResourceClass, ResourceProvider,
+                              Trait, UsageSnapshot)
 
 # ---- inline formsets written by one service call each ---------------------------
 
@@ -71,7 +71,7 @@ class InventoryFormSet(ServiceFormSet):
 
     @staticmethod
     def inventories(rows):
-        fields = services.INVENTORY_FIELDS
+        fields = INVENTORY_FIELDS
         return {row['resource_class'].name: {field: row[field] for field in fields}
                 for row in rows}
 

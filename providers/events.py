@@ -7,7 +7,7 @@ names.
 """
 from placement_site import actor
 from placement_site.api import timestamp
-from providers.models import Event, EventProvider
+from providers.models import INVENTORY_FIELDS, Event, EventProvider
 
 PROVIDER_CREATE = 'resource_provider.create'
 PROVIDER_UPDATE = 'resource_provider.update'
@@ -71,8 +71,7 @@ def inventory_record(inventory_or_record):
     """The inventory fields of a model or a dict, as the API shows them."""
     get = (inventory_or_record.get if isinstance(inventory_or_record, dict)
            else lambda name: getattr(inventory_or_record, name))
-    return {name: get(name) for name in ('total', 'reserved', 'min_unit', 'max_unit',
-                                         'step_size', 'allocation_ratio')}
+    return {name: get(name) for name in INVENTORY_FIELDS}
 
 
 def describe(event):

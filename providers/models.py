@@ -114,6 +114,10 @@ class ResourceProvider(models.Model):
         return self.updated_at or self.created_at
 
 
+# What a client writes of an inventory, and every answer and event shows.
+INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+
+
 class Inventory(models.Model):
     """How much of one resource class a provider has, and how it may be
     handed out."""

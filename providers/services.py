@@ -17,7 +17,7 @@ from django.utils import timezone
 from placement_site import exceptions
 from placement_site.validation import normalize_uuid
 from providers import events, querysets, rules
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
+from providers.models import (INVENTORY_FIELDS, Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
 
 LOG = logging.getLogger('placement.inventories')
@@ -29,7 +29,6 @@ INVENTORY_DEFAULTS = {
     'step_size': 1,
     'allocation_ratio': 1.0,
 }
-INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
 
 
 # ---- generations ---------------------------------------------------------

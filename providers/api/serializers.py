@@ -1,6 +1,5 @@
 """Providers, inventories and resource classes as Placement's JSON."""
-
-INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+from providers.models import INVENTORY_FIELDS
 
 
 def provider_url(request, provider_uuid):

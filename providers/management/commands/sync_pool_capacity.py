@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from placement_site import exceptions
 from providers import services
-from providers.models import ResourceProvider
+from providers.models import INVENTORY_FIELDS, ResourceProvider
 
 UNITS = {'B': 1, 'KB': 1024, 'MB': 1024 ** 2, 'GB': 1024 ** 3, 'TB': 1024 ** 4}
 ATTEMPTS = 5
@@ -87,6 +87,6 @@ class Command(BaseCommand):
         if current is None:
             return services.inventory_add(provider=provider, resource_class=resource_class,
                                           record=record)
-        kept = {field: getattr(current, field) for field in services.INVENTORY_FIELDS}
+        kept = {field: getattr(current, field) for field in INVENTORY_FIELDS}
         return services.inventory_update(provider=provider, resource_class=resource_class,
                                          record={**kept, **record})
