@@ -22,17 +22,13 @@ flows. A fixed number of queries, whatever the number of providers or
 groups (providers.scopes).
 """
 import collections
-import functools
 from dataclasses import dataclass, field
 
-from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, Sum, When
 from django.db.models.lookups import GreaterThanOrEqual
 
 from allocations.fits import Fit, count_fits
 from allocations.pods.models import Pod
-from placement_site import errors, querystring
 from providers import books, changes, scopes
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.rules import slots_sql, takes_sql
@@ -44,57 +40,6 @@ ROOT = 'root'
 AVAILABILITY_ZONE = 'availability_zone'
 GROUPINGS = (CLOUD, AGGREGATE, TRAIT, ROOT, AVAILABILITY_ZONE)
 
-
-
-# ---- flavors: the request shapes the dashboards count --------------------------------
-
-@dataclass(frozen=True)
-class Flavor:
-    name: str
-    resources: dict   # class name -> amount
-
-    @property
-    def query(self):
-        """The shape as `resources=` writes it."""
-        return ','.join(f'{name}:{amount}' for name, amount in self.resources.items())
-
-
-def parse_flavors(text):
-    """'small=VCPU:1,MEMORY_MB:2048;medium=...' -> [Flavor]; ValueError
-    naming the bad part. Amounts follow `resources=`'s grammar."""
-    flavors = []
-    for part in (p.strip() for p in text.split(';')):
-        if not part:
-            continue
-        name, sep, shape = (s.strip() for s in part.partition('='))
-        if not sep or not name or not shape:
-            raise ValueError(f'{part!r} is not name=RESOURCE_CLASS:amount,...')
-        if name in {f.name for f in flavors}:
-            raise ValueError(f'flavor {name!r} is named twice')
-        try:
-            resources = querystring.parse_resources(shape)
-        except errors.PlacementError as exc:
-            raise ValueError(f'flavor {name!r}: {exc.detail}') from None
-        flavors.append(Flavor(name, resources))
-    return flavors
-
-
-@functools.lru_cache(maxsize=4)
-def _flavors_of(text):
-    try:
-        return tuple(parse_flavors(text))
-    except ValueError as exc:
-        raise ImproperlyConfigured(
-            f'PLACEMENT_CAPACITY_FLAVORS: {exc} (expected name=RC:amount,RC:amount;name=...)')
-
-
-def configured_flavors():
-    """settings.PLACEMENT_CAPACITY_FLAVORS, parsed once per value."""
-    return _flavors_of(settings.PLACEMENT_CAPACITY_FLAVORS)
-
-
-# A bad value stops the server at start, not at the first dashboard visit.
-configured_flavors()
 
 
 # ---- groups --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
 from allocations import capacity
+from allocations.flavors import Flavor, configured_flavors
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.pods import pipeline, selection
@@ -42,7 +43,7 @@ def pools(aggregates):
 class FlavorFit:
     """How many more of a configured flavor (PLACEMENT_CAPACITY_FLAVORS)
     fit: capacity.Fit's count, a lower bound when not exact."""
-    flavor: capacity.Flavor
+    flavor: Flavor
     fit: capacity.Fit
     why: str = ''   # when none fits: the limit that stops it (capacity.why_none_fit)
 
@@ -52,7 +53,7 @@ def flavor_fits(scope, groups):
     (allocations.capacity, as GET /capacity counts them), and why none fits
     where none does. Four queries (one more per part of the scope when a flavor fits none),
     whatever the number of groups."""
-    flavors = capacity.configured_flavors()
+    flavors = configured_flavors()
     found = capacity.flavor_fits(flavors, scope, groups)
     why = capacity.why_none_fit(flavors, scope, groups, found)
     return {key: [FlavorFit(f, fits[f.name], why.get(key, {}).get(f.name, ''))

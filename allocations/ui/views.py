@@ -9,7 +9,7 @@ from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
-from allocations import candidates, capacity
+from allocations import candidates, flavors
 from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
@@ -159,7 +159,7 @@ def project_detail(request, external_id):
         return render(request, 'ui/project.html', {
             'project': Project(external_id=external_id), 'usage': {}, 'held': [],
             'page': page_of(request, Consumer.objects.none()), 'hosts': [], 'host_count': 0,
-            'pools': [], 'bindings': [], 'flavors': capacity.configured_flavors()})
+            'pools': [], 'bindings': [], 'flavors': flavors.configured_flavors()})
     listed = reports.project_consumers(project)
     if exports.wanted(request):
         return exports.streamed(request, 'project-consumers', *reports.consumer_rows(listed))
@@ -172,7 +172,7 @@ def project_detail(request, external_id):
         'held': reports.holdings(consumers), 'page': consumers,
         'hosts': hosts, 'host_count': host_count, 'pools': reports.project_pools(project),
         'bindings': [(binding, fits[binding.pod.aggregate.pk]) for binding in bindings],
-        'flavors': capacity.configured_flavors(),
+        'flavors': flavors.configured_flavors(),
     })
 
 
@@ -183,7 +183,7 @@ def aggregate_list(request):
     books = reports.pools(page)
     fits = reports.pool_flavor_fits(page)
     return render(request, 'ui/aggregates.html', {
-        'page': page, 'flavors': capacity.configured_flavors(),
+        'page': page, 'flavors': flavors.configured_flavors(),
         'rows': [(aggregate, books[aggregate.pk], fits[aggregate.pk]) for aggregate in page],
     })
 

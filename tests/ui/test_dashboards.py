@@ -10,13 +10,11 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from allocations import capacity
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.pods import services as pod_services
@@ -593,28 +591,6 @@ def test_where_a_flavor_fits_none_the_page_says_which_class_and_limit(staff, set
         html = staff.get(path).content.decode()
         assert flavor_cells(html) == {name: ('0', True) for name in expected}, path
         assert why_none(html) == expected, path
-
-
-@pytest.mark.parametrize('value, message', [
-    ('small', "'small' is not name=RESOURCE_CLASS:amount,..."),
-    ('small=', "'small=' is not name=RESOURCE_CLASS:amount,..."),
-    ('small=VCPU:0', "flavor 'small': Requested resource VCPU requires amount >= 1. Got: 0."),
-    ('small=VCPU', "flavor 'small': Badly formed resources parameter."),
-    ('a=VCPU:1;a=VCPU:2', "flavor 'a' is named twice"),
-])
-def test_a_bad_flavor_setting_is_a_clear_configuration_error(settings, value, message):
-    with pytest.raises(ValueError) as caught:
-        capacity.parse_flavors(value)
-    assert str(caught.value).startswith(message)
-    settings.PLACEMENT_CAPACITY_FLAVORS = value
-    with pytest.raises(ImproperlyConfigured) as caught:
-        capacity.configured_flavors()
-    assert str(caught.value).startswith(f'PLACEMENT_CAPACITY_FLAVORS: {message}')
-
-
-def test_flavors_parse_with_spaces_and_a_trailing_separator():
-    assert capacity.parse_flavors(' a = VCPU:1,MEMORY_MB:512 ; b=DISK_GB:5; ') == [
-        capacity.Flavor('a', {'VCPU': 1, 'MEMORY_MB': 512}), capacity.Flavor('b', {'DISK_GB': 5})]
 
 
 # ---- defects found on the demo cloud ----------------------------------------------
