@@ -11,7 +11,7 @@ means: staff see the whole cloud and edit what their permissions allow
 membership of a group named "project:<project id>" gives a project's page.
 """
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -74,6 +74,7 @@ class Viewer:
     account."""
     user: object
     keystone: dict | None
+    _decided: dict = field(default_factory=dict, repr=False)   # admin permissions asked
 
     @classmethod
     def of(cls, request):
@@ -125,6 +126,11 @@ class Viewer:
         """A Django admin permission for a Keystone user: viewing the
         house's models needs the whole cloud, an edit the API rule of the
         matching write; local accounts and sign-in records are not theirs."""
+        if perm not in self._decided:
+            self._decided[perm] = self._may_change(perm)
+        return self._decided[perm]
+
+    def _may_change(self, perm):
         app, _, codename = perm.partition('.')
         if app not in READ_ONLY_APPS:
             return False
@@ -179,11 +185,20 @@ class PolicyPermissions:
         return None
 
     def has_perm(self, user, perm, obj=None):
-        held = getattr(user, 'keystone_signin', None)
-        return held is not None and user.is_active and Viewer(user, held).may_change(perm)
+        viewer = _signed_in_viewer(user)
+        return viewer is not None and viewer.may_change(perm)
 
     def has_module_perms(self, user, app_label):
-        held = getattr(user, 'keystone_signin', None)
-        return (app_label in READ_ONLY_APPS and held is not None and user.is_active
-                and Viewer(user, held).sees_cloud)
+        viewer = _signed_in_viewer(user)
+        return app_label in READ_ONLY_APPS and viewer is not None and viewer.sees_cloud
 
+
+def _signed_in_viewer(user):
+    """The Viewer of a Keystone-signed-in user, made once per request (an
+    admin page asks dozens of permissions)."""
+    held = getattr(user, 'keystone_signin', None)
+    if held is None or not user.is_active:
+        return None
+    if getattr(user, '_policy_viewer', None) is None:
+        user._policy_viewer = Viewer(user, held)
+    return user._policy_viewer
