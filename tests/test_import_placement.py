@@ -439,8 +439,9 @@ def differences(real, ours, paths, *, ordered=True):
 
 
 # A provider's reads that Placement dates with the moment of the answer (no
-# row to take a date from), which two servers do a second apart.
-DATED_NOW = ('/usages', '/aggregates')
+# row to take a date from: usages, aggregates, and the traits of a provider
+# with none), which two servers do a second apart.
+DATED_NOW = ('/usages', '/aggregates', '/traits')
 
 
 def _dated_now(last_modified, date):
