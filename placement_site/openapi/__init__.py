@@ -1,0 +1,46 @@
+"""The OpenAPI document's shared pieces: the microversion header, the token,
+Placement's error bodies, named schemas, and `operation()`, which turns one
+Placement operation's facts into drf-spectacular's `extend_schema`.
+
+The views validate bodies against JSON Schemas and answer plain dicts, so
+the document is written, not introspected: the docs modules of the apps
+attach it to the viewsets, and the extensions of this package let
+drf-spectacular read Placement's views (microversions in a header, tokens
+checked by the middleware) and publish JSON Schemas as components.
+
+One module per idea; the names the apps' docs modules use are re-exported
+here, so they import from `placement_site.openapi`:
+- versions: one document per microversion (describing, at_version, versioned)
+- schemas: JSON Schema in the document (Component and its extension,
+  openapi_schema, keyed_maps, closed, the shared small schemas)
+- viewsets: the token and the views as the generator sees them (extensions)
+- headers: the microversion header and the answers' headers
+- errors: Placement's error answers
+- operations: one operation (operation(), OperationSchema, link)
+- parameters: path and query parameters
+- grammars: the grammars of the structured query parameters
+- root: GET / (attached to RootViewSet on import)
+- document: serving one microversion's document (DocumentView, describe_version)
+
+Importing the package imports every module, which registers the
+drf-spectacular extensions and describes GET /.
+"""
+from placement_site.openapi import root, viewsets  # noqa: F401 (they register on import)
+from placement_site.openapi.document import DocumentView, describe_version
+from placement_site.openapi.grammars import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR,
+                                             RESOURCES_GRAMMAR, ROOT_REQUIRED_GRAMMAR)
+from placement_site.openapi.operations import link, operation
+from placement_site.openapi.parameters import PROVIDER_UUID, path, query
+from placement_site.openapi.schemas import (CLASS_NAME_SCHEMA, GENERATION, LINKS,
+                                            TRAIT_NAME_SCHEMA, UUID, UUID_KEY, Component,
+                                            closed, keyed_maps, openapi_schema, request_body,
+                                            resources_map)
+from placement_site.openapi.versions import at_version, describing, versioned
+
+__all__ = [
+    'CLASS_NAME_SCHEMA', 'GENERATION', 'LINKS', 'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID',
+    'REQUIRED_GRAMMAR', 'RESOURCES_GRAMMAR', 'ROOT_REQUIRED_GRAMMAR', 'TRAIT_NAME_SCHEMA',
+    'UUID', 'UUID_KEY', 'Component', 'DocumentView', 'at_version', 'closed', 'describe_version',
+    'describing', 'keyed_maps', 'link', 'openapi_schema', 'operation', 'path', 'query',
+    'request_body', 'resources_map', 'versioned',
+]
