@@ -1,0 +1,30 @@
+"""Placement API: resource providers, inventories, aggregates, traits and
+resource classes; and our event log. One module per resource:
+
+- providers: /resource_providers[/{uuid}]
+- inventories: /resource_providers/{uuid}/inventories[/{resource_class}]
+- provider_aggregates: /resource_providers/{uuid}/aggregates
+- provider_traits: /resource_providers/{uuid}/traits
+- resource_classes: /resource_classes[/{name}]
+- traits: /traits[/{name}]
+- events: GET /events
+- shared: find_provider and the answers several of them give
+
+The URL map, the docs modules and the allocations app import the views from
+here.
+"""
+from providers.api.views.events import EventViewSet
+from providers.api.views.inventories import INVENTORY_POLICY, InventoryViewSet
+from providers.api.views.provider_aggregates import ProviderAggregatesViewSet
+from providers.api.views.provider_traits import ProviderTraitsViewSet
+from providers.api.views.providers import RP_POLICY, ResourceProviderViewSet
+from providers.api.views.resource_classes import ResourceClassViewSet
+from providers.api.views.shared import custom_name_deletion, domain_not_found, find_provider
+from providers.api.views.traits import TraitViewSet
+
+__all__ = [
+    'INVENTORY_POLICY', 'RP_POLICY', 'EventViewSet', 'InventoryViewSet',
+    'ProviderAggregatesViewSet', 'ProviderTraitsViewSet', 'ResourceClassViewSet',
+    'ResourceProviderViewSet', 'TraitViewSet', 'custom_name_deletion', 'domain_not_found',
+    'find_provider',
+]

@@ -1,0 +1,150 @@
+"""/resource_providers/{uuid}/inventories[/{resource_class}]: a provider's
+inventories."""
+from placement_site import errors, exceptions
+from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
+from providers import schemas, services
+from providers.api import serializers
+from providers.api.views.shared import domain_not_found, find_provider
+from providers.models import Inventory
+
+INVENTORY_POLICY = 'placement:resource_providers:inventories:%s'
+
+
+class InventoryViewSet(PlacementViewSet):
+    """/resource_providers/{uuid}/inventories[/{resource_class}]"""
+
+    def _inventories(self, provider):
+        # In class id order, as Placement's rows come from the (provider,
+        # class) index: the same JSON key order byte for byte.
+        return list(Inventory.objects.filter(resource_provider_id=provider.pk)
+                    .select_related('resource_class').order_by('resource_class_id'))
+
+    def _send_all(self, provider, inventories):
+        response = self.respond(serializers.inventories(inventories, provider.generation),
+                                last_modified=serializers.latest(inventories))
+        if not inventories:
+            # Placement dates an empty inventory with nothing, not with now.
+            del response['Last-Modified']
+        return response
+
+    def _send_one(self, provider, inventory, status=200, location=None):
+        return self.respond(serializers.inventory(inventory, provider.generation), status=status,
+                            last_modified=inventory.last_modified, location=location)
+
+    def _reserved_can_be_total(self):
+        return self.version.matches((1, 26))
+
+    @accept_json
+    def list(self, request, uuid):
+        self.authorize(INVENTORY_POLICY % 'list')
+        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found : {error}',
+                                 vary=True)
+        return self._send_all(provider, self._inventories(provider))
+
+    @require_json
+    def create(self, request, uuid):
+        self.authorize(INVENTORY_POLICY % 'create')
+        provider = find_provider(uuid)
+        data = json_body(request, schemas.INVENTORY_POST)
+        resource_class = data.pop('resource_class')
+        data.pop('resource_provider_generation', None)
+        try:
+            inventory = services.inventory_add(
+                provider=provider, resource_class=resource_class, record=data,
+                reserved_can_be_total=self._reserved_can_be_total())
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.conflict(f'Update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+        except (exceptions.InvalidInventoryCapacity, exceptions.NotFound) as exc:
+            raise errors.bad_request(
+                f'Unable to create inventory for resource provider {provider.uuid}: {exc}')
+        provider_url = serializers.provider_url(request, provider.uuid)
+        location = f'{provider_url}/inventories/{resource_class}'
+        return self._send_one(provider, inventory, status=201, location=location)
+
+    @require_json
+    def replace(self, request, uuid):
+        self.authorize(INVENTORY_POLICY % 'update')
+        provider = find_provider(uuid)
+        data = json_body(request, schemas.INVENTORIES_PUT)
+        if data['resource_provider_generation'] != provider.generation:
+            raise errors.conflict('resource provider generation conflict',
+                                  code=errors.CONCURRENT_UPDATE)
+        try:
+            inventories = services.inventories_replace(
+                provider=provider, inventories=data['inventories'],
+                reserved_can_be_total=self._reserved_can_be_total())
+        except exceptions.InvalidInventoryCapacity as exc:
+            raise errors.bad_request(
+                f'Unable to update inventory for resource provider {provider.uuid}: {exc}')
+        except exceptions.ResourceClassNotFound as exc:
+            raise errors.bad_request(
+                f'Unknown resource class in inventory for resource provider {provider.uuid}: {exc}')
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+        except exceptions.InventoryInUse as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
+        return self._send_all(provider, inventories)
+
+    @versions('1.5', status=405)
+    def destroy_all(self, request, uuid):
+        self.authorize(INVENTORY_POLICY % 'delete')
+        provider = find_provider(uuid)
+        try:
+            services.inventories_replace(provider=provider, inventories={})
+        except exceptions.ConcurrentUpdate:
+            raise errors.conflict(
+                f'Unable to delete inventory for resource provider {provider.uuid} because the '
+                'inventory was updated by another process. Please retry your request.',
+                code=errors.CONCURRENT_UPDATE)
+        return self.no_content()
+
+    @accept_json
+    def retrieve(self, request, uuid, resource_class):
+        self.authorize(INVENTORY_POLICY % 'show')
+        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found : {error}',
+                                 vary=True)
+        inventory = next((inv for inv in self._inventories(provider)
+                          if inv.resource_class.name == resource_class), None)
+        if inventory is None:
+            raise errors.not_found(f'No inventory of class {resource_class} for {uuid}')
+        return self._send_one(provider, inventory)
+
+    @require_json
+    def update(self, request, uuid, resource_class):
+        self.authorize(INVENTORY_POLICY % 'update')
+        provider = find_provider(uuid)
+        data = json_body(request, schemas.INVENTORY_PUT)
+        if data.pop('resource_provider_generation') != provider.generation:
+            raise errors.conflict('resource provider generation conflict',
+                                  code=errors.CONCURRENT_UPDATE)
+        try:
+            inventory = services.inventory_update(
+                provider=provider, resource_class=resource_class, record=data,
+                reserved_can_be_total=self._reserved_can_be_total())
+        except exceptions.ResourceClassNotFound as exc:
+            raise domain_not_found(exc)
+        except exceptions.InventoryBelowUsage as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+        except exceptions.InventoryNotFound as exc:
+            raise errors.bad_request(
+                'No inventory record with resource class for resource provider '
+                f'{provider.uuid}: {exc}')
+        except exceptions.InvalidInventoryCapacity as exc:
+            raise errors.bad_request(
+                f'Unable to update inventory for resource provider {provider.uuid}: {exc}')
+        return self._send_one(provider, inventory)
+
+    def destroy(self, request, uuid, resource_class):
+        self.authorize(INVENTORY_POLICY % 'delete')
+        provider = find_provider(uuid)
+        try:
+            services.inventory_delete(provider=provider, resource_class=resource_class)
+        except (exceptions.ConcurrentUpdate, exceptions.InventoryInUse) as exc:
+            raise errors.conflict(f'Unable to delete inventory of class {resource_class}: {exc}',
+                                  code=errors.CONCURRENT_UPDATE)
+        except exceptions.NotFound as exc:
+            raise errors.not_found(
+                f'No inventory of class {resource_class} found for delete: {exc}')
+        return self.no_content()

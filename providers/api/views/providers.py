@@ -1,0 +1,89 @@
+"""/resource_providers[/{uuid}]: the providers themselves."""
+import uuid as uuid_lib
+
+from placement_site import errors, exceptions
+from placement_site.api import PlacementViewSet, accept_json, json_body, query_params, require_json
+from placement_site.validation import normalize_uuid
+from providers import schemas, services
+from providers.api import serializers
+from providers.api.views.shared import find_provider
+from providers.filters import ProviderFilterSet
+from providers.models import ResourceProvider
+
+RP_POLICY = 'placement:resource_providers:%s'
+
+
+class ResourceProviderViewSet(PlacementViewSet):
+
+    @accept_json
+    def list(self, request):
+        self.authorize(RP_POLICY % 'list')
+        query_params(request, schemas.PROVIDER_LIST_QUERY_BY_VERSION.at(self.version))
+        providers = list(ProviderFilterSet(
+            request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs)
+        body = {'resource_providers': [
+            serializers.provider(request, rp, self.version) for rp in providers]}
+        return self.respond(body, last_modified=serializers.latest(providers))
+
+    @require_json
+    def create(self, request):
+        self.authorize(RP_POLICY % 'create')
+        data = json_body(request, schemas.PROVIDER_POST_BY_VERSION.at(self.version))
+        provider_uuid = normalize_uuid(data['uuid']) if data.get('uuid') else str(uuid_lib.uuid4())
+        try:
+            provider = services.provider_create(
+                name=data['name'], uuid=provider_uuid,
+                parent_provider_uuid=data.get('parent_provider_uuid'))
+        except exceptions.DuplicateProvider as exc:
+            raise errors.conflict(str(exc), code=errors.DUPLICATE_NAME)
+        except exceptions.ObjectActionError as exc:
+            raise errors.bad_request(
+                f'Unable to create resource provider "{data["name"]}", {provider_uuid}: {exc}')
+        location = serializers.provider_url(request, provider.uuid)
+        if self.version.matches((1, 20)):
+            return self.respond(serializers.provider(request, provider, self.version),
+                                last_modified=provider.last_modified, location=location)
+        return self.no_content(status=201, location=location)
+
+    @accept_json
+    def retrieve(self, request, uuid):
+        self.authorize(RP_POLICY % 'show')
+        provider = find_provider(uuid)
+        return self.respond(serializers.provider(request, provider, self.version),
+                            last_modified=provider.last_modified)
+
+    @require_json
+    def update(self, request, uuid):
+        self.authorize(RP_POLICY % 'update')
+        provider = find_provider(uuid)
+        data = json_body(request, schemas.PROVIDER_PUT_BY_VERSION.at(self.version))
+        try:
+            provider = services.provider_update(
+                provider=provider, name=data.get('name'),
+                parent_provider_uuid=data.get('parent_provider_uuid', ...),
+                allow_reparenting=self.version.matches((1, 37)))
+        except exceptions.DuplicateProvider:
+            raise errors.conflict(
+                f'Conflicting resource provider {data["name"]} already exists.',
+                code=errors.DUPLICATE_NAME)
+        except exceptions.ObjectActionError as exc:
+            raise errors.bad_request(f'Unable to save resource provider {uuid}: {exc}')
+        return self.respond(serializers.provider(request, provider, self.version),
+                            last_modified=provider.last_modified)
+
+    def destroy(self, request, uuid):
+        self.authorize(RP_POLICY % 'delete')
+        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found for delete',
+                                 vary=True)
+        try:
+            services.provider_delete(provider=provider)
+        except exceptions.ProviderInUse as exc:
+            raise errors.conflict(f'Unable to delete resource provider {uuid}: {exc}',
+                                  code=errors.PROVIDER_IN_USE)
+        except exceptions.CannotDeleteParentProvider:
+            raise errors.conflict(
+                f'Unable to delete parent resource provider {uuid}: It has child resource '
+                'providers.', code=errors.PROVIDER_CANNOT_DELETE_PARENT)
+        except exceptions.NotFound:
+            raise errors.not_found(f'No resource provider with uuid {uuid} found for delete')
+        return self.no_content()
