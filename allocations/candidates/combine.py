@@ -6,24 +6,33 @@ the product of the groups' requests, pruned as soon as a provider's capacity
 or max_unit is exceeded, then group_policy=isolate, same_subtree, and
 Placement's pre-check that a tree can hold the classes several groups ask
 for. Then the rule before 1.29 (one provider per tree), and the limit.
+
+Pure: a function of the groups' requests, the findings and the provider
+summaries the selector loaded for them.
 """
 import collections
 import itertools
 import random
+from dataclasses import dataclass
 
+from allocations.candidates.findings import Stage, StageRecord
 from allocations.candidates.matching import AllocationRequest
-from allocations.candidates.research import Stage
+
+
+@dataclass
+class Combined:
+    requests: list       # the candidates (AllocationRequests), limited
+    summarized: set      # before 1.29: the providers candidates use (None: every one)
+    records: list        # StageRecords: COMBINED
 
 
 class Combination:
     """Combines the requests of a query's groups; no I/O."""
 
-    def __init__(self, query, research, summaries, settings):
+    def __init__(self, query, wide, settings):
         self.params = query.params
         self.nested_aware = query.nested_aware
-        self.research = research
-        self.loader = summaries
-        self.summaries = summaries.by_id   # filled in by loader.load_for
+        self.wide = wide                   # the RequestFindings
         self.settings = settings
         self.class_totals = collections.Counter()
         self.multi_group_classes = set()
@@ -32,16 +41,20 @@ class Combination:
                 if name in self.class_totals:
                     self.multi_group_classes.add(name)
                 self.class_totals[name] += amount
-        self.summarized = None   # before 1.29: the providers candidates use
 
-    def candidates(self, by_suffix):
-        requests = self.merge(by_suffix)
-        requests = self.exclude_nested(requests)
-        return self.limit(requests)
+    def candidates(self, by_suffix, findings, summaries):
+        """The Combined candidates of the groups' requests ({suffix:
+        requests}), given the groups' findings ({suffix: GroupFindings})
+        and, when several groups are combined, the summaries ({provider id:
+        ProviderSummary}) of every tree their requests use."""
+        requests = self.merge(by_suffix, findings, summaries)
+        record = StageRecord(Stage.COMBINED, '', len(requests))
+        requests, summarized = self.exclude_nested(requests)
+        return Combined(self.limit(requests), summarized, [record])
 
     def _excluding(self):
         """Will candidates be dropped after they are made (exclude_nested)?"""
-        return not self.nested_aware and self.research.has_trees
+        return not self.nested_aware and self.wide.has_trees
 
     def stop_at(self):
         """How many candidates to generate at most (-1: all)."""
@@ -63,17 +76,17 @@ class Combination:
             return limit
         return None
 
-    def merge(self, by_suffix):
+    def merge(self, by_suffix, findings, summaries):
         stop_at = self.stop_at()
         if len(by_suffix) == 1:
             # One group: its requests are the candidates (every provider in
             # them passed the capacity check for its amount), less the
             # copies a sharing provider makes for each tree it serves.
             merged, seen = [], set()
-            sharing = self.research.sharing
+            sharing = self.wide.sharing
             suffix, requests = next(iter(by_suffix.items()))
             # A tree group's requests come without those copies already.
-            dedupe = bool(sharing) and not self.research.findings[suffix].tree_mode
+            dedupe = bool(sharing) and not findings[suffix].tree_mode
             for request in requests:
                 if dedupe and request.only_sharing(sharing):
                     key = request.key()
@@ -83,11 +96,9 @@ class Combination:
                 merged.append(request)
                 if 0 <= stop_at <= len(merged):
                     break
-            self.research.record(Stage.COMBINED, '', len(merged))
             return merged
-        # Combining checks the capacity of each combination: it needs the
+        # Combining checks the capacity of each combination: with the
         # summaries of every tree involved.
-        self.loader.load_for(r for requests in by_suffix.values() for r in requests)
         by_anchor = collections.defaultdict(lambda: collections.defaultdict(list))
         for suffix, requests in by_suffix.items():
             for request in requests:
@@ -95,9 +106,9 @@ class Combination:
         all_suffixes = set(by_suffix)
         granular = len(all_suffixes - {''})
         generators = [
-            self.products(list(lists.values()))
+            self.products(list(lists.values()), summaries)
             for lists in by_anchor.values()
-            if set(lists) == all_suffixes and self.tree_can_hold(lists)
+            if set(lists) == all_suffixes and self.tree_can_hold(lists, summaries)
         ]
         if self.settings.strategy == 'breadth-first':
             combos = _roundrobin(generators)
@@ -107,20 +118,18 @@ class Combination:
         for combo in combos:
             if not self.satisfies_group_policy(combo, granular):
                 continue
-            if not self.satisfies_same_subtree(combo):
+            if not self.satisfies_same_subtree(combo, summaries):
                 continue
             request = consolidate(combo)
             merged.setdefault(request.key(), request)
             if 0 <= stop_at <= len(merged):
                 break
-        self.research.record(Stage.COMBINED, '', len(merged))
         return list(merged.values())
 
-    def products(self, lists):
+    def products(self, lists, summaries):
         """The cartesian product of the groups' requests, pruning prefixes
         that already exceed a provider's capacity or max_unit."""
         lists = [tuple(items) for items in lists]
-        summaries = self.summaries
 
         def extend(index, chosen, amounts):
             if index == len(lists):
@@ -143,7 +152,7 @@ class Combination:
                     chosen.pop()
         return extend(0, [], {})
 
-    def tree_can_hold(self, lists):
+    def tree_can_hold(self, lists, summaries):
         """Placement's pre-check: a tree whose providers together lack the
         capacity asked of classes requested by several groups is skipped."""
         if not self.multi_group_classes:
@@ -151,8 +160,8 @@ class Combination:
         provider_ids = {p for requests in lists.values() for r in requests
                         for p, _, _ in r.resources}
         for name in self.multi_group_classes:
-            available = sum(self.summaries[p].resources[name][0] for p in provider_ids
-                            if name in self.summaries[p].resources)
+            available = sum(summaries[p].resources[name][0] for p in provider_ids
+                            if name in summaries[p].resources)
             if self.class_totals[name] > available:
                 return False
         return True
@@ -167,17 +176,17 @@ class Combination:
                 providers |= next(iter(request.mappings.values()))
         return len(providers) == granular
 
-    def satisfies_same_subtree(self, combo):
+    def satisfies_same_subtree(self, combo, summaries):
         for suffixes in self.params.same_subtrees:
             provider_ids = set()
             for request in combo:
                 for suffix in suffixes:
                     provider_ids |= request.mappings.get(suffix, set())
-            if not self.same_subtree(provider_ids):
+            if not self.same_subtree(provider_ids, summaries):
                 return False
         return True
 
-    def same_subtree(self, provider_ids):
+    def same_subtree(self, provider_ids, summaries):
         """One of the providers is an ancestor of (or is) all the others."""
         if len(provider_ids) <= 1:
             return True
@@ -187,25 +196,25 @@ class Combination:
             current = provider_id
             while current is not None:
                 ancestors.add(current)
-                current = self.summaries[current].parent_id
+                current = summaries[current].parent_id
             common = ancestors if common is None else common & ancestors
         return bool(common & provider_ids)
 
     def exclude_nested(self, requests):
-        """Before 1.29 a candidate may use only one provider per tree, and
-        the summaries cover only providers some candidate uses (chosen, as
-        in Placement, before any limit applies)."""
-        if self.nested_aware or not self.research.has_trees:
-            return requests
-        self.loader.load_for(requests)
+        """(requests, summarized): before 1.29 a candidate may use only one
+        provider per tree, and the summaries cover only providers some
+        candidate uses (chosen, as in Placement, before any limit
+        applies)."""
+        if not self._excluding():
+            return requests, None
+        root_of = self.wide.root_of
         kept = []
         for request in requests:
             providers = {p for p, _, _ in request.resources}
-            roots = {self.summaries[p].root_id for p in providers}
+            roots = {root_of(request, p) for p in providers}
             if len(providers) == len(roots):
                 kept.append(request)
-        self.summarized = {p for r in kept for p, _, _ in r.resources}
-        return kept
+        return kept, {p for r in kept for p, _, _ in r.resources}
 
     def limit(self, requests):
         limit = self.params.limit

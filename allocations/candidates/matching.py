@@ -1,6 +1,7 @@
-"""Matching: from one group's research findings to the group's allocation
-requests, in Python over the ids the research found and the provider
-summaries.
+"""Matching: from one group's findings to the group's allocation requests,
+in Python over the ids the research found: pure functions of the
+RequestFindings and the group's GroupFindings, which they do not change.
+Each returns the StageRecords of what it left.
 
 - A suffixed group (or any group in a cloud without trees or sharing
   providers) needs one provider with every class, trait and aggregate of the
@@ -16,7 +17,7 @@ import collections.abc
 import itertools
 import math
 
-from allocations.candidates.research import Stage, provider_roots, traits_text
+from allocations.candidates.findings import Stage, StageRecord, traits_text
 
 
 class AllocationRequest:
@@ -42,72 +43,63 @@ class AllocationRequest:
         return all(p in sharing for p, _, _ in self.resources)
 
 
-def group_requests(research, found, summaries, *, lazy=False):
-    """The allocation requests of one researched group: a list, or with
-    lazy=True an iterator that builds trees' requests only as they are
-    taken (a `limit` needs the first few of many)."""
-    if found.tree_mode:
-        requests = iter_tree_requests(research, found, summaries)
-        if lazy:
-            return requests
-        requests = list(requests)
-    else:
-        requests = single_provider_requests(research, found, summaries)
-    for request in requests:
-        request.use_same_provider = found.group.use_same_provider
-    return requests
+def group_requests(wide, found, *, one_group, lazy=False):
+    """(the allocation requests of one researched group, the stage
+    records): a list, or with lazy=True an iterator that builds trees'
+    requests only as they are taken (a `limit` needs the first few of
+    many). one_group: the group is the query's only one."""
+    if not found.tree_mode:
+        return single_provider_requests(wide, found)
+    trees, records = matched_trees(wide, found, one_group=one_group)
+    requests = iter_tree_requests(wide, found, trees)
+    return (requests if lazy else list(requests)), records
 
 
 # ---- one provider satisfies the whole group -------------------------------------------
 
-def providers_matching(research, found):
-    """(provider id, root id) of the providers meeting the whole group."""
-    allowed = found.members
-    if found.required_sets:
-        with_all = found.with_all_required()
-        allowed = with_all if allowed is None else allowed & with_all
-    excluded = found.in_forbidden_aggs | found.forbidden
+def providers_matching(found):
+    """((provider id, root id) of the providers meeting the whole group,
+    the stage records)."""
     if not found.resources:
-        # A resourceless group (same_subtree, 1.36) is its traits and
-        # aggregates; with neither it matches nothing, as in Placement.
-        matching = provider_roots(allowed - excluded) if allowed else []
+        matching = found.resourceless
     else:
+        allowed, excluded = found.allowed()
         capacity = [found.capacity[name] for name in found.resources]
         ids = set.intersection(*({p for p, _ in pairs} for pairs in capacity))
         if allowed is not None:
             ids &= allowed
         ids -= excluded
         matching = [pair for pair in capacity[-1] if pair[0] in ids]
-    research.record(Stage.PROVIDERS_MATCHING, found.suffix, len(matching))
-    return matching
+    return matching, [StageRecord(Stage.PROVIDERS_MATCHING, found.suffix, len(matching))]
 
 
-def single_provider_requests(research, found, summaries):
-    pairs = providers_matching(research, found)
-    if not pairs:
-        return []
-    summaries.note_roots(pairs)
-    served = research.trees_served([p for p, _ in pairs if p in research.sharing])
+def single_provider_requests(wide, found):
+    """(the group's requests, one provider each, the stage records): in
+    the provider's tree and, for a sharing provider, in each tree it
+    serves."""
+    pairs, records = providers_matching(found)
     suffix = found.suffix
+    same = found.group.use_same_provider
     resources = list(found.resources.items())
     requests = []
     for provider_id, root_id in pairs:
         amounts = [(provider_id, name, amount) for name, amount in resources]
         mappings = {suffix: {provider_id}}
-        if research.in_anchors(root_id):
-            requests.append(AllocationRequest(root_id, amounts, mappings))
-        for anchor_id in served.get(provider_id, ()):
-            if anchor_id != root_id and research.in_anchors(anchor_id):
-                requests.append(AllocationRequest(anchor_id, amounts, mappings))
-    return requests
+        if wide.in_anchors(root_id):
+            requests.append(AllocationRequest(root_id, amounts, mappings, same))
+        for anchor_id in found.served.get(provider_id, ()):
+            if anchor_id != root_id and wide.in_anchors(anchor_id):
+                requests.append(AllocationRequest(anchor_id, amounts, mappings, same))
+    return requests, records
 
 
 # ---- a tree (plus sharing providers) satisfies the group together -----------------
 
-def trees_matching(research, found):
-    """{(provider id, anchor root id, class id)} that together can hold
-    every class of the group in some tree."""
+def trees_matching(wide, found):
+    """({(provider id, anchor root id, class id)} that together can hold
+    every class of the group in some tree, the stage records)."""
     suffix = found.suffix
+    records = []
     combined = set()
     for name in found.resources:
         class_id = found.class_ids[name]
@@ -115,39 +107,40 @@ def trees_matching(research, found):
         for provider_id in found.sharing_by_class.get(name, ()):
             candidates |= {(provider_id, anchor, class_id)
                            for anchor in found.served.get(provider_id, ())}
-        if research.anchors is not None:
-            candidates = {c for c in candidates if c[1] in research.anchors}
+        if wide.anchors is not None:
+            candidates = {c for c in candidates if c[1] in wide.anchors}
             if not candidates:
-                research.record(Stage.TREES_UNDER_ROOT, suffix, 0, name)
-                return set()
+                records.append(StageRecord(Stage.TREES_UNDER_ROOT, suffix, 0, name))
+                return set(), records
         if found.members is not None:
             members = found.members
             candidates = {c for c in candidates if c[0] in members or c[1] in members}
             if not candidates:
-                research.record(Stage.TREES_IN_AGGREGATES, suffix, 0, name)
-                return set()
+                records.append(StageRecord(Stage.TREES_IN_AGGREGATES, suffix, 0, name))
+                return set(), records
         if found.in_forbidden_aggs:
             bad = found.in_forbidden_aggs
             candidates = {c for c in candidates if c[0] not in bad and c[1] not in bad}
             if not candidates:
-                research.record(Stage.TREES_OUTSIDE_AGGREGATES, suffix, 0, name)
-                return set()
+                records.append(StageRecord(Stage.TREES_OUTSIDE_AGGREGATES, suffix, 0, name))
+                return set(), records
         if not combined:
             combined = candidates
         else:
             both = {c[1] for c in combined} & {c[1] for c in candidates}
             combined = {c for c in combined | candidates if c[1] in both}
-        research.record(Stage.TREES_WITH_CLASSES, suffix, len({c[1] for c in combined}), name)
+        records.append(StageRecord(Stage.TREES_WITH_CLASSES, suffix,
+                                   len({c[1] for c in combined}), name))
         if not combined:
-            return set()
+            return set(), records
     if (not found.required_sets and not found.forbidden) or found.sharing:
         # (With sharing providers the traits are checked per combination.)
-        return combined
+        return combined, records
     keep = _trees_with_traits(found, {(c[0], c[1]) for c in combined})
     combined = {c for c in combined if c[1] in keep}
-    research.record(Stage.TREES_WITH_TRAITS, suffix, len({c[1] for c in combined}),
-                    traits_text(found.group.required_traits, found.group.forbidden_traits))
-    return combined
+    records.append(StageRecord(Stage.TREES_WITH_TRAITS, suffix, len({c[1] for c in combined}),
+                               _traits_text(found)))
+    return combined, records
 
 
 def _trees_with_traits(found, pairs):
@@ -166,31 +159,31 @@ def _trees_with_traits(found, pairs):
     return {r for r, indexes in satisfied.items() if len(indexes) == wanted}
 
 
-def _trees(research, found, summaries):
-    """{root id: {class id: [(provider id, class name, amount)]}}: the
-    trees (with sharing providers) able to hold every class of the group."""
-    if len(research.query.groups) == 1:
-        return _trees_of_one_group(research, found, summaries)
-    combined = trees_matching(research, found)
+def matched_trees(wide, found, *, one_group):
+    """({root id: {class id: [(provider id, class name, amount)]}}: the
+    trees (with sharing providers) able to hold every class of the group,
+    the stage records). one_group: the group is the query's only one."""
+    if one_group:
+        return _trees_of_one_group(wide, found)
+    combined, records = trees_matching(wide, found)
     if not combined:
-        return {}
-    for pairs in found.capacity.values():
-        summaries.note_roots(pairs)
+        return {}, records
     amounts = {found.class_ids[name]: (name, amount) for name, amount in found.resources.items()}
     trees = collections.defaultdict(lambda: collections.defaultdict(list))
     for provider_id, root_id, class_id in combined:
         trees[root_id][class_id].append((provider_id, *amounts[class_id]))
-    return trees
+    return trees, records
 
 
-def _trees_of_one_group(research, found, summaries):
-    """_trees for the only group of a query, built per tree rather than
+def _trees_of_one_group(wide, found):
+    """matched_trees for the only group of a query, built per tree rather than
     from trees_matching's set of every (provider, tree, class): at 100,000
     providers that set is 350,000 tuples. The trees come in another order,
     which for one group decides only the order of the candidates (and which
     of them a limit keeps); their requests are the same."""
     suffix = found.suffix
-    anchors, members, bad = research.anchors, found.members, found.in_forbidden_aggs
+    anchors, members, bad = wide.anchors, found.members, found.in_forbidden_aggs
+    records = []
     roots = None
     by_class = {}
     for name, amount in found.resources.items():
@@ -205,7 +198,8 @@ def _trees_of_one_group(research, found, summaries):
                     providers.append(provider_id)
         for keep, stage in ((anchors is not None and (lambda root, p: root in anchors),
                              Stage.TREES_UNDER_ROOT),
-                            (members is not None and (lambda root, p: p in members or root in members),
+                            (members is not None
+                             and (lambda root, p: p in members or root in members),
                              Stage.TREES_IN_AGGREGATES),
                             (bool(bad) and (lambda root, p: p not in bad and root not in bad),
                              Stage.TREES_OUTSIDE_AGGREGATES)):
@@ -214,22 +208,20 @@ def _trees_of_one_group(research, found, summaries):
             providers_by_root = {root: kept for root, ps in providers_by_root.items()
                                  if (kept := [p for p in ps if keep(root, p)])}
             if not providers_by_root:
-                research.record(stage, suffix, 0, name)
-                return {}
+                records.append(StageRecord(stage, suffix, 0, name))
+                return {}, records
         roots = set(providers_by_root) if roots is None else roots & providers_by_root.keys()
-        research.record(Stage.TREES_WITH_CLASSES, suffix, len(roots), name)
+        records.append(StageRecord(Stage.TREES_WITH_CLASSES, suffix, len(roots), name))
         if not roots:
-            return {}
+            return {}, records
         by_class[class_id] = (providers_by_root, name, amount)
     if (found.required_sets or found.forbidden) and not found.sharing:
         roots &= _trees_with_traits(found, {(p, root) for root in roots
                                            for providers_by_root, _, _ in by_class.values()
                                            for p in providers_by_root[root]})
-        research.record(Stage.TREES_WITH_TRAITS, suffix, len(roots),
-                        traits_text(found.group.required_traits, found.group.forbidden_traits))
-    for pairs in found.capacity.values():
-        summaries.note_roots(pairs)
-    return _LazyTrees(roots, by_class)
+        records.append(StageRecord(Stage.TREES_WITH_TRAITS, suffix, len(roots),
+                                   _traits_text(found)))
+    return _LazyTrees(roots, by_class), records
 
 
 class _LazyTrees(collections.abc.Mapping):
@@ -266,14 +258,13 @@ def _may_repeat(sharing, by_class):
         any(p in sharing for p, _, _ in providers) for providers in by_class.values())
 
 
-def iter_tree_requests(research, found, summaries, trees=None, anchors=None):
-    """The requests of the trees (with sharing providers) that together
-    satisfy an unsuffixed group, tree by tree; with `anchors`, only those of
-    these anchor trees (the only ones the other groups reach)."""
-    trees = _trees(research, found, summaries) if trees is None else trees
+def iter_tree_requests(wide, found, trees, anchors=None):
+    """The requests of the matched trees (with sharing providers) that
+    together satisfy an unsuffixed group, tree by tree; with `anchors`, only
+    those of these anchor trees (the only ones the other groups reach)."""
     seen = set()
     use_same_provider = found.group.use_same_provider
-    sharing = research.sharing
+    sharing = wide.sharing
     check_traits = bool(found.forbidden or found.required_sets)
     for root_id, by_class in trees.items():
         may_repeat = _may_repeat(sharing, by_class)
@@ -285,8 +276,8 @@ def iter_tree_requests(research, found, summaries, trees=None, anchors=None):
         for combo in itertools.product(*_sorted_lists(by_class)):
             if check_traits and not _traits_ok(found, combo):
                 continue
-            request = AllocationRequest(root_id, list(combo), {found.suffix: {p for p, _, _ in combo}},
-                                        use_same_provider)
+            request = AllocationRequest(root_id, list(combo),
+                                        {found.suffix: {p for p, _, _ in combo}}, use_same_provider)
             if may_repeat and request.only_sharing(sharing):
                 # Only sharing providers: the same request comes from every
                 # tree they serve. Like Placement, keep the first tree's.
@@ -298,22 +289,24 @@ def iter_tree_requests(research, found, summaries, trees=None, anchors=None):
                 yield request
 
 
-def sample_tree_requests(research, found, summaries, count, rng):
+def samplable(found):
+    """Can the group's tree requests be drawn before they are built? Not
+    when traits are checked per combination."""
+    return found.tree_mode and not (found.forbidden or found.required_sets)
+
+
+def sample_tree_requests(wide, found, trees, count, rng):
     """(requests, how many the group has): `count` of the group's tree
     requests drawn uniformly at random (as random.sample draws from the full
     list), building only those. A tree's requests are the product of its
     providers per class, so the i-th one is computed from i. When they
     cannot be counted before they are built (sharing-only copies to drop)
-    or all are wanted anyway, all of them; None when traits are checked per
-    combination."""
-    if found.forbidden or found.required_sets:
-        return None
-    trees = _trees(research, found, summaries)
+    or all are wanted anyway, all of them. Only for a samplable group."""
     sizes = [math.prod(len(providers) for providers in by_class.values())
              for by_class in trees.values()]
     total = sum(sizes)
-    if total <= count or any(_may_repeat(research.sharing, t) for t in trees.values()):
-        requests = list(iter_tree_requests(research, found, summaries, trees))
+    if total <= count or any(_may_repeat(wide.sharing, t) for t in trees.values()):
+        requests = list(iter_tree_requests(wide, found, trees))
         return requests, len(requests)
     roots = list(trees)
     starts = list(itertools.accumulate(sizes, initial=0))
@@ -332,6 +325,10 @@ def sample_tree_requests(research, found, summaries, count, rng):
         requests.append(AllocationRequest(root_id, combo, {found.suffix: {p for p, _, _ in combo}},
                                           found.group.use_same_provider))
     return requests, total
+
+
+def _traits_text(found):
+    return traits_text(found.group.required_traits, found.group.forbidden_traits)
 
 
 def _traits_ok(found, combo):

@@ -14,9 +14,11 @@ as in Placement). With exhaustive=True (explain) the research goes on after
 that, so every constraint of every group gets its count; names met once
 the answer is known to be empty then match nothing instead of raising.
 """
-import enum
-from dataclasses import dataclass, field
+import dataclasses
+from types import SimpleNamespace
 
+from allocations.candidates.findings import (GroupFindings, RequestFindings, Stage, StageRecord,
+                                             aggregates_text, root_traits_text, traits_text)
 from placement_site import exceptions
 from placement_site.queries import storable
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
@@ -28,81 +30,17 @@ from providers.querysets import (SHARING_TRAIT, ids_in_aggregates, ids_with_any_
 # larger IN list costs more than it saves.
 CAPACITY_SCOPE_LIMIT = 20000
 
-class Stage(enum.Enum):
-    """The stages of the search, in the order they run. The explain
-    endpoint maps them to its labels."""
-    # research, request-wide
-    ROOT_TRAITS = 'root_traits'                    # roots meeting root_required
-    # research, per request group
-    MEMBER_OF = 'member_of'                        # providers in every member_of set
-    IN_TREE = 'in_tree'                            # the tree in_tree names
-    CAPACITY = 'capacity'                          # providers able to fit one class's amount
-    REQUIRED_TRAITS = 'required_traits'            # providers with every required trait (set)
-    FORBIDDEN_TRAITS = 'forbidden_traits'          # providers with a forbidden trait
-    FORBIDDEN_AGGREGATES = 'forbidden_aggregates'  # providers in a forbidden aggregate
-    SHARING = 'sharing'                            # sharing providers of a class
-    # matching, per request group (matching.py)
-    PROVIDERS_MATCHING = 'providers_matching'      # single providers meeting the whole group
-    TREES_UNDER_ROOT = 'trees_under_root'          # trees left by root_required
-    TREES_IN_AGGREGATES = 'trees_in_aggregates'    # ... by member_of (provider or its tree)
-    TREES_OUTSIDE_AGGREGATES = 'trees_outside_aggregates'  # ... by forbidden aggregates
-    TREES_WITH_CLASSES = 'trees_with_classes'      # trees with every class so far
-    TREES_WITH_TRAITS = 'trees_with_traits'        # trees that can meet the traits
-    GROUP_CANDIDATES = 'group_candidates'          # the group's allocation requests
-    # combining (combine.py)
-    COMBINED = 'combined'                          # candidates after combining the groups
-
-
-@dataclass
-class StageRecord:
-    """How many providers (trees, candidates) one stage left or found."""
-    stage: Stage
-    group: str      # the group's suffix ('' for the unsuffixed group and request-wide stages)
-    remaining: int
-    detail: str = ''
-
 
 class NoCandidates(Exception):
     """Some stage left nothing: the answer is empty (not an error)."""
 
 
-@dataclass
-class GroupFindings:
-    """What the research found for one request group. Resource classes are
-    keyed by name, as the group names them."""
-    group: object                        # the RequestGroup
-    tree_mode: bool                      # may spread over a tree and sharing providers
-    alive: bool = True                   # False once a stage left nothing
-    class_ids: dict = field(default_factory=dict)      # class name -> id
-    member_sets: list = field(default_factory=list)    # per member_of set: provider ids
-    members: set = None                  # in every member_of set (None: no member_of)
-    tree_root: int = None                # in_tree's root id
-    capacity: dict = field(default_factory=dict)       # class name -> {(provider id, root id)}
-    required_ids: list = field(default_factory=list)   # per required set: trait ids
-    required_sets: list = field(default_factory=list)  # per required set: provider ids
-    forbidden: set = field(default_factory=set)        # providers with a forbidden trait
-    in_forbidden_aggs: set = field(default_factory=set)
-    sharing: frozenset = frozenset()     # sharing providers the group may use (tree mode)
-    capacity_sharing: dict = field(default_factory=dict)  # class name -> sharing providers with capacity
-    sharing_by_class: dict = field(default_factory=dict)  # class name -> sharing providers fitting
-    served: dict = field(default_factory=dict)         # sharing provider -> roots it serves
-
-    @property
-    def suffix(self):
-        return self.group.suffix
-
-    @property
-    def resources(self):
-        """{class name: amount}"""
-        return self.group.resources
-
-    def with_all_required(self):
-        """Providers having a trait of every required set."""
-        return set.intersection(*self.required_sets)
-
-
 class Research:
-    """The research for one CandidateQuery."""
+    """The research for one CandidateQuery: the only stage of the search
+    that reads the database. The selector asks for the request-wide
+    findings, then for each group's in turn (a later group is not
+    researched once an earlier one leaves nothing, so which error or empty
+    answer wins is Placement's)."""
 
     def __init__(self, query, *, exhaustive=False):
         self.query = query
@@ -111,29 +49,26 @@ class Research:
         self.alive = True            # False once the answer is known to be empty
         self.class_ids = {}
         self.trait_ids = {}
-        self.has_trees = False
-        self.sharing = frozenset()   # every sharing provider
-        self.anchors = None          # roots root_required allows (None: any root)
-        self.findings = {}           # suffix -> GroupFindings
+        self.wide = RequestFindings()
 
     # -- the record
 
     def record(self, stage, group, remaining, detail=''):
         self.records.append(StageRecord(stage, group, remaining, detail))
 
-    def dead_end(self, findings=None):
+    def dead_end(self, draft=None):
         """Nothing can come of the request: stop, unless explaining."""
         self.alive = False
-        if findings is not None:
-            findings.alive = False
+        if draft is not None:
+            draft.alive = False
         if not self.exhaustive:
             raise NoCandidates()
 
-    def narrowed(self, stage, findings, ids, detail=''):
+    def narrowed(self, stage, draft, ids, detail=''):
         """Record a stage that must leave something; its ids."""
-        self.record(stage, findings.suffix, len(ids), detail)
+        self.record(stage, draft.group.suffix, len(ids), detail)
         if not ids:
-            self.dead_end(findings)
+            self.dead_end(draft)
         return ids
 
     # -- names
@@ -171,79 +106,84 @@ class Research:
     # -- request-wide
 
     def request_wide(self):
+        """The RequestFindings (raises NoCandidates when root_required
+        leaves no root, unless explaining)."""
         self._lookups()
-        self.has_trees = ResourceProvider.objects.filter(parent_provider__isnull=False).exists()
-        self._root_traits()
-        self.sharing = frozenset(ids_with_any_trait(
-            Trait.objects.filter(name=SHARING_TRAIT).values('id')))
+        has_trees = ResourceProvider.objects.filter(parent_provider__isnull=False).exists()
+        sharing_roots = dict(ResourceProvider.objects.filter(
+            id__in=ids_with_any_trait(Trait.objects.filter(name=SHARING_TRAIT).values('id')),
+        ).values_list('id', 'root_provider_id').order_by())
+        self.wide = RequestFindings(has_trees, sharing_roots)
+        anchors = self._root_traits()
+        self.wide = RequestFindings(has_trees, sharing_roots, anchors)
+        if anchors is not None and not anchors:
+            self.dead_end()
+        return self.wide
 
     def _root_traits(self):
-        """root_required: the roots every candidate's tree must hang from."""
+        """root_required: the roots every candidate's tree must hang from
+        (None: any)."""
         params = self.query.params
         if not (params.root_required or params.root_forbidden):
-            return
+            return None
         required = [{self.trait_id(t)} for t in params.root_required]
         forbidden = {self.trait_id(t) for t in params.root_forbidden}
         roots = ResourceProvider.objects.roots().with_traits(required)
         if forbidden:
             roots = roots.without_traits(forbidden)
-        self.anchors = set(roots.values_list('id', flat=True))
-        self.record(Stage.ROOT_TRAITS, '', len(self.anchors), root_traits_text(params))
-        if not self.anchors:
-            self.dead_end()
-
-    def in_anchors(self, root_id):
-        return self.anchors is None or root_id in self.anchors
+        anchors = frozenset(roots.values_list('id', flat=True))
+        self.record(Stage.ROOT_TRAITS, '', len(anchors), root_traits_text(params))
+        return anchors
 
     # -- one request group
 
     def group(self, group):
-        """Research one request group: its GroupFindings."""
-        tree_mode = not group.use_same_provider and bool(self.sharing or self.has_trees)
-        found = GroupFindings(group, tree_mode, alive=self.alive)
-        self.findings[group.suffix] = found
+        """Research one request group: its GroupFindings (raises
+        NoCandidates when a stage leaves nothing, unless explaining)."""
+        wide = self.wide
+        tree_mode = not group.use_same_provider and bool(wide.sharing or wide.has_trees)
+        found = SimpleNamespace(group=group, tree_mode=tree_mode, alive=self.alive)
         # Resolution order matters for which error or empty answer wins.
         found.class_ids = {name: self.class_id(name) for name in group.resources}
+        found.members, found.member_sets = None, ()
         if group.member_of:
             self._member_of(found)
-        found.required_ids = [{self.trait_id(t) for t in any_of} - {None}
-                              for any_of in group.required_traits]
+        found.required_ids = tuple({self.trait_id(t) for t in any_of} - {None}
+                                   for any_of in group.required_traits)
         forbidden_ids = {self.trait_id(t) for t in group.forbidden_traits} - {None}
+        found.tree_root = None
         if group.in_tree:
             self._in_tree(found)
-        wanted = {found.class_ids[name]: amount for name, amount in group.resources.items()
-                  if found.class_ids[name] is not None}
-        fitting, sharing_fitting = {}, {}
-        if wanted and not (group.in_tree and found.tree_root is None):
-            fitting, sharing_fitting = providers_with_capacity(
-                wanted, found.tree_root, self._capacity_scope(found), self.sharing)
-        for name, amount in group.resources.items():
-            class_id = found.class_ids[name]
-            found.capacity[name] = self.narrowed(
-                Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
-            found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
+        self._capacity(found)
+        found.required_sets = ()
         if found.required_ids:
             self._required(found)
+        found.forbidden = found.in_forbidden_aggs = frozenset()
         if forbidden_ids:
             found.forbidden = providers_with_any_trait(forbidden_ids)
-            self.record(Stage.FORBIDDEN_TRAITS, found.suffix, len(found.forbidden),
+            self.record(Stage.FORBIDDEN_TRAITS, group.suffix, len(found.forbidden),
                         ', '.join(sorted(group.forbidden_traits)))
         if group.forbidden_aggs:
             found.in_forbidden_aggs = providers_in_aggregates(group.forbidden_aggs)
-            self.record(Stage.FORBIDDEN_AGGREGATES, found.suffix, len(found.in_forbidden_aggs),
+            self.record(Stage.FORBIDDEN_AGGREGATES, group.suffix, len(found.in_forbidden_aggs),
                         ', '.join(sorted(group.forbidden_aggs)))
-        if tree_mode:
-            self._sharing(found)
-        return found
+        self._sharing(found)
+        del found.capacity_sharing
+        findings = GroupFindings(**vars(found))
+        if not group.resources and findings.alive and not tree_mode:
+            findings = self._resourceless(findings)
+        return findings
 
     def _member_of(self, found):
         members = None
+        sets = []
         for any_of in found.group.member_of:
             in_set = providers_in_aggregates(any_of)
-            found.member_sets.append(in_set)
+            sets.append(in_set)
             members = in_set if members is None else members & in_set
             if not members and not self.exhaustive:
                 break
+        found.member_sets = tuple(sets)
         found.members = self.narrowed(Stage.MEMBER_OF, found, members,
                                       aggregates_text(found.group.member_of))
 
@@ -271,10 +211,27 @@ class Research:
         found.tree_root = root
         self.narrowed(Stage.IN_TREE, found, set() if root is None else {root}, uuid)
 
+    def _capacity(self, found):
+        """Per class, the providers able to take the group's amount, and
+        which of them are sharing providers (one query)."""
+        group = found.group
+        wanted = {found.class_ids[name]: amount for name, amount in group.resources.items()
+                  if found.class_ids[name] is not None}
+        fitting, sharing_fitting = {}, {}
+        if wanted and not (group.in_tree and found.tree_root is None):
+            fitting, sharing_fitting = providers_with_capacity(
+                wanted, found.tree_root, self._capacity_scope(found), self.wide.sharing)
+        found.capacity, found.capacity_sharing = {}, {}
+        for name, amount in group.resources.items():
+            class_id = found.class_ids[name]
+            found.capacity[name] = self.narrowed(
+                Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
+            found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
+
     def _required(self, found):
-        found.required_sets = [providers_with_any_trait(ids) for ids in found.required_ids]
-        with_all = found.with_all_required()
-        self.record(Stage.REQUIRED_TRAITS, found.suffix, len(with_all),
+        found.required_sets = tuple(providers_with_any_trait(ids) for ids in found.required_ids)
+        with_all = set.intersection(*found.required_sets)
+        self.record(Stage.REQUIRED_TRAITS, found.group.suffix, len(with_all),
                     traits_text(found.group.required_traits))
         # One provider must have them all; a tree may gather them from
         # several, but not from a set no provider has.
@@ -283,30 +240,53 @@ class Research:
             self.dead_end(found)
 
     def _sharing(self, found):
-        """The sharing providers the group may use, and the trees they serve.
+        """The sharing providers the group may use, and the trees those
+        with room serve.
 
         Placement narrows the request's sharing providers to the group's
         member_of aggregates; kept for identical answers."""
-        sharing = self.sharing
+        sharing = frozenset(self.wide.sharing)
         if found.members is not None:
             sharing = sharing & found.members
+        found.sharing, found.sharing_by_class, found.served = frozenset(), {}, {}
+        if not found.tree_mode:
+            # One provider takes the group: a sharing provider with room
+            # for every class is anchored in each tree it serves.
+            with_room = list(found.capacity_sharing.values())
+            if with_room:
+                found.served = trees_served(set.intersection(*with_room) & sharing)
+            return
         found.sharing = sharing
         if found.group.in_tree or not sharing:  # no sharing within one tree
             return
         found.sharing_by_class = {name: providers & sharing
                                   for name, providers in found.capacity_sharing.items()}
-        found.served = self.trees_served(set().union(*found.sharing_by_class.values()))
+        found.served = trees_served(set().union(*found.sharing_by_class.values()))
         for name, providers in found.sharing_by_class.items():
             if providers:
-                self.record(Stage.SHARING, found.suffix, len(providers), name)
+                self.record(Stage.SHARING, found.group.suffix, len(providers), name)
 
-    def trees_served(self, provider_ids):
-        """{sharing provider id: roots of the trees it serves} (one query)."""
-        served = {}
-        if provider_ids:
-            for sharing_id, root_id in trees_served_by(provider_ids):
-                served.setdefault(sharing_id, set()).add(root_id)
-        return served
+    def _resourceless(self, found):
+        """The same group met without resources (same_subtree, 1.36): by the
+        providers of its traits and aggregates, and with neither by none, as in
+        Placement (two queries: their roots, the trees sharing ones serve).
+        Only suffixed groups (one provider each) may ask no resources."""
+        allowed, excluded = found.allowed()
+        if not allowed:
+            return found
+        pairs = frozenset(provider_roots(allowed - excluded))
+        served = trees_served({p for p, _ in pairs} & self.wide.sharing)
+        return dataclasses.replace(found, resourceless=pairs, served=served)
+
+
+def trees_served(provider_ids):
+    """{sharing provider id: roots of the trees it serves} (one query, none
+    for no providers)."""
+    served = {}
+    if provider_ids:
+        for sharing_id, root_id in trees_served_by(provider_ids):
+            served.setdefault(sharing_id, set()).add(root_id)
+    return served
 
 
 # ---- one query per constraint ------------------------------------------------------
@@ -348,21 +328,3 @@ def provider_roots(provider_ids):
     that asks for no resources."""
     return set(ResourceProvider.objects.filter(id__in_ids=provider_ids).values_list(
         'id', 'root_provider_id').order_by())
-
-
-# ---- how stages describe their constraint -------------------------------------------
-
-def aggregates_text(member_of):
-    return ' and '.join('(' + ' or '.join(sorted(s)) + ')' for s in member_of)
-
-
-def traits_text(required, forbidden=()):
-    parts = ['(' + ' or '.join(sorted(s)) + ')' if len(s) > 1 else next(iter(s))
-             for s in required]
-    parts += ['!' + t for t in sorted(forbidden)]
-    return ', '.join(parts)
-
-
-def root_traits_text(params):
-    return ', '.join(sorted(params.root_required) + ['!' + t for t in sorted(params.root_forbidden)])
-

@@ -1,13 +1,17 @@
 """select_candidates(): the whole pipeline for a parsed query, independent of
 HTTP. The API view (allocations.api.candidates) and the dashboards' explorer
-both call it.
+both call it. It flows one way:
 
-  research (request-wide)    research.Research.request_wide
+  research (request-wide)    research.Research.request_wide -> RequestFindings
   for each group, in order:
-    research                 research.Research.group
-    matching                 matching.group_requests
-  combining                  combine.Combination.candidates
+    research                 research.Research.group -> GroupFindings
+    matching                 matching.group_requests (pure) -> requests
+  summaries of the trees     summaries.Summaries.load_for (several groups only)
+  combining                  combine.Combination.candidates (pure) -> Combined
   provider summaries         summaries.Summaries.for_answer
+
+Research and the summaries are the only reads; every stage's records are
+gathered here, in order.
 """
 import contextlib
 import gc
@@ -17,10 +21,11 @@ from dataclasses import dataclass
 
 from django.conf import settings as django_settings
 
-from allocations.candidates.combine import Combination
-from allocations.candidates.matching import (group_requests, iter_tree_requests,
-                                             sample_tree_requests)
-from allocations.candidates.research import NoCandidates, Research, Stage
+from allocations.candidates.combine import Combination, Combined
+from allocations.candidates.findings import RequestFindings, Stage, StageRecord
+from allocations.candidates.matching import (group_requests, iter_tree_requests, matched_trees,
+                                             samplable, sample_tree_requests)
+from allocations.candidates.research import NoCandidates, Research
 from allocations.candidates.summaries import Summaries
 
 
@@ -41,14 +46,14 @@ class SearchSettings:
 
 @dataclass
 class CandidateResult:
+    """What a search found: the documented result the API, the explorer and
+    explain read."""
     allocation_requests: list    # matching.AllocationRequest
     summaries: list              # summaries.ProviderSummary of the trees they use
     summaries_by_id: dict        # every summary loaded, by provider id
-    research: Research           # what each stage found and left
-
-    @property
-    def stages(self):
-        return self.research.records
+    wide: RequestFindings        # what the research found for the whole request
+    findings: dict               # suffix -> GroupFindings, for the groups researched
+    stages: list                 # findings.StageRecord of every stage, in order
 
 
 def select_candidates(query, *, settings=None, explain=False, counted=None):
@@ -60,86 +65,106 @@ def select_candidates(query, *, settings=None, explain=False, counted=None):
     counted=False, every group's candidates are built to be counted (the
     GROUP_CANDIDATES stage) even where a limit would take only a few.
     """
-    settings = settings or SearchSettings.from_django()
-    research = Research(query, exhaustive=explain)
-    summaries = Summaries()
-    combination = Combination(query, research, summaries, settings)
-    counted = explain if counted is None else counted
+    search = _Search(query, settings or SearchSettings.from_django(), explain,
+                     explain if counted is None else counted)
     with no_cycle_collection():
         try:
-            requests = _search(query, research, summaries, combination, counted)
+            combined = search.run()
         except NoCandidates:
-            requests = []
-        return CandidateResult(requests, summaries.for_answer(requests, combination.summarized),
-                               summaries.by_id, research)
+            combined = Combined([], None, [])
+        requests = combined.requests
+        summaries = search.summaries
+        return CandidateResult(requests, summaries.for_answer(requests, combined.summarized),
+                               summaries.by_id, search.research.wide, search.findings,
+                               search.research.records)
 
 
-def _search(query, research, summaries, combination, counted):
-    research.request_wide()
-    by_suffix = {}
-    spread = None  # the unsuffixed group's findings, matched after the others
-    for suffix, group in query.groups.items():
-        found = research.group(group)
-        if not found.alive:  # explaining: research the other groups still
-            continue
-        if _lazy(query, combination, counted):
-            # One group and a limit: build only the requests the limit takes.
-            requests = iter(group_requests(research, found, summaries, lazy=True))
-            first = next(requests, None)
-            if first is None:
-                research.dead_end(found)
-            by_suffix[suffix] = itertools.chain([first], requests)
-            continue
-        if _spread_later(query, found, counted):
-            spread = found
-            continue
-        sampled = _sampled(query, research, combination, found, summaries, counted)
-        if sampled is not None:  # a random `limit` of them, built alone
-            requests, total = sampled
-        else:
-            requests = group_requests(research, found, summaries)
-            total = len(requests)
-        _found_requests(research, found, by_suffix, requests, total)
-    if spread is not None and research.alive:
-        # Its requests only matter in trees every other group reaches.
-        anchors = set.intersection(*({r.anchor for r in requests}
-                                     for requests in by_suffix.values()))
-        requests = list(iter_tree_requests(research, spread, summaries, anchors=anchors))
-        _found_requests(research, spread, by_suffix, requests, len(requests))
-        by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
-    if not research.alive:
-        return []
-    return combination.candidates(by_suffix)
+class _Search:
+    """One run of the pipeline: the order of the stages and the records."""
 
+    def __init__(self, query, settings, explain, counted):
+        self.query = query
+        self.settings = settings
+        self.counted = counted
+        self.research = Research(query, exhaustive=explain)
+        self.records = self.research.records   # research's, then every later stage's
+        self.summaries = Summaries(self.research.wide)
+        self.findings = {}
 
-def _found_requests(research, found, by_suffix, requests, total):
-    research.record(Stage.GROUP_CANDIDATES, found.suffix, total)
-    if not requests:
-        research.dead_end(found)
-        return
-    by_suffix[found.suffix] = requests
+    def run(self):
+        query, research = self.query, self.research
+        wide = research.request_wide()
+        self.summaries = Summaries(wide)
+        combination = Combination(query, wide, self.settings)
+        one_group = len(query.groups) == 1
+        by_suffix = {}
+        spread = None  # the unsuffixed group's findings, matched after the others
+        for suffix, group in query.groups.items():
+            found = self.findings[suffix] = research.group(group)
+            if not found.alive:  # explaining: research the other groups still
+                continue
+            if one_group and not self.counted and combination.stop_at() >= 0:
+                # One group and a limit: build only the requests the limit takes.
+                requests = iter(self.matched(wide, found, one_group=True, lazy=True))
+                first = next(requests, None)
+                if first is None:
+                    research.dead_end()
+                    continue
+                by_suffix[suffix] = itertools.chain([first], requests)
+                continue
+            if self._spread_later(found):
+                spread = found
+                continue
+            count = combination.sample_size()
+            if one_group and not self.counted and count is not None and samplable(found):
+                # A random `limit` of them, built alone.
+                trees = self.matched_trees(wide, found, one_group=True)
+                requests, total = sample_tree_requests(wide, found, trees, count, random)
+            else:
+                requests = self.matched(wide, found, one_group=one_group)
+                total = len(requests)
+            self._found_requests(found, by_suffix, requests, total)
+        if spread is not None and research.alive:
+            # Its requests only matter in trees every other group reaches.
+            anchors = set.intersection(*({r.anchor for r in requests}
+                                         for requests in by_suffix.values()))
+            trees = self.matched_trees(wide, spread, one_group=False)
+            requests = list(iter_tree_requests(wide, spread, trees, anchors=anchors))
+            self._found_requests(spread, by_suffix, requests, len(requests))
+            by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
+        if not research.alive:
+            return Combined([], None, [])
+        if len(by_suffix) > 1:
+            # Combining checks the capacity of each combination.
+            self.summaries.load_for(r for requests in by_suffix.values() for r in requests)
+        combined = combination.candidates(by_suffix, self.findings, self.summaries.by_id)
+        self.records.extend(combined.records)
+        return combined
 
+    def matched(self, wide, found, **options):
+        requests, records = group_requests(wide, found, **options)
+        self.records.extend(records)
+        return requests
 
-def _spread_later(query, found, counted):
-    """Match the unsuffixed group after the suffixed ones? Its tree
-    requests can be many (every tree with disk, say) where the other groups
-    reach a few trees; not when every group's candidates are counted."""
-    return found.suffix == '' and found.tree_mode and len(query.groups) > 1 and not counted
+    def matched_trees(self, wide, found, **options):
+        trees, records = matched_trees(wide, found, **options)
+        self.records.extend(records)
+        return trees
 
+    def _found_requests(self, found, by_suffix, requests, total):
+        self.records.append(StageRecord(Stage.GROUP_CANDIDATES, found.suffix, total))
+        if not requests:
+            self.research.dead_end()
+            return
+        by_suffix[found.suffix] = requests
 
-def _sampled(query, research, combination, found, summaries, counted):
-    """The only group's requests drawn at random as the limit wants them
-    (see matching.sample_tree_requests), or None."""
-    count = combination.sample_size()
-    if count is None or len(query.groups) != 1 or counted or not found.tree_mode:
-        return None
-    return sample_tree_requests(research, found, summaries, count, random)
-
-
-def _lazy(query, combination, counted):
-    """Can the only group's requests be generated as they are taken? Not
-    when they are counted, or without an early stop."""
-    return len(query.groups) == 1 and not counted and combination.stop_at() >= 0
+    def _spread_later(self, found):
+        """Match the unsuffixed group after the suffixed ones? Its tree
+        requests can be many (every tree with disk, say) where the other
+        groups reach a few trees; not when every group's candidates are
+        counted."""
+        return (found.suffix == '' and found.tree_mode and len(self.query.groups) > 1
+                and not self.counted)
 
 
 @contextlib.contextmanager

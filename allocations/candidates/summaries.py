@@ -4,7 +4,7 @@ to check the capacity of a combination; the answer lists them.
 
 They are loaded only for the trees that need them: those of the candidates
 returned (after any limit), and, when several groups are combined, those
-being combined. Matching only notes each provider's root. Loading is a fixed
+being combined: the selector asks for them. Loading is a fixed
 number of queries per call (providers, inventories with usage, and once the
 class names), whatever the number of trees; traits are read once, for the
 answer's providers only. Constructing Summaries does no I/O.
@@ -34,21 +34,20 @@ class ProviderSummary:
 class Summaries:
     """The ProviderSummary of every provider in the trees loaded so far."""
 
-    def __init__(self):
+    def __init__(self, wide):
+        self.wide = wide     # the RequestFindings: the roots of the providers
         self.by_id = {}      # provider id -> ProviderSummary
-        self.root_of = {}    # provider id -> root id, for every provider matched
         self.loaded_roots = set()
         self._class_names = None
         self._trait_names = None
 
-    def note_roots(self, pairs):
-        """Remember the root of each (provider id, root id) matched, so the
-        trees of any request can be loaded later."""
-        self.root_of.update(pairs)
+    def _roots(self, requests):
+        root_of = self.wide.root_of
+        return {root_of(r, p) for r in requests for p, _, _ in r.resources}
 
     def load_for(self, requests):
         """Load the trees of every provider the requests use."""
-        self.load({self.root_of[p] for r in requests for p, _, _ in r.resources})
+        self.load(self._roots(requests))
 
     def load(self, root_ids):
         """Add every provider of the trees not loaded yet."""
@@ -119,9 +118,8 @@ class Summaries:
         (before 1.29: only the providers in `only`)."""
         if not requests:
             return []
-        self.load_for(requests)
-        root_of = self.root_of
-        roots = {root_of[p] for r in requests for p, _, _ in r.resources}
+        roots = self._roots(requests)
+        self.load(roots)
         answer = [s for s in self.by_id.values()
                   if s.root_id in roots and (only is None or s.id in only)]
         self._load_traits(answer)

@@ -3,13 +3,13 @@ database, provider summaries and requests written out by hand."""
 import pytest
 
 from allocations.candidates.combine import Combination, consolidate
+from allocations.candidates.findings import GroupFindings, RequestFindings, Stage
 from allocations.candidates.matching import AllocationRequest
 from allocations.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
-from allocations.candidates.research import Research, Stage
 from allocations.candidates.selector import SearchSettings
-from allocations.candidates.summaries import ProviderSummary, Summaries
+from allocations.candidates.summaries import ProviderSummary
 
-pytestmark = pytest.mark.any_database
+pytestmark = pytest.mark.any_database  # and no database at all
 
 # One tree: 1 is the root; 2 and 4 are NUMA nodes under it; 3 is a NIC under 2.
 TREE = {1: None, 2: 1, 3: 2, 4: 1}
@@ -18,23 +18,23 @@ VCPU = 'VCPU'
 
 def summaries(vcpu=None):
     """Summaries of the tree; vcpu: {provider: (capacity, used, max_unit)}."""
-    loaded = Summaries()
+    loaded = {}
     for provider_id, parent_id in TREE.items():
         summary = ProviderSummary(provider_id, f'uuid-{provider_id}', parent_id, 1)
         if vcpu and provider_id in vcpu:
             summary.resources[VCPU] = vcpu[provider_id]
-        loaded.by_id[provider_id] = summary
-        loaded.root_of[provider_id] = 1
-    loaded.loaded_roots.add(1)  # loading it again would read the database
+        loaded[provider_id] = summary
     return loaded
 
 
-def combination(groups, *, loaded=None, settings=None, nested_aware=True, **params):
+def combination(groups, *, settings=None, nested_aware=True, **params):
     query = CandidateQuery({g.suffix: g for g in groups}, RequestWideParams(**params),
                            nested_aware=nested_aware)
-    research = Research(query)
-    research.has_trees = True
-    return Combination(query, research, loaded or summaries(), settings or SearchSettings())
+    return Combination(query, RequestFindings(has_trees=True), settings or SearchSettings())
+
+
+def findings(*suffixes):
+    return {s: GroupFindings(RequestGroup(suffix=s), tree_mode=not s) for s in suffixes}
 
 
 def request(provider_id, suffix, amount=1, anchor=1):
@@ -57,7 +57,7 @@ def keys(requests):
     ({3}, True),
 ])
 def test_same_subtree(providers, expected):
-    assert combination(groups('_A')).same_subtree(providers) is expected
+    assert combination(groups('_A')).same_subtree(providers, summaries()) is expected
 
 
 def test_isolate_puts_each_suffixed_group_on_its_own_provider():
@@ -73,64 +73,62 @@ def test_isolate_puts_each_suffixed_group_on_its_own_provider():
 def test_products_stop_where_a_provider_would_be_over_capacity():
     # Provider 2 has room for 3 more VCPU; provider 4 for plenty.
     loaded = summaries({2: (4, 1, 10), 4: (100, 0, 10)})
-    combine = combination(groups('1', '2'), loaded=loaded, group_policy='none')
+    combine = combination(groups('1', '2'), group_policy='none')
     first = [request(2, '1', 2), request(4, '1', 2)]
     second = [request(2, '2', 2), request(4, '2', 2)]
     combos = [tuple(r.resources[0][0] for r in combo)
-              for combo in combine.products([first, second])]
+              for combo in combine.products([first, second], loaded)]
     assert combos == [(2, 4), (4, 2), (4, 4)]   # (2, 2) would put 5 on 4
 
 
 def test_products_respect_max_unit_of_the_summed_amount():
     loaded = summaries({2: (100, 0, 3)})
-    combine = combination(groups('1', '2'), loaded=loaded, group_policy='none')
-    combos = list(combine.products([[request(2, '1', 2)], [request(2, '2', 2)]]))
+    combine = combination(groups('1', '2'), group_policy='none')
+    combos = list(combine.products([[request(2, '1', 2)], [request(2, '2', 2)]], loaded))
     assert combos == []
 
 
 def test_merging_sums_amounts_and_keeps_each_distinct_candidate_once():
     loaded = summaries({2: (10, 0, 10), 4: (10, 0, 10)})
-    combine = combination(groups('1', '2'), loaded=loaded, group_policy='none')
-    merged = combine.merge({'1': [request(2, '1'), request(4, '1')],
-                            '2': [request(2, '2'), request(4, '2')]})
+    combine = combination(groups('1', '2'), group_policy='none')
+    combined = combine.candidates({'1': [request(2, '1'), request(4, '1')],
+                                   '2': [request(2, '2'), request(4, '2')]},
+                                  findings('1', '2'), loaded)
+    merged = combined.requests
     assert keys(merged) == [((2, VCPU, 1), (4, VCPU, 1)), ((2, VCPU, 1), (4, VCPU, 1)),
                             ((2, VCPU, 2),), ((4, VCPU, 2),)]
     assert [m.mappings for m in merged if len(m.resources) == 1] == [
         {'1': {2}, '2': {2}}, {'1': {4}, '2': {4}}]
-    assert combine.research.records[-1].stage is Stage.COMBINED
-    assert combine.research.records[-1].remaining == 4
+    assert [(r.stage, r.remaining) for r in combined.records] == [(Stage.COMBINED, 4)]
 
 
 def test_a_limit_without_randomisation_stops_generating_early():
     loaded = summaries({2: (10, 0, 10), 4: (10, 0, 10)})
-    combine = combination(groups('1', '2'), loaded=loaded, group_policy='none', limit=1)
+    combine = combination(groups('1', '2'), group_policy='none', limit=1)
     merged = combine.merge({'1': [request(2, '1'), request(4, '1')],
-                            '2': [request(2, '2'), request(4, '2')]})
+                            '2': [request(2, '2'), request(4, '2')]}, findings('1', '2'), loaded)
     assert len(merged) == 1
-    randomized = combination(groups('1', '2'), loaded=loaded, group_policy='none', limit=1,
+    randomized = combination(groups('1', '2'), group_policy='none', limit=1,
                              settings=SearchSettings(randomize=True))
     assert len(randomized.merge({'1': [request(2, '1'), request(4, '1')],
-                                 '2': [request(2, '2'), request(4, '2')]})) == 4
+                                 '2': [request(2, '2'), request(4, '2')]},
+                                findings('1', '2'), loaded)) == 4
 
 
 def test_a_tree_lacking_the_capacity_several_groups_ask_for_is_skipped():
     """Three groups ask 1 VCPU each: a tree whose providers have 2 in all
     cannot hold them; one with 3 can."""
     lists = {'1': [request(2, '1')], '2': [request(4, '2')], '3': [request(2, '3')]}
-    small = combination(groups('1', '2', '3'), loaded=summaries({2: (1, 0, 10), 4: (1, 0, 10)}),
-                        group_policy='none')
-    assert small.tree_can_hold(lists) is False
-    large = combination(groups('1', '2', '3'), loaded=summaries({2: (2, 0, 10), 4: (1, 0, 10)}),
-                        group_policy='none')
-    assert large.tree_can_hold(lists) is True
+    combine = combination(groups('1', '2', '3'), group_policy='none')
+    assert combine.tree_can_hold(lists, summaries({2: (1, 0, 10), 4: (1, 0, 10)})) is False
+    assert combine.tree_can_hold(lists, summaries({2: (2, 0, 10), 4: (1, 0, 10)})) is True
 
 
 def test_before_1_29_a_candidate_uses_one_provider_per_tree():
     combine = combination(groups(''), nested_aware=False)
     one = AllocationRequest(1, [(2, VCPU, 1)], {'': {2}})
     two = AllocationRequest(1, [(2, VCPU, 1), (4, 'MEMORY_MB', 1)], {'': {2, 4}})
-    assert combine.exclude_nested([one, two]) == [one]
-    assert combine.summarized == {2}
+    assert combine.exclude_nested([one, two]) == ([one], {2})
 
 
 def test_consolidate():

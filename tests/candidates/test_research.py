@@ -1,6 +1,8 @@
 """The research stages of the candidate search, run directly: what each
 constraint's query finds, the stage records (by Stage, with their counts),
 where the search stops, and explain's exhaustive research."""
+from types import SimpleNamespace
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -13,11 +15,11 @@ from tests.conftest import ROW, STORAGE
 
 def research(*groups, exhaustive=False, **params):
     query = CandidateQuery({g.suffix: g for g in groups}, RequestWideParams(**params))
-    found = Research(query, exhaustive=exhaustive)
-    found.request_wide()
-    for group in groups:
-        found.group(group)
-    return found
+    searched = Research(query, exhaustive=exhaustive)
+    wide = searched.request_wide()
+    findings = {group.suffix: searched.group(group) for group in groups}
+    return SimpleNamespace(wide=wide, findings=findings, records=searched.records,
+                           alive=searched.alive)
 
 
 def records(found):
@@ -38,9 +40,9 @@ def test_constructing_the_research_reads_nothing(cloud):
 
 def test_request_wide_research(cloud):
     found = research(root_required={'COMPUTE_NODE'}, root_forbidden={'HW_CPU_X86_AVX2'})
-    assert found.has_trees is True
-    assert found.sharing == {cloud['nfs'].pk}
-    assert found.anchors == {cloud['cn2'].pk}
+    assert found.wide.has_trees is True
+    assert found.wide.sharing_roots == {cloud['nfs'].pk: cloud['nfs'].pk}
+    assert found.wide.anchors == {cloud['cn2'].pk}
     assert records(found) == [(Stage.ROOT_TRAITS, '', 1, 'COMPUTE_NODE, !HW_CPU_X86_AVX2')]
 
 
@@ -54,10 +56,11 @@ def test_each_constraint_of_a_suffixed_group(cloud):
     assert found.members == {ids['cn1'], ids['cn3'], ids['cn2-numa0'], ids['nfs']}
     assert found.capacity == {'VCPU': {(ids['cn1'], ids['cn1']),
                                        (ids['cn2-numa0'], ids['cn2'])}}
-    assert found.required_sets == [{ids['cn1'], ids['cn2']}]
+    assert found.required_sets == ({ids['cn1'], ids['cn2']},)
     assert found.forbidden == {ids['cn2-numa0']}
     assert found.in_forbidden_aggs == {ids['cn2-numa0'], ids['nfs']}
-    assert found.served == {}  # sharing providers serve only the unsuffixed group's trees
+    # nfs has no VCPU, so serves no tree of the group
+    assert found.served == {}
 
 
 def test_stage_records_name_the_stage_and_count_what_it_found(cloud):
@@ -110,7 +113,7 @@ def test_explaining_researches_every_constraint_after_an_empty_stage(cloud):
         (Stage.REQUIRED_TRAITS, '', 0, 'COMPUTE_NODE, CUSTOM_NOPE'),
     ]
     # Met once the answer is known to be empty, the unknown trait matches nothing.
-    assert unsuffixed.required_sets == [{cloud['cn1'].pk, cloud['cn2'].pk}, set()]
+    assert unsuffixed.required_sets == ({cloud['cn1'].pk, cloud['cn2'].pk}, set())
     # member_of narrows the sharing providers to none: no trees served.
     assert unsuffixed.sharing == frozenset() and unsuffixed.served == {}
 

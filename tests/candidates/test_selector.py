@@ -2,13 +2,17 @@
 HTTP: parsing a QueryDict, the candidates and summaries for the small
 cloud, the stages in the order they ran, and the funnels explain reads from
 the same research."""
+import random
+
 import pytest
 from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 
 from allocations.candidates import explain_candidates, parse, select_candidates
-from allocations.candidates.research import Stage
+from allocations.candidates.findings import Stage
+from allocations.candidates.matching import matched_trees, samplable, sample_tree_requests
+from allocations.candidates.research import Research
 from allocations.candidates.selector import SearchSettings
 from placement_site import errors, exceptions, microversion
 
@@ -66,6 +70,23 @@ def test_a_tree_gathers_classes_from_its_providers_and_sharing_ones(cloud):
     assert [r.stage for r in result.stages] == [
         Stage.CAPACITY, Stage.CAPACITY, Stage.SHARING, Stage.TREES_WITH_CLASSES,
         Stage.TREES_WITH_CLASSES, Stage.GROUP_CANDIDATES, Stage.COMBINED]
+
+
+@pytest.mark.parametrize('text', [
+    'resources=VCPU:2,DISK_GB:10',
+    'resources=VCPU:1&limit=1',
+    'resources_A=VCPU:1&resources_B=DISK_GB:10&group_policy=none',
+    'resources=DISK_GB:10&resources_A=VCPU:1&group_policy=none&limit=1',
+])
+def test_later_stages_leave_the_findings_as_the_research_made_them(cloud, text):
+    parsed = query(text)
+    research = Research(parsed)
+    wide = research.request_wide()
+    fresh = {suffix: research.group(group) for suffix, group in parsed.groups.items()}
+    result = select_candidates(parsed)
+    assert result.allocation_requests
+    assert result.wide == wide
+    assert result.findings == fresh
 
 
 def test_granular_groups_with_isolate(cloud):
@@ -182,25 +203,23 @@ def test_a_random_limit_draws_from_every_candidate_alike(numa_cloud):
     assert len(seen) == 6 and all(60 <= n <= 140 for n in seen.values()), seen
 
 
-def test_a_random_limit_builds_only_the_requests_drawn(numa_cloud):
-    import random
-
-    from allocations.candidates.matching import sample_tree_requests
-    from allocations.candidates.research import Research
-    from allocations.candidates.summaries import Summaries
-    parsed = query('resources=VCPU:1,MEMORY_MB:1')
+def researched(parsed):
+    """The RequestFindings and the unsuffixed group's GroupFindings."""
     research = Research(parsed)
-    research.request_wide()
-    found = research.group(parsed.groups[''])
-    requests, total = sample_tree_requests(research, found, Summaries(), 4, random.Random(1))
+    wide = research.request_wide()
+    return wide, research.group(parsed.groups[''])
+
+
+def test_a_random_limit_builds_only_the_requests_drawn(numa_cloud):
+    wide, found = researched(query('resources=VCPU:1,MEMORY_MB:1'))
+    trees, _ = matched_trees(wide, found, one_group=True)
+    requests, total = sample_tree_requests(wide, found, trees, 4, random.Random(1))
     assert (len(requests), total) == (4, 6)
     assert len({r.key() for r in requests}) == 4
     # Traits are checked per combination: no drawing before building.
-    parsed = query('resources=VCPU:1,MEMORY_MB:1&required=HW_CPU_X86_AVX2')
-    research = Research(parsed)
-    research.request_wide()
-    found = research.group(parsed.groups[''])
-    assert sample_tree_requests(research, found, Summaries(), 4, random.Random(1)) is None
+    assert samplable(found) is True
+    _, found = researched(query('resources=VCPU:1,MEMORY_MB:1&required=HW_CPU_X86_AVX2'))
+    assert samplable(found) is False
 
 
 def test_a_random_limit_with_sharing_only_requests_builds_them_all(cloud):

@@ -1,0 +1,94 @@
+"""Why does (or doesn't) an allocation-candidates request fit?
+
+explain_candidates() runs the search itself (select_candidates with
+explain=True, so every constraint is researched even when the answer is
+empty) and reads what the research found; its own queries map providers to
+their roots (always) and, for a group that fits nearly nothing, read the
+inventories of the group's classes and name the closest misses (a fixed
+number, whatever the number of providers).
+
+For each request group, a funnel: starting from every provider, how many
+are left after each constraint of the group in turn, and so how many each
+constraint eliminated. A suffixed group needs one provider to satisfy it
+all, so its funnel counts providers. The unsuffixed group may spread over a
+tree and sharing providers, so when the cloud has trees or sharing providers
+its funnel counts trees (root providers): a tree passes a resource
+constraint when one of its providers, or a sharing provider in one of its
+aggregates, can take the amount, and a required trait when one of the
+providers able to take a requested class has it (as Placement reads
+`required` in the unsuffixed group: on the providers of the resources, not
+anywhere in the tree).
+
+Beyond the funnels:
+- suggestions: when trees have a required trait of the unsuffixed group
+  only on their root while the resources come from its children (a
+  NUMA-modelled compute node), the request with the trait moved to
+  root_required, and how many trees it would fit;
+- near misses: for a group that fits fewer than NEARLY_EMPTY trees
+  (providers), the closest of those that meet every constraint but one
+  resource class, and by how much they fall short.
+
+Each has its module: funnel.py, suggestions.py, near_misses.py, and
+wording.py (labels and sentences). They read the search's documented
+result (selector.CandidateResult: its RequestFindings and GroupFindings).
+"""
+import collections
+from dataclasses import dataclass, field
+
+from allocations.candidates.explain import funnel, near_misses, suggestions
+from allocations.candidates.explain.funnel import Funnel, Step
+from allocations.candidates.explain.wording import STAGE_LABELS, label, summary
+from allocations.candidates.selector import select_candidates
+from providers.models import ResourceProvider
+
+__all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'explain_candidates', 'summary']
+
+
+@dataclass
+class Explanation:
+    result: object      # the selector's CandidateResult
+    funnels: list       # a Funnel per request group
+    suggestions: list = field(default_factory=list)
+    near_misses: list = field(default_factory=list)
+
+    @property
+    def why(self):
+        """For an empty answer, why (see summary)."""
+        return summary(self.funnels, self.result.allocation_requests)
+
+    @property
+    def closest(self):
+        """A sentence per group with near misses."""
+        by_group = collections.defaultdict(list)
+        for miss in self.near_misses:
+            by_group[miss.group].append(miss.text)
+        return [f"{label(funnel)}, closest: {'; '.join(by_group[funnel.group])}"
+                for funnel in self.funnels if by_group.get(funnel.group)]
+
+    @property
+    def sentences(self):
+        return self.why + self.closest + [s.text for s in self.suggestions]
+
+
+
+def explain_candidates(query, *, settings=None, suggest_root_required=True, counted=True):
+    """The candidates for a CandidateQuery, with a Funnel per group, the
+    suggestions and the near misses. suggest_root_required=False before
+    microversion 1.35, which has no root_required. counted=False builds
+    only the candidates a limit takes, not every group's to count them (the
+    search stages' GROUP_CANDIDATES): the funnels do not need them."""
+    result = select_candidates(query, settings=settings, explain=True, counted=counted)
+    params, wide = query.params, result.wide
+    roots_of = dict(ResourceProvider.objects.values_list('id', 'root_provider_id'))
+    explained = []
+    for suffix in query.groups:
+        found = result.findings[suffix]
+        constraints = funnel.constraints(found, params, wide, roots_of)
+        explained.append((found, constraints, funnel.funnel(found, constraints, roots_of)))
+    suggested = []
+    if suggest_root_required:
+        for found, constraints, funneled in explained:
+            suggested += suggestions.root_trait_suggestions(found, params, constraints, funneled,
+                                                            roots_of)
+    misses = near_misses.near_misses(explained, roots_of)
+    return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses)

@@ -1,0 +1,141 @@
+"""A group's funnel: starting from every provider (or every tree, for the
+unsuffixed group in a cloud of trees or sharing providers), how many are
+left after each constraint of the group in turn, read from the group's
+findings (see the package docstring for how a tree passes)."""
+from dataclasses import dataclass, field
+
+from allocations.candidates.findings import root_traits_text
+
+
+@dataclass
+class Step:
+    constraint: str     # what passes, e.g. '2 VCPU'
+    failure: str        # what the eliminated lack, e.g. 'lack 2 VCPU'
+    remaining: int
+    eliminated: int
+
+
+@dataclass
+class Funnel:
+    group: str
+    unit: str           # 'providers' or 'trees'
+    total: int
+    steps: list
+    passed: set = field(default_factory=set, repr=False)  # ids left after every step
+
+
+@dataclass
+class Constraint:
+    """One constraint of a group as the funnel applies it."""
+    kind: str           # 'in_tree', 'resources', 'required', 'forbidden', 'member_of',
+                        # 'forbidden_aggregates' or 'root_required'
+    text: str
+    failure: str
+    keep: object        # keep(ids) -> the ids (providers, or roots of trees) passing it
+    index: int = 0      # which required set (kind 'required')
+
+
+
+def universe(found, roots_of):
+    """What the group's funnel counts: every root, or every provider."""
+    if found.tree_mode:
+        return {pk for pk, root in roots_of.items() if pk == root}
+    return set(roots_of)
+
+
+def funnel(found, constraints, roots_of):
+    remaining = universe(found, roots_of)
+    total = len(remaining)
+    steps = []
+    for constraint in constraints:
+        left = constraint.keep(remaining)
+        steps.append(Step(constraint.text, constraint.failure, len(left),
+                          len(remaining) - len(left)))
+        remaining = left
+    return Funnel(found.suffix, 'trees' if found.tree_mode else 'providers', total, steps,
+                  remaining)
+
+
+def constraints(found, params, wide, roots_of):
+    """Each constraint of the group, in the funnel's order."""
+    group, trees = found.group, found.tree_mode
+
+    def owners(provider_ids):
+        # what a matching provider says about the unit being counted
+        return {roots_of[p] for p in provider_ids if p in roots_of} if trees else provider_ids
+
+    def only(passing):
+        return lambda ids: ids & passing
+
+    def without(failing):
+        return lambda ids: ids - failing
+
+    def at_resources(having):
+        if not trees or not group.resources:
+            return owners(having)
+        # The providers able to take a requested class: in a tree, where
+        # the group's required traits must be.
+        supplying = set()
+        for pairs in found.capacity.values():
+            supplying.update(p for p, _ in pairs)
+        having = having & supplying
+        passing = owners(having)
+        for provider_id in having & found.served.keys():
+            passing = passing | found.served[provider_id]
+        return passing
+
+    steps = []
+    if group.in_tree:
+        root = found.tree_root
+        in_tree = {root} if trees else {p for p, r in roots_of.items() if r == root}
+        steps.append(Constraint('in_tree', f'in tree of {group.in_tree}',
+                                f'are not in the tree of {group.in_tree}',
+                                only(in_tree if root is not None else set())))
+    for name, amount in group.resources.items():
+        pairs = found.capacity.get(name, ())  # (provider, its root) with room enough
+        passing = {root for _, root in pairs} if trees else {p for p, _ in pairs}
+        for provider_id in found.served.keys() & {p for p, _ in pairs}:
+            passing |= found.served[provider_id]
+        steps.append(Constraint('resources', f'{amount:,} {name}', f'lack {amount:,} {name}',
+                                only(passing)))
+    where = ' on a provider of their resources' if trees and group.resources else ''
+    for index, (any_of, having) in enumerate(zip(group.required_traits, found.required_sets)):
+        steps.append(Constraint('required', f'trait {either(any_of)}',
+                                f'lack trait {either(any_of)}{where}',
+                                only(at_resources(having)), index))
+    if group.forbidden_traits:
+        names = sorted(group.forbidden_traits)
+        text = f'trait {names[0]}' if len(names) == 1 else f"traits {', '.join(names)}"
+        steps.append(Constraint('forbidden', f'without {text}',
+                                f'have forbidden trait {either(names)}',
+                                without(found.forbidden)))
+    for any_of, members in zip(group.member_of, found.member_sets):
+        steps.append(Constraint('member_of', f'in aggregate {either(any_of)}',
+                                f'are not in aggregate {either(any_of)}',
+                                only(owners(members))))
+    if group.forbidden_aggs:
+        steps.append(Constraint('forbidden_aggregates',
+                                f'not in aggregate {either(group.forbidden_aggs)}',
+                                f'are in forbidden aggregate {either(group.forbidden_aggs)}',
+                                without(found.in_forbidden_aggs)))
+    if wide.anchors is not None:
+        anchors = wide.anchors
+        steps.append(Constraint('root_required', *_root_texts(params),
+                                lambda ids: {i for i in ids if roots_of.get(i) in anchors}))
+    return steps
+
+
+def _root_texts(params):
+    if len(params.root_required) == 1 and not params.root_forbidden:
+        name = next(iter(params.root_required))
+        return f'root trait {name}', f'have a root without trait {name}'
+    if len(params.root_forbidden) == 1 and not params.root_required:
+        name = next(iter(params.root_forbidden))
+        return f'root without trait {name}', f'have a root with trait {name}'
+    text = root_traits_text(params)
+    return f'root traits {text}', f'have a root not matching {text}'
+
+
+def either(names):
+    names = sorted(names)
+    return names[0] if len(names) == 1 else '(' + ' or '.join(names) + ')'
