@@ -1,7 +1,7 @@
 """The query vocabulary of the catalogue: chainable reads of providers and
 inventories that build queries and change nothing.
 
-The candidate search (allocations.candidates), the explain endpoint, the
+The candidate search (providers.candidates), the explain endpoint, the
 dashboards and their reports, the admin and GET /resource_providers all say
 "able to fit", "sharing", "member of", "with traits" with these methods, so
 each rule is written once.

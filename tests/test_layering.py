@@ -1,5 +1,6 @@
 """Layers point one way: placement_site (cross-cutting) <- providers (the
-catalogue) <- allocations (consumers, allocations, candidates, dashboards).
+catalogue, and the candidate search over it) <- allocations (consumers,
+allocations, dashboards).
 Checked on the source, so a new import that breaks the rule fails the build."""
 import ast
 from pathlib import Path

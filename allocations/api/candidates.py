@@ -1,15 +1,20 @@
 """GET /allocation_candidates and GET /explain/allocation_candidates: the
 views and their answers. Parsing and the search itself live in
-allocations.candidates."""
+providers.candidates."""
 import contextlib
 
 from django.utils import timezone
 
-from allocations.candidates import explain, parse, select_candidates
-from allocations.candidates.selector import no_cycle_collection
 from placement_site import errors, exceptions, microversion, replicas
-from placement_site.api import (PlacementViewSet, accept_json, check_query_encoding,
-                                fast_dumps, versions)
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    check_query_encoding,
+    fast_dumps,
+    versions,
+)
+from providers.candidates import explain, parse, select_candidates
+from providers.candidates.selector import no_cycle_collection
 
 
 def parsed_query(request, version):

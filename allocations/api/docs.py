@@ -9,15 +9,34 @@ from drf_spectacular.utils import extend_schema_view
 
 from allocations import schemas
 from allocations.api import candidates, views
-from allocations.candidates.explain import STAGE_LABELS
-from placement_site.openapi import (GENERATION, MEMBER_OF_GRAMMAR, PROVIDER_UUID,
-                                    REQUIRED_GRAMMAR, RESOURCES_GRAMMAR, ROOT_REQUIRED_GRAMMAR,
-                                    UUID, UUID_KEY, Component, closed, link, operation, path,
-                                    query, request_body, resources_map, versioned)
-from placement_site.validation import (CONSUMER_TYPE_QUERY_PATTERN, GROUP_SUFFIX,
-                                       GROUP_SUFFIX_1_33, MAX_INT, NAME_PATTERN)
-from providers.api.docs import (NO_PROVIDER, RESOURCES, member_of_parameter,
-                                required_parameter)
+from placement_site.openapi import (
+    GENERATION,
+    MEMBER_OF_GRAMMAR,
+    PROVIDER_UUID,
+    REQUIRED_GRAMMAR,
+    RESOURCES_GRAMMAR,
+    ROOT_REQUIRED_GRAMMAR,
+    UUID,
+    UUID_KEY,
+    Component,
+    closed,
+    link,
+    operation,
+    path,
+    query,
+    request_body,
+    resources_map,
+    versioned,
+)
+from placement_site.validation import (
+    CONSUMER_TYPE_QUERY_PATTERN,
+    GROUP_SUFFIX,
+    GROUP_SUFFIX_1_33,
+    MAX_INT,
+    NAME_PATTERN,
+)
+from providers.api.docs import NO_PROVIDER, RESOURCES, member_of_parameter, required_parameter
+from providers.candidates.explain import STAGE_LABELS
 
 # ---- answers ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.candidates import explain as explain_module
+from providers.candidates import explain as explain_module
 from tests.conftest import add_allocation, add_provider, assert_error, error_of
 
 AGG = str(uuid.uuid4())

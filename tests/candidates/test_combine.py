@@ -2,12 +2,12 @@
 database, provider summaries and requests written out by hand."""
 import pytest
 
-from allocations.candidates.combine import Combination, consolidate
-from allocations.candidates.findings import GroupFindings, RequestFindings, Stage
-from allocations.candidates.matching import AllocationRequest
-from allocations.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
-from allocations.candidates.selector import SearchSettings
-from allocations.candidates.summaries import ProviderSummary
+from providers.candidates.combine import Combination, consolidate
+from providers.candidates.findings import GroupFindings, RequestFindings, Stage
+from providers.candidates.matching import AllocationRequest
+from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
+from providers.candidates.selector import SearchSettings
+from providers.candidates.summaries import ProviderSummary
 
 pytestmark = pytest.mark.any_database  # and no database at all
 

@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from allocations.candidates.findings import GroupFindings, RequestFindings, Stage
-from allocations.candidates.matching import group_requests
-from allocations.candidates.query import RequestGroup
+from providers.candidates.findings import GroupFindings, RequestFindings, Stage
+from providers.candidates.matching import group_requests
+from providers.candidates.query import RequestGroup
 
 pytestmark = pytest.mark.any_database  # and no database at all
 

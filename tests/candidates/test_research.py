@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
-from allocations.candidates.research import NoCandidates, Research, Stage
 from placement_site import exceptions
+from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
+from providers.candidates.research import NoCandidates, Research, Stage
 from tests.conftest import ROW, STORAGE
 
 

@@ -9,12 +9,12 @@ from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 
-from allocations.candidates import explain_candidates, parse, select_candidates
-from allocations.candidates.findings import Stage
-from allocations.candidates.matching import matched_trees, samplable, sample_tree_requests
-from allocations.candidates.research import Research
-from allocations.candidates.selector import SearchSettings
 from placement_site import errors, exceptions, microversion
+from providers.candidates import explain_candidates, parse, select_candidates
+from providers.candidates.findings import Stage
+from providers.candidates.matching import matched_trees, samplable, sample_tree_requests
+from providers.candidates.research import Research
+from providers.candidates.selector import SearchSettings
 
 LATEST = microversion.parse(microversion.MAX_VERSION)
 

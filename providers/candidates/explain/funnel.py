@@ -4,7 +4,7 @@ left after each constraint of the group in turn, read from the group's
 findings (see the package docstring for how a tree passes)."""
 from dataclasses import dataclass, field
 
-from allocations.candidates.findings import root_traits_text
+from providers.candidates.findings import root_traits_text
 
 
 @dataclass

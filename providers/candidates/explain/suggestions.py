@@ -4,7 +4,7 @@ root_required, when that fits more trees."""
 import collections
 from dataclasses import dataclass
 
-from allocations.candidates.explain.funnel import universe
+from providers.candidates.explain.funnel import universe
 
 
 @dataclass

@@ -15,8 +15,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from allocations.candidates.findings import Stage, StageRecord
-from allocations.candidates.matching import AllocationRequest
+from providers.candidates.findings import Stage, StageRecord
+from providers.candidates.matching import AllocationRequest
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What explain says in words: the stages' labels, and for an empty answer
 why, sentence by sentence."""
-from allocations.candidates.findings import Stage
+from providers.candidates.findings import Stage
 
 # What the explain endpoint calls each stage of the search.
 STAGE_LABELS = {

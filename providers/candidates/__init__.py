@@ -38,9 +38,9 @@ candidates from those ids in Python. Where each part lives:
 The number of queries depends on the shape of the request (groups, classes,
 trait and member_of sets), never on the number of providers.
 """
-from allocations.candidates.explain import explain_candidates
-from allocations.candidates.query import CandidateQuery, RequestGroup, RequestWideParams, parse
-from allocations.candidates.selector import SearchSettings, select_candidates
+from providers.candidates.explain import explain_candidates
+from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams, parse
+from providers.candidates.selector import SearchSettings, select_candidates
 
 __all__ = ['CandidateQuery', 'RequestGroup', 'RequestWideParams', 'SearchSettings', 'parse',
            'select_candidates', 'explain_candidates']

@@ -17,7 +17,7 @@ import collections.abc
 import itertools
 import math
 
-from allocations.candidates.findings import Stage, StageRecord, traits_text
+from providers.candidates.findings import Stage, StageRecord, traits_text
 
 
 class AllocationRequest:

@@ -21,12 +21,17 @@ from dataclasses import dataclass
 
 from django.conf import settings as django_settings
 
-from allocations.candidates.combine import Combination, Combined
-from allocations.candidates.findings import RequestFindings, Stage, StageRecord
-from allocations.candidates.matching import (group_requests, iter_tree_requests, matched_trees,
-                                             samplable, sample_tree_requests)
-from allocations.candidates.research import NoCandidates, Research
-from allocations.candidates.summaries import Summaries
+from providers.candidates.combine import Combination, Combined
+from providers.candidates.findings import RequestFindings, Stage, StageRecord
+from providers.candidates.matching import (
+    group_requests,
+    iter_tree_requests,
+    matched_trees,
+    samplable,
+    sample_tree_requests,
+)
+from providers.candidates.research import NoCandidates, Research
+from providers.candidates.summaries import Summaries
 
 
 @dataclass

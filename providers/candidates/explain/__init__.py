@@ -35,10 +35,10 @@ result (selector.CandidateResult: its RequestFindings and GroupFindings).
 import collections
 from dataclasses import dataclass, field
 
-from allocations.candidates.explain import funnel, near_misses, suggestions
-from allocations.candidates.explain.funnel import Funnel, Step
-from allocations.candidates.explain.wording import STAGE_LABELS, label, summary
-from allocations.candidates.selector import select_candidates
+from providers.candidates.explain import funnel, near_misses, suggestions
+from providers.candidates.explain.funnel import Funnel, Step
+from providers.candidates.explain.wording import STAGE_LABELS, label, summary
+from providers.candidates.selector import select_candidates
 from providers.models import ResourceProvider
 
 __all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'explain_candidates', 'summary']

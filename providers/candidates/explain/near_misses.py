@@ -4,9 +4,9 @@ import collections
 import math
 from dataclasses import dataclass
 
-from allocations.candidates.explain.funnel import universe
-from allocations.candidates.research import trees_served
 from providers import rules
+from providers.candidates.explain.funnel import universe
+from providers.candidates.research import trees_served
 from providers.models import Inventory, ResourceProvider
 
 # A group that fits fewer trees (providers) than this is nearly empty, and

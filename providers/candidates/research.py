@@ -17,14 +17,24 @@ the answer is known to be empty then match nothing instead of raising.
 import dataclasses
 from types import SimpleNamespace
 
-from allocations.candidates.findings import (GroupFindings, RequestFindings, Stage, StageRecord,
-                                             aggregates_text, root_traits_text, traits_text)
 from placement_site import exceptions
 from placement_site.queries import storable
+from providers.candidates.findings import (
+    GroupFindings,
+    RequestFindings,
+    Stage,
+    StageRecord,
+    aggregates_text,
+    root_traits_text,
+    traits_text,
+)
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
-from providers.querysets import (SHARING_TRAIT, ids_in_aggregates, ids_with_any_trait,
-                                 trees_served_by)
-
+from providers.querysets import (
+    SHARING_TRAIT,
+    ids_in_aggregates,
+    ids_with_any_trait,
+    trees_served_by,
+)
 
 # member_of narrows the capacity queries to at most this many providers; a
 # larger IN list costs more than it saves.
