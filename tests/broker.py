@@ -13,7 +13,7 @@ from pathlib import Path
 import kombu
 from amqp.exceptions import NotFound
 
-from tests.ports import free_port
+from scripts.harness import free_port
 
 BIN = Path('/usr/lib/rabbitmq/bin')
 START_TIMEOUT = 90

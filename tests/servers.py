@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg2
 import requests
 
-from tests.ports import free_port
+from scripts.harness import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',

@@ -27,8 +27,8 @@ from django.db import connection
 from allocations import importer
 from allocations.models import Allocation, Consumer
 from providers.models import Inventory, ResourceProvider, Trait
+from scripts.harness import free_port
 from tests.conftest import PlacementClient, snapshot
-from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow,

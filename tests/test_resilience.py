@@ -25,9 +25,9 @@ import requests
 from django.db import DatabaseError, connection, connections
 
 from placement_site import outages
+from scripts.harness import free_port
 from tests.claims_load import (ClaimsLoad, assert_books_balance, claim_body, read_books, seed,
                                wait_for_claims)
-from tests.ports import free_port
 from tests.replica_cluster import Cluster, postgres_bin
 from tests.servers import Server, wait_for
 
