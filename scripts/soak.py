@@ -38,8 +38,6 @@ import json
 import os
 import platform
 import random
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -48,8 +46,10 @@ import uuid
 
 import psycopg2
 
-# The scale benchmark's, next to this script (its directory is on sys.path).
-from harness import api_request, children, free_port, memory_mib
+# Next to this script (its directory is on sys.path): the harness the scripts share,
+# and the scale benchmark's percentile.
+from harness import (children, cpu_seconds, free_port, memory_mib, send, start_server,
+                     stop_server, wait_until_up)
 from scale_bench import percentile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -201,40 +201,16 @@ class Service:
                    DATABASE_URL=db_url, PLACEMENT_DATA_DIR=os.path.join(out, 'data'),
                    PLACEMENT_AUTH_STRATEGY='noauth2')
         env.pop('PROMETHEUS_MULTIPROC_DIR', None)
-        with open(self.log_path, 'wb') as log:
-            self.process = subprocess.Popen([os.path.join(ROOT, 'scripts', 'run.sh')], cwd=ROOT,
-                                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        self.process = start_server([os.path.join(ROOT, 'scripts', 'run.sh')], self.log_path,
+                                    env=env, cwd=ROOT)
         self.pid = self.process.pid
 
     def wait_ready(self, timeout=300):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f'the service exited ({self.process.returncode}); '
-                                   f'see {self.log_path}')
-            try:
-                conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=5)
-                conn.request('GET', '/')
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f'the service did not answer within {timeout} s')
+        wait_until_up(self.process, self.port, self.log_path, timeout)
 
     def stop(self, timeout=90):
         """SIGTERM to the master (gunicorn's graceful stop); seconds it took."""
-        if self.process.poll() is not None:
-            return 0.0
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.pid, signal.SIGKILL)
-            self.process.wait()
-        return time.monotonic() - started
+        return stop_server(self.process, timeout)
 
     def tracebacks(self):
         with open(self.log_path, 'rb') as log:
@@ -246,32 +222,12 @@ def rss_mib(pid):
     return memory and memory['VmRSS']
 
 
-def cpu_seconds(pid):
-    """User and system CPU time the process has used so far, or None."""
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            # pid (comm) state ppid ... utime stime: comm may hold spaces.
-            fields = f.read().rsplit(')', 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 # ---- HTTP ----
 
 def request(port, method, path, body=None):
     """(status, parsed body or None, seconds). One connection per request:
     gunicorn's sync workers close it after every answer anyway."""
-    headers, data = api_request(body, MICROVERSION)
-    conn = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
-    try:
-        started = time.perf_counter()
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-        elapsed = time.perf_counter() - started
-    finally:
-        conn.close()
+    response, raw, elapsed = send(port, method, path, body, MICROVERSION, timeout=60)
     parsed = None
     if raw and response.getheader('Content-Type', '').startswith('application/json'):
         parsed = json.loads(raw)
@@ -622,7 +578,8 @@ def markdown(rows, args, meta, passed, failures, notes):
         '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ]
     for r in rows:
-        bucket = r['bucket'] if args.bucket_seconds == 60 else f'{r["bucket"] * args.bucket_seconds:g} s'
+        bucket = (r['bucket'] if args.bucket_seconds == 60
+                  else f'{r["bucket"] * args.bucket_seconds:g} s')
         lines.append(
             f'| {bucket} | {r["requests"]} | {fmt(r["p50_ms"])} | {fmt(r["p95_ms"])} '
             f'| {r["conflicts_409"]} | {r["errors_5xx"]} | {r["errors_unexpected"]} '
