@@ -95,6 +95,18 @@ def _described(findings, noun):
                      for count, words, examples in findings)
 
 
+def _with_problems(queryset, problems, fields, example):
+    """[(count, words, examples)] of each (words for one, words for several,
+    Q) in `problems` that some of `queryset`'s rows have (a query each);
+    example(row) names a row of `fields`."""
+    findings = []
+    for one, several, problem in problems:
+        count, rows = _found(_counted(queryset.filter(problem), *fields))
+        if count:
+            findings.append((count, one if count == 1 else several, [example(r) for r in rows]))
+    return findings
+
+
 def _provider(name, uuid):
     return f'{name} ({uuid})'
 
@@ -265,12 +277,8 @@ _CYCLES_SQL = '''
 def check_provider_trees():
     """Every provider's root is a root of its own, the same as its parent's
     root, and following parents from it reaches that root."""
-    findings = []
-    for one, several, problem in _TREE_PROBLEMS:
-        count, rows = _found(_counted(ResourceProvider.objects.filter(problem), 'uuid', 'name'))
-        if count:
-            findings.append((count, one if count == 1 else several,
-                             [_provider(r['name'], r['uuid']) for r in rows]))
+    findings = _with_problems(ResourceProvider.objects, _TREE_PROBLEMS, ('uuid', 'name'),
+                              lambda row: _provider(row['name'], row['uuid']))
     table = connection.ops.quote_name(ResourceProvider._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(_CYCLES_SQL.format(table=table), [EXAMPLES])
@@ -300,15 +308,12 @@ def check_incomplete_consumers():
                | ~_exists(User, 'user_id'))
     placeholders = (f'({settings.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID} / '
                     f'{settings.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID})')
-    findings = []
-    for one, several, problem in [
-            (f'carries the incomplete-consumer project or user {placeholders}',
-             f'carry the incomplete-consumer project or user {placeholders}', placeholder),
-            ('names a project or user that does not exist',
-             'name a project or user that does not exist', missing)]:
-        count, rows = _found(_counted(Consumer.objects.filter(problem), 'uuid'))
-        if count:
-            findings.append((count, one if count == 1 else several, [row['uuid'] for row in rows]))
+    findings = _with_problems(Consumer.objects, [
+        (f'carries the incomplete-consumer project or user {placeholders}',
+         f'carry the incomplete-consumer project or user {placeholders}', placeholder),
+        ('names a project or user that does not exist',
+         'name a project or user that does not exist', missing),
+    ], ('uuid',), lambda row: row['uuid'])
     if not findings:
         return success()
     described = _described(findings, 'consumer')

@@ -6,7 +6,7 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from placement_pool_cli.client import INVENTORY_FIELDS
-from placement_pool_cli.pool import add_pool_argument
+from placement_pool_cli.pool import OnePool
 
 ROW_COLUMNS = ('resource_class',) + INVENTORY_FIELDS + ('capacity', 'used', 'free')
 FIELD_HELP = {
@@ -48,13 +48,8 @@ def filesystem_size(path, unit):
     return total, used
 
 
-class ListInventory(command.Lister):
+class ListInventory(OnePool, command.Lister):
     """List a pool's inventories with capacity, used and free."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
-        return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.resource_pool
@@ -63,14 +58,13 @@ class ListInventory(command.Lister):
         return ROW_COLUMNS, [tuple(row[column] for column in ROW_COLUMNS) for row in rows]
 
 
-class SetInventory(command.ShowOne):
+class SetInventory(OnePool, command.ShowOne):
     """Set one resource class of a pool's inventory; the pool's other
     classes stay as they are, and so do the options not given when the
     class already exists."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
         add_resource_class_argument(parser, required=True)
         for field, help in FIELD_HELP.items():
             parser.add_argument('--' + field.replace('_', '-'), metavar='<n>', help=help,
@@ -86,13 +80,12 @@ class SetInventory(command.ShowOne):
         return inventory_row(client, pool['uuid'], parsed_args.resource_class)
 
 
-class DeleteInventory(command.Command):
+class DeleteInventory(OnePool, command.Command):
     """Delete one resource class from a pool's inventory. Placement refuses
     (409) while allocations use it."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
         add_resource_class_argument(parser, required=True)
         return parser
 
@@ -103,7 +96,7 @@ class DeleteInventory(command.Command):
             f'/resource_providers/{pool["uuid"]}/inventories/{parsed_args.resource_class}'))
 
 
-class SyncPool(command.ShowOne):
+class SyncPool(OnePool, command.ShowOne):
     """Set a pool's inventory of one resource class to the size of the
     filesystem at --path (a mounted share), as `manage.py sync_pool_capacity`
     does on the server. Only total (and with --reserved-from-used, reserved)
@@ -111,7 +104,6 @@ class SyncPool(command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
         parser.add_argument('--path', metavar='<path>', required=True,
                             help='A path on the shared filesystem')
         add_resource_class_argument(parser, default='DISK_GB')

@@ -50,8 +50,13 @@ def show_pool(client, provider):
                      aggregates['resource_provider_generation'])
 
 
-def add_pool_argument(parser):
-    parser.add_argument('pool', metavar='<pool>', help='Pool (resource provider) UUID or name')
+class OnePool:
+    """A command about one pool, named first (UUID or name)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('pool', metavar='<pool>', help='Pool (resource provider) UUID or name')
+        return parser
 
 
 class CreatePool(command.ShowOne):
@@ -111,26 +116,20 @@ class ListPool(command.Lister):
         return LIST_COLUMNS, rows
 
 
-class ShowPool(command.ShowOne):
+class ShowPool(OnePool, command.ShowOne):
     """Show a pool: its aggregates, traits and inventories with capacity,
     used and free."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
-        return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.resource_pool
         return show_pool(client, client.find_pool(parsed_args.pool))
 
 
-class SetPool(command.ShowOne):
+class SetPool(OnePool, command.ShowOne):
     """Rename a pool."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
         parser.add_argument('--name', metavar='<name>', required=True, help='New name')
         return parser
 
@@ -167,10 +166,9 @@ class DeletePool(command.Command):
                 + '\n'.join(failures))
 
 
-class _AggregateCommand(command.ShowOne):
+class _AggregateCommand(OnePool, command.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        add_pool_argument(parser)
         parser.add_argument('aggregates', metavar='<aggregate-uuid>', nargs='+')
         return parser
 
