@@ -107,6 +107,14 @@ def _with_problems(queryset, problems, fields, example):
     return findings
 
 
+def _verdict(findings, noun, code, message):
+    """Success without findings, else `code` saying message(findings
+    described)."""
+    if not findings:
+        return success()
+    return Result(code, message(_described(findings, noun)))
+
+
 def _provider(name, uuid):
     return f'{name} ({uuid})'
 
@@ -288,10 +296,7 @@ def check_provider_trees():
         findings.append((count, 'is in a parent cycle, or below one' if count == 1
                          else 'are in a parent cycle, or below one',
                          [_provider(name, uuid) for uuid, name, _count in rows]))
-    if not findings:
-        return success()
-    described = _described(findings, 'provider')
-    return Result(Code.FAILURE, (
+    return _verdict(findings, 'provider', Code.FAILURE, lambda described: (
         f'Provider trees are inconsistent. {described}. The API never writes such '
         'trees: the database was changed behind it. Tree searches (in_tree, nested '
         'candidates, root_required) give wrong answers for them. Set each provider\'s '
@@ -314,10 +319,7 @@ def check_incomplete_consumers():
         ('names a project or user that does not exist',
          'name a project or user that does not exist', missing),
     ], ('uuid',), lambda row: row['uuid'])
-    if not findings:
-        return success()
-    described = _described(findings, 'consumer')
-    return Result(Code.WARNING, (
+    return _verdict(findings, 'consumer', Code.WARNING, lambda described: (
         f'Incomplete consumers: {described}. Their usages count for no real project '
         'or user (GET /usages, quotas). Write each one\'s allocations again with its '
         'project_id and user_id (PUT /allocations/{uuid}, microversion 1.8 or later; '

@@ -26,24 +26,22 @@ def env_bool(name, default):
 
 def env_int(name, default):
     """A whole-number environment variable; anything else is an error."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f'{name} must be a whole number, not {raw!r}')
+    return _env_number(name, default, int, 'a whole number')
 
 
 def env_float(name, default):
     """A number environment variable; anything else is an error."""
+    return _env_number(name, default, float, 'a number')
+
+
+def _env_number(name, default, kind, words):
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
     try:
-        return float(raw)
+        return kind(raw)
     except ValueError:
-        raise ValueError(f'{name} must be a number, not {raw!r}')
+        raise ValueError(f'{name} must be {words}, not {raw!r}')
 
 
 def env_list(name, default=''):

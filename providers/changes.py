@@ -74,32 +74,35 @@ def _postgresql(tables):
     return statements
 
 
-def _sqlite(tables):
-    # A trigger's INSERT may not use DEFAULT VALUES; NULL draws the next id.
+def _row_triggers(tables, create):
+    """A trigger per table and event, for the engines whose triggers fire
+    per row: its DROP, and create(table, name, event, columns)."""
     statements = []
     for table, columns in tables.items():
         for event in ('INSERT', 'UPDATE', 'DELETE'):
             name = f'books_changed_{table}_{event.lower()}'
-            if event == 'UPDATE' and columns:
-                event = f'UPDATE OF {", ".join(columns)}'
-            statements += [f'DROP TRIGGER IF EXISTS {name}',
-                           f'CREATE TRIGGER {name} AFTER {event} ON {table} '
-                           'BEGIN INSERT INTO books_changes (id) VALUES (NULL); END']
+            statements += [f'DROP TRIGGER IF EXISTS {name}', create(table, name, event, columns)]
     return statements
+
+
+def _sqlite(tables):
+    def create(table, name, event, columns):
+        if event == 'UPDATE' and columns:
+            event = f'UPDATE OF {", ".join(columns)}'
+        # A trigger's INSERT may not use DEFAULT VALUES; NULL draws the next id.
+        return (f'CREATE TRIGGER {name} AFTER {event} ON {table} '
+                'BEGIN INSERT INTO books_changes (id) VALUES (NULL); END')
+    return _row_triggers(tables, create)
 
 
 def _mysql(tables):
-    statements = []
-    for table, columns in tables.items():
-        for event in ('INSERT', 'UPDATE', 'DELETE'):
-            name = f'books_changed_{table}_{event.lower()}'
-            body = 'INSERT INTO books_changes () VALUES ()'
-            if event == 'UPDATE' and columns:
-                same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in columns)
-                body = f'BEGIN IF NOT ({same}) THEN {body}; END IF; END'
-            statements += [f'DROP TRIGGER IF EXISTS {name}',
-                           f'CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {body}']
-    return statements
+    def create(table, name, event, columns):
+        body = 'INSERT INTO books_changes () VALUES ()'
+        if event == 'UPDATE' and columns:
+            same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in columns)
+            body = f'BEGIN IF NOT ({same}) THEN {body}; END IF; END'
+        return f'CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {body}'
+    return _row_triggers(tables, create)
 
 
 def install(connection, tables=None):

@@ -1,6 +1,9 @@
-# Sourced by the benchmark scripts (scale-bench.sh, ui-bench.sh): their
-# --load option, and the server under test started in the background,
-# waited for and stopped when the script exits.
+# Sourced by the benchmark scripts (scale-bench.sh, ui-bench.sh), from the
+# repository's root: strict mode, DATABASE_URL required, their --load
+# option, and the server under test started in the background, waited for
+# and stopped when the script exits.
+set -euo pipefail
+: "${DATABASE_URL:?set DATABASE_URL}"
 
 # bench_options "$@": LOAD (the N of --load N, else empty) and BENCH_ARGS
 # (what follows `--`: the measuring script's own options).

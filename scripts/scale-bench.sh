@@ -11,11 +11,9 @@
 # capacity check: `PG_TEST_PORT=25450 scripts/pg-test-server.sh` prints one),
 # PORT (19050), WORKERS (2), SEED (42), GUNICORN_TIMEOUT (900 s: the unlimited
 # candidate requests take seconds at this size).
-set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${DATABASE_URL:?set DATABASE_URL}"
-PORT="${PORT:-19050}"
 source scripts/bench-common.sh
+PORT="${PORT:-19050}"
 bench_options "$@"
 set -- "${BENCH_ARGS[@]}"
 export DATABASE_URL PLACEMENT_AUTH_STRATEGY="${PLACEMENT_AUTH_STRATEGY:-noauth2}"

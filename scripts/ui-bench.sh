@@ -12,11 +12,9 @@
 # Environment: DATABASE_URL (required: postgresql://..., `PG_TEST_PORT=25450
 # scripts/pg-test-server.sh` prints one, or sqlite:////abs/path), PORT
 # (19060), SEED (42). Needs .venv (scripts/run.sh or scripts/test.sh makes it).
-set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${DATABASE_URL:?set DATABASE_URL}"
-PORT="${PORT:-19060}"
 source scripts/bench-common.sh
+PORT="${PORT:-19060}"
 bench_options "$@"
 set -- "${BENCH_ARGS[@]}"
 case "$DATABASE_URL" in
