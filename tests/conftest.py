@@ -8,13 +8,17 @@ from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
-from django.db import connections
+from django.contrib.auth.models import User as Account
+from django.db import connection, connections
+from django.db.models import F
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
 from placement_site import policy
 from providers import services
-from providers.models import BooksChange
+from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggregate, ResourceClass,
+                              ResourceProvider)
 
 LATEST = '1.39'
 
@@ -96,6 +100,28 @@ class PlacementClient:
 
 def new_uuid():
     return str(uuid_lib.uuid4())
+
+
+def generation(client, rp_uuid):
+    """The provider's generation as the API reports it."""
+    response = client.get(f'/resource_providers/{rp_uuid}')
+    assert response.status_code == 200, response.content
+    return response.body['generation']
+
+
+def vcpu_provider(client, total=8):
+    """A new provider with `total` VCPU, created through `client` (after
+    any settings change, since the first request builds the policy
+    enforcer)."""
+    uuid = client.create_provider()['uuid']
+    client.set_inventory(uuid, {'VCPU': {'total': total}})
+    return uuid
+
+
+def allocation_body(rp):
+    """PUT /allocations/{consumer}'s body (1.38+) for a new consumer of 1 VCPU of rp."""
+    return {'allocations': {rp: {'resources': {'VCPU': 1}}}, 'project_id': 'proj',
+            'user_id': 'user', 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
 
 
 def _json_or_none(response):
@@ -271,6 +297,15 @@ def db_snapshot(db):
     return snapshot
 
 
+@contextmanager
+def unchanged():
+    """`with unchanged():` the block changes no row of any table (as
+    snapshot() sees them)."""
+    before = snapshot()
+    yield
+    assert snapshot() == before
+
+
 @pytest.fixture
 def refused(db_snapshot):
     """`with refused(Error, message):` the block raises exactly Error with
@@ -317,6 +352,34 @@ def assert_error(response, status, detail=None, code=UNDEFINED):
     return error
 
 
+def assert_put_media_type_refused(client, path, content_type, body=None):
+    """A PUT of `body` to `path` sent as `content_type` (without a body, and
+    so without a Content-Type: content_type None) is Placement's 415 and
+    changes nothing."""
+    with unchanged():
+        response = (client.put(path) if body is None
+                    else client.put(path, body, content_type=content_type))
+        assert_error(response, 415, f'The media type {content_type} is not supported, '
+                                    'use application/json')
+
+
+def assert_version_refused(response, version, literal=None):
+    """Placement's answer to the version header `version`: a 406 for one it
+    cannot serve or, where its part `literal` is not a number, a 400."""
+    if literal is None:
+        status, detail = 406, ('The resource could not be generated that was acceptable to your '
+                               'browser (content of type application/json. \n\n Invalid '
+                               f'microversion: Unacceptable version header: {version}')
+    else:
+        status, detail = 400, ('The server could not comply with the request since it is either '
+                               'malformed or otherwise incorrect.\n\n Invalid microversion: '
+                               f'invalid version string: {version}; invalid literal for int() '
+                               f"with base 10: '{literal}'  ")
+    assert response.status_code == status
+    error = error_of(response)
+    assert (error['status'], error['detail']) == (status, detail)
+
+
 def assert_not_acceptable(response):
     """The plain-text 406 Placement sends for Accept: text/plain."""
     assert response.status_code == 406
@@ -324,3 +387,59 @@ def assert_not_acceptable(response):
     text = response.content.decode()
     assert text.startswith('406 Not Acceptable')
     assert 'Only application/json is provided' in text
+
+
+# ---- the Django admin and the dashboards -------------------------------------------
+
+@pytest.fixture
+def staff(db):
+    """A client signed in as a staff account (not a superuser)."""
+    client = Client()
+    Account.objects.create_user('operator', password='pw', is_staff=True)
+    assert client.login(username='operator', password='pw')
+    return client
+
+
+def changelist(client, url, query=''):
+    """The rows the admin changelist at `url` shows for `query`."""
+    response = client.get(url + query)
+    assert response.status_code == 200, response.content
+    return response.context['cl'].result_list
+
+
+def assert_admin_read_only(client, url, obj):
+    """The admin of the changelist at `url` has no add page and refuses to
+    delete `obj`."""
+    assert client.get(f'{url}add/').status_code == 403
+    assert client.post(f'{url}{obj.pk}/delete/', {'post': 'yes'}).status_code == 403
+
+
+def count_queries(action):
+    """How many SQL queries action() makes."""
+    with CaptureQueriesContext(connection) as captured:
+        action()
+    return len(captured)
+
+
+def bulk_trees(count, *, start, name, pool):
+    """`count` compute trees written in bulk, for when only their shape
+    matters: roots f'{name}{i}' (i from `start`) with 500 DISK_GB (10
+    reserved) in aggregate `pool`, each with a child f'{name}{i}-numa0' with
+    16 VCPU at allocation ratio 4. Returns (roots, children)."""
+    classes = dict(ResourceClass.objects.values_list('name', 'id'))
+    aggregate, _ = Aggregate.objects.get_or_create(uuid=pool)
+    roots = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=str(uuid_lib.uuid4()), name=f'{name}{i}')
+        for i in range(start, start + count)])
+    ResourceProvider.objects.filter(root_provider__isnull=True).update(root_provider_id=F('id'))
+    numas = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=str(uuid_lib.uuid4()), name=f'{r.name}-numa0',
+                         parent_provider_id=r.pk, root_provider_id=r.pk) for r in roots])
+    Inventory.objects.bulk_create(
+        [Inventory(resource_provider_id=r.pk, resource_class_id=classes['DISK_GB'], total=500,
+                   reserved=10) for r in roots]
+        + [Inventory(resource_provider_id=n.pk, resource_class_id=classes['VCPU'], total=16,
+                     allocation_ratio=4.0) for n in numas])
+    ProviderAggregate.objects.bulk_create([
+        ProviderAggregate(resource_provider_id=r.pk, aggregate=aggregate) for r in roots])
+    return roots, numas

@@ -2,19 +2,19 @@
 usage snapshot, equal to what the project held at that moment, read back
 per class in time order with their growth, pruned with the snapshots, and
 charted on the project's page."""
+import functools
 import uuid as uuid_lib
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.contrib.auth.models import User as Account
-from django.test import Client
 
 from allocations import project_trends
 from allocations import services as allocation_services
 from allocations.models import Project, ProjectUsageSnapshot
 from allocations.ui import reports
 from providers import trends
-from tests.conftest import add_allocation, add_provider
+from tests.conftest import (add_allocation, add_provider, assert_admin_read_only, changelist,
+                            count_queries)
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
@@ -65,15 +65,12 @@ def test_project_rows_past_the_retention_go_with_the_snapshots(node, settings):
     assert set(ProjectUsageSnapshot.objects.values_list('taken_at', flat=True)) == {T0 + 3 * DAY}
 
 
-def test_the_project_page_charts_its_classes(node):
+def test_the_project_page_charts_its_classes(node, staff):
     add_allocation(node, VCPU=1)
     now = datetime.now(timezone.utc)
     trends.snapshot_take(at=now - DAY)
     add_allocation(node, VCPU=2)
     trends.snapshot_take(at=now)
-    Account.objects.create_user('operator', password='pw', is_staff=True)
-    staff = Client()
-    assert staff.login(username='operator', password='pw')
     page = staff.get('/ui/projects/p/')
     assert page.status_code == 200
     (chart,) = [c for c in page.context['chart_data'] if c['name'] == 'VCPU']
@@ -85,37 +82,21 @@ def test_the_project_page_charts_its_classes(node):
 
 
 def test_the_admin_lists_project_snapshots_read_only(node, admin_client):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     add_allocation(node, VCPU=2, MEMORY_MB=1024)
     trends.snapshot_take(at=T0)
     trends.snapshot_take(at=T0 + DAY)
     url = '/admin/allocations/projectusagesnapshot/'
-
-    def listed(query=''):
-        response = admin_client.get(url + query)
-        assert response.status_code == 200, response.content
-        return response.context['cl'].result_list
-
+    listed = functools.partial(changelist, admin_client, url)
     assert [(s.taken_at, s.resource_class.name, s.used) for s in listed()] == [
         (T0 + DAY, 'VCPU', 2), (T0 + DAY, 'MEMORY_MB', 1024),
         (T0, 'VCPU', 2), (T0, 'MEMORY_MB', 1024)]                 # newest first
     assert len(listed('?q=p')) == 4 and not listed('?q=nobody')
-    snapshot = ProjectUsageSnapshot.objects.first()
-    assert admin_client.get(f'{url}add/').status_code == 403
-    assert admin_client.post(f'{url}{snapshot.pk}/delete/', {'post': 'yes'}).status_code == 403
+    assert_admin_read_only(admin_client, url, ProjectUsageSnapshot.objects.first())
     assert ProjectUsageSnapshot.objects.count() == 4
-
-    def queries():
-        with CaptureQueriesContext(connection) as captured:
-            listed()
-        return len(captured)
-
-    few = queries()
+    few = count_queries(listed)
     for n in range(5):
         allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
             consumer_uuid=str(uuid_lib.uuid4()), allocations={node.uuid: {'VCPU': 1}},
             project_id=f'other{n}', user_id='u', generation=None)])
     trends.snapshot_take(at=T0 + 2 * DAY)
-    assert queries() == few
+    assert count_queries(listed) == few

@@ -3,23 +3,23 @@
 their retention, the linear "full in about N days" forecast, and GET
 /capacity/trends in JSON and CSV."""
 import csv
+import functools
 import io
 import json
 import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
 from allocations.models import ProjectUsageSnapshot
 from providers import books, trends
 from providers.models import Aggregate, Inventory, UsageSnapshot
-from tests.conftest import ROW, STORAGE, add_allocation, add_provider, new_uuid
+from tests.conftest import (ROW, STORAGE, add_allocation, add_provider, assert_admin_read_only,
+                            changelist, count_queries, new_uuid)
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 DAY = timedelta(days=1)
@@ -503,14 +503,6 @@ def test_trend_queries_are_the_same_for_2_and_20_pools(api):
 
 # ---- 5. the dashboards' charts ----------------------------------------------------------------
 
-@pytest.fixture
-def staff(db):
-    client = Client()
-    get_user_model().objects.create_user('operator', password='pw', is_staff=True)
-    assert client.login(username='operator', password='pw')
-    return client
-
-
 def trends_section(html):
     return html[html.index('<section id="usage-trends"'):html.index('</section>')]
 
@@ -572,28 +564,15 @@ def test_the_admin_lists_snapshots_read_only(small_cloud, admin_client):
     trends.snapshot_take(at=T0)
     trends.snapshot_take(at=T0 + DAY)
     url = '/admin/providers/usagesnapshot/'
-
-    def listed(query=''):
-        response = admin_client.get(url + query)
-        assert response.status_code == 200, response.content
-        return response.context['cl'].result_list
-
+    listed = functools.partial(changelist, admin_client, url)
     assert len(listed()) == 14
     assert [s.taken_at for s in listed()][:7] == [T0 + DAY] * 7     # newest first
     assert {s.aggregate for s in listed('?cloud=yes')} == {None}
     assert {s.aggregate.uuid for s in listed(f'?q={ROW}')} == {ROW}
     assert 'whole cloud' in admin_client.get(url).content.decode()
-    snapshot = UsageSnapshot.objects.first()
-    assert admin_client.get(f'{url}add/').status_code == 403
-    assert admin_client.post(f'{url}{snapshot.pk}/delete/', {'post': 'yes'}).status_code == 403
+    assert_admin_read_only(admin_client, url, UsageSnapshot.objects.first())
     assert UsageSnapshot.objects.count() == 14
-
-    def queries(query=''):
-        with CaptureQueriesContext(connection) as captured:
-            listed(query)
-        return len(captured)
-
-    few = queries()
+    few = count_queries(listed)
     pools_of(5, 'admin')
     trends.snapshot_take(at=T0 + 2 * DAY)
-    assert queries() == few
+    assert count_queries(listed) == few

@@ -11,7 +11,6 @@ import uuid
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -24,18 +23,10 @@ from allocations.ui import reports, templatetags
 from allocations.ui.paging import PAGE_SIZE
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
-from tests.conftest import new_uuid
+from tests.conftest import bulk_trees, new_uuid
 from tests.pods.conftest import Cloud
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
-
-
-@pytest.fixture
-def staff(db):
-    client = Client()
-    User.objects.create_user('operator', password='pw', is_staff=True)
-    assert client.login(username='operator', password='pw')
-    return client
 
 
 def grow_cloud(count, start=0):
@@ -43,25 +34,12 @@ def grow_cloud(count, start=0):
     written in bulk: only the shape matters for query counts."""
     classes = dict(ResourceClass.objects.values_list('name', 'id'))
     avx2 = Trait.objects.get(name='HW_CPU_X86_AVX2')
-    pool, _ = Aggregate.objects.get_or_create(uuid=POOL)
     project, _ = Project.objects.get_or_create(external_id='proj')
     user, _ = PlacementUser.objects.get_or_create(external_id='user')
     instance, _ = ConsumerType.objects.get_or_create(name='INSTANCE')
-    roots = ResourceProvider.objects.bulk_create([
-        ResourceProvider(uuid=str(uuid.uuid4()), name=f'cn{i}') for i in range(start, start + count)])
-    ResourceProvider.objects.filter(root_provider__isnull=True).update(root_provider_id=F('id'))
-    numas = ResourceProvider.objects.bulk_create([
-        ResourceProvider(uuid=str(uuid.uuid4()), name=f'{r.name}-numa0', parent_provider_id=r.pk,
-                         root_provider_id=r.pk) for r in roots])
-    Inventory.objects.bulk_create(
-        [Inventory(resource_provider_id=r.pk, resource_class_id=classes['DISK_GB'], total=500,
-                   reserved=10) for r in roots] +
-        [Inventory(resource_provider_id=n.pk, resource_class_id=classes['VCPU'], total=16,
-                   allocation_ratio=4.0) for n in numas])
+    roots, numas = bulk_trees(count, start=start, name='cn', pool=POOL)
     ProviderTrait.objects.bulk_create([ProviderTrait(resource_provider_id=r.pk, trait=avx2)
                                        for r in roots])
-    ProviderAggregate.objects.bulk_create([ProviderAggregate(resource_provider_id=r.pk,
-                                                             aggregate=pool) for r in roots])
     consumers = Consumer.objects.bulk_create([
         Consumer(uuid=str(uuid.uuid4()), project=project, user=user, consumer_type=instance)
         for _ in numas])

@@ -5,18 +5,8 @@ import html as html_lib
 import re
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
 from tests.conftest import add_allocation, add_provider
-
-
-@pytest.fixture
-def staff(db):
-    client = Client()
-    User.objects.create_user('operator', password='pw', is_staff=True)
-    assert client.login(username='operator', password='pw')
-    return client
 
 
 @pytest.fixture
