@@ -6,11 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import UNDEFINED, assert_error, error_of
-
-
-def generation(api, rp_uuid):
-    return api.get(f'/resource_providers/{rp_uuid}').body['generation']
+from tests.conftest import (UNDEFINED, assert_error, assert_put_media_type_refused, error_of,
+                            generation, unchanged)
 
 
 @pytest.fixture
@@ -80,13 +77,12 @@ def test_aggregate_uuids_are_kept_as_sent(api, rp, form):
     assert api.get(agg_path(rp)).body['aggregates'] == [value]
 
 
-def test_the_1_19_body_is_refused_before_1_19(api, rp, db_snapshot):
-    before = db_snapshot()
-    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
-                       version='1.18')
-    assert_error(response, 400, "JSON does not validate: {'aggregates': [", code=None)
-    assert "is not of type 'array'" in error_of(response)['detail']
-    assert db_snapshot() == before
+def test_the_1_19_body_is_refused_before_1_19(api, rp):
+    with unchanged():
+        response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
+                           version='1.18')
+        assert_error(response, 400, "JSON does not validate: {'aggregates': [", code=None)
+        assert "is not of type 'array'" in error_of(response)['detail']
 
 
 # ---- microversion 1.19 ------------------------------------------------------------
@@ -111,25 +107,23 @@ def test_1_19_rewriting_the_same_aggregates_still_bumps(api, rp):
 
 
 @pytest.mark.parametrize('version, code', [('1.19', None), ('1.39', 'placement.concurrent_update')])
-def test_1_19_stale_generation_is_409(api, rp, db_snapshot, version, code):
+def test_1_19_stale_generation_is_409(api, rp, version, code):
     api.set_aggregates(rp, [AGG1])
-    before = db_snapshot()
-    response = api.put(agg_path(rp), {'aggregates': [AGG2], 'resource_provider_generation': 0},
-                       version=version)
-    assert_error(response, 409, "Resource provider's generation already changed. Please update "
-                                'the generation and try again.', code=code)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(agg_path(rp), {'aggregates': [AGG2], 'resource_provider_generation': 0},
+                           version=version)
+        assert_error(response, 409, "Resource provider's generation already changed. Please update "
+                                    'the generation and try again.', code=code)
     assert api.get(agg_path(rp)).body['aggregates'] == [AGG1]
 
 
 @pytest.mark.parametrize('generation_value', [2 ** 31, 10 ** 20, -1])
-def test_huge_or_negative_generation_is_409(api, rp, db_snapshot, generation_value):
-    before = db_snapshot()
-    response = api.put(agg_path(rp), {'aggregates': [AGG1],
-                                      'resource_provider_generation': generation_value})
-    assert_error(response, 409, "Resource provider's generation already changed.",
-                 code='placement.concurrent_update')
-    assert db_snapshot() == before
+def test_huge_or_negative_generation_is_409(api, rp, generation_value):
+    with unchanged():
+        response = api.put(agg_path(rp), {'aggregates': [AGG1],
+                                          'resource_provider_generation': generation_value})
+        assert_error(response, 409, "Resource provider's generation already changed.",
+                     code='placement.concurrent_update')
 
 
 # ---- bad input ------------------------------------------------------------------------
@@ -145,13 +139,12 @@ def test_huge_or_negative_generation_is_409(api, rp, db_snapshot, generation_val
     (AGG1, "is not of type 'array'"),
     (None, "None is not of type 'array'"),
 ])
-def test_1_1_bad_body_is_400(api, rp, db_snapshot, body, detail):
+def test_1_1_bad_body_is_400(api, rp, body, detail):
     api.put(agg_path(rp), [AGG2], version='1.1')
-    before = db_snapshot()
-    response = api.request('PUT', agg_path(rp), raw=json.dumps(body), version='1.1')
-    error = assert_error(response, 400, 'JSON does not validate: ', code=None)
-    assert detail in error['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.request('PUT', agg_path(rp), raw=json.dumps(body), version='1.1')
+        error = assert_error(response, 400, 'JSON does not validate: ', code=None)
+        assert detail in error['detail']
 
 
 @pytest.mark.parametrize('body, detail', [
@@ -172,46 +165,38 @@ def test_1_1_bad_body_is_400(api, rp, db_snapshot, body, detail):
     ({'aggregates': ['计算节点'], 'resource_provider_generation': 0}, "is not a 'uuid'"),
     ({'aggregates': [5], 'resource_provider_generation': 0}, "5 is not of type 'string'"),
 ])
-def test_1_19_bad_body_is_400(api, rp, db_snapshot, body, detail):
+def test_1_19_bad_body_is_400(api, rp, body, detail):
     api.set_aggregates(rp, [AGG2])
-    before = db_snapshot()
-    error = assert_error(api.request('PUT', agg_path(rp), raw=json.dumps(body)), 400,
-                         'JSON does not validate: ')
-    assert detail in error['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        error = assert_error(api.request('PUT', agg_path(rp), raw=json.dumps(body)), 400,
+                             'JSON does not validate: ')
+        assert detail in error['detail']
 
 
-def test_lone_surrogate_aggregate_is_400(api, rp, db_snapshot):
-    before = db_snapshot()
-    response = api.request('PUT', agg_path(rp), raw='{"aggregates": ["\\ud800"], '
-                                                    '"resource_provider_generation": 0}')
-    assert_error(response, 400, 'JSON does not validate: ')
-    assert db_snapshot() == before
+def test_lone_surrogate_aggregate_is_400(api, rp):
+    with unchanged():
+        response = api.request('PUT', agg_path(rp), raw='{"aggregates": ["\\ud800"], '
+                                                        '"resource_provider_generation": 0}')
+        assert_error(response, 400, 'JSON does not validate: ')
 
 
 @pytest.mark.parametrize('raw', ['[', '{"aggregates": [}', ' ', b'["\xff"]'])
 @pytest.mark.parametrize('version', ['1.1', '1.39'])
-def test_malformed_json_is_400(api, rp, db_snapshot, raw, version):
-    before = db_snapshot()
-    response = api.request('PUT', agg_path(rp), raw=raw, version=version)
-    assert_error(response, 400, 'Malformed JSON: ', code=None if version == '1.1' else UNDEFINED)
-    assert db_snapshot() == before
+def test_malformed_json_is_400(api, rp, raw, version):
+    with unchanged():
+        response = api.request('PUT', agg_path(rp), raw=raw, version=version)
+        assert_error(response, 400, 'Malformed JSON: ',
+                     code=None if version == '1.1' else UNDEFINED)
 
 
 @pytest.mark.parametrize('content_type', ['text/plain', 'application/xml'])
-def test_wrong_content_type_is_415(api, rp, db_snapshot, content_type):
-    before = db_snapshot()
-    response = api.put(agg_path(rp), {'aggregates': [AGG1], 'resource_provider_generation': 0},
-                       content_type=content_type)
-    assert_error(response, 415, f'The media type {content_type} is not supported, use '
-                                'application/json')
-    assert db_snapshot() == before
+def test_wrong_content_type_is_415(api, rp, content_type):
+    assert_put_media_type_refused(api, agg_path(rp), content_type,
+                                  {'aggregates': [AGG1], 'resource_provider_generation': 0})
 
 
-def test_missing_content_type_is_415(api, rp, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.put(agg_path(rp)), 415, 'The media type None is not supported')
-    assert db_snapshot() == before
+def test_missing_content_type_is_415(api, rp):
+    assert_put_media_type_refused(api, agg_path(rp), None)
 
 
 def test_get_with_accept_text_plain_is_406(api, rp):
@@ -222,20 +207,18 @@ def test_get_with_accept_text_plain_is_406(api, rp):
 
 
 @pytest.mark.parametrize('value', [str(uuid_lib.uuid4()), 'not-a-uuid'])
-def test_unknown_provider_is_404(api, db_snapshot, value):
-    before = db_snapshot()
-    assert_error(api.get(agg_path(quote(value))), 404,
-                 f'No resource provider with uuid {value} found')
-    response = api.put(agg_path(quote(value)), {'aggregates': [],
-                                                'resource_provider_generation': 0})
-    assert_error(response, 404, f'No resource provider with uuid {value} found')
-    assert db_snapshot() == before
+def test_unknown_provider_is_404(api, value):
+    with unchanged():
+        assert_error(api.get(agg_path(quote(value))), 404,
+                     f'No resource provider with uuid {value} found')
+        response = api.put(agg_path(quote(value)), {'aggregates': [],
+                                                    'resource_provider_generation': 0})
+        assert_error(response, 404, f'No resource provider with uuid {value} found')
 
 
 @pytest.mark.parametrize('method', ['POST', 'DELETE', 'PATCH'])
-def test_other_methods_are_405(api, rp, db_snapshot, method):
+def test_other_methods_are_405(api, rp, method):
     api.set_aggregates(rp, [AGG1])
-    before = db_snapshot()
-    response = api.request(method, agg_path(rp), [])
-    assert_error(response, 405, f'The method {method} is not allowed for this resource.')
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.request(method, agg_path(rp), [])
+        assert_error(response, 405, f'The method {method} is not allowed for this resource.')

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import LATEST, UNDEFINED, assert_error
+from tests.conftest import LATEST, UNDEFINED, assert_error, unchanged
 
 AGG_A = str(uuid_lib.uuid4())
 AGG_B = str(uuid_lib.uuid4())
@@ -92,13 +92,12 @@ def summarized(body, cloud):
     return {cloud.name(uuid) for uuid in body['provider_summaries']}
 
 
-def refused_unchanged(api, db_snapshot, query, version, detail):
+def refused_unchanged(api, query, version, detail):
     """A VCPU:1 request with `query` is refused at `version` and writes nothing."""
-    before = db_snapshot()
     code = UNDEFINED if tuple(map(int, version.split('.'))) >= (1, 23) else None
-    assert_error(api.get(f'/allocation_candidates?resources=VCPU:1&{query}', version=version),
-                 400, detail, code)
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.get(f'/allocation_candidates?resources=VCPU:1&{query}', version=version),
+                     400, detail, code)
 
 
 # ---- resources: capacity, min_unit, max_unit, step_size -------------------------
@@ -263,20 +262,6 @@ def test_required_traits(api, trait_nodes, query, version, expected):
     assert summarized(body, trait_nodes) == expected
 
 
-@pytest.mark.parametrize('query, version, detail', [
-    ('required=HW_CPU_X86_AVX2', '1.16', "Additional properties are not allowed ('required' was "
-                                         "unexpected)"),
-    ('required=!HW_CPU_X86_AVX2', '1.21', "Expected 'required' parameter value of the form: "
-                                          'HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: !HW_CPU_X86_AVX2'),
-    ('required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE', '1.38',
-     "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. "
-     'Got: in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE'),
-])
-def test_trait_syntax_before_its_microversion_is_refused(api, trait_nodes, db_snapshot,
-                                                         query, version, detail):
-    refused_unchanged(api, db_snapshot, query, version, detail)
-
-
 # ---- member_of (1.21), repeated (1.24), forbidden (1.32) ---------------------------------
 
 @pytest.fixture
@@ -303,21 +288,32 @@ def test_member_of(api, aggregate_nodes, query, version, expected):
     assert summarized(body, aggregate_nodes) == expected
 
 
-@pytest.mark.parametrize('query, version, detail', [
-    (f'member_of={AGG_A}', '1.20', "Additional properties are not allowed ('member_of' was "
-                                   "unexpected)"),
-    (f'member_of={AGG_A}&member_of={AGG_B}', '1.23',
+# ---- required and member_of syntax before its microversion ----------------------------
+
+@pytest.mark.parametrize('nodes, query, version, detail', [
+    ('trait_nodes', 'required=HW_CPU_X86_AVX2', '1.16',
+     "Additional properties are not allowed ('required' was unexpected)"),
+    ('trait_nodes', 'required=!HW_CPU_X86_AVX2', '1.21',
+     "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
+     'Got: !HW_CPU_X86_AVX2'),
+    ('trait_nodes', 'required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE', '1.38',
+     "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. "
+     'Got: in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE'),
+    ('aggregate_nodes', f'member_of={AGG_A}', '1.20',
+     "Additional properties are not allowed ('member_of' was unexpected)"),
+    ('aggregate_nodes', f'member_of={AGG_A}&member_of={AGG_B}', '1.23',
      'Multiple member_of parameters are not supported'),
-    (f'member_of=!{AGG_A}', '1.31',
+    ('aggregate_nodes', f'member_of=!{AGG_A}', '1.31',
      'Forbidden member_of parameters are not supported in the specified microversion'),
-    (f'member_of=!in:{AGG_A},{AGG_B}', '1.31',
+    ('aggregate_nodes', f'member_of=!in:{AGG_A},{AGG_B}', '1.31',
      'Forbidden member_of parameters are not supported in the specified microversion'),
-    (f'member_of={AGG_A},{AGG_B}', '1.24',
+    ('aggregate_nodes', f'member_of={AGG_A},{AGG_B}', '1.24',
      "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword"),
 ])
-def test_member_of_syntax_before_its_microversion_is_refused(api, aggregate_nodes, db_snapshot,
-                                                             query, version, detail):
-    refused_unchanged(api, db_snapshot, query, version, detail)
+def test_syntax_before_its_microversion_is_refused(api, request, nodes, query, version, detail):
+    """`nodes`: the cloud the parameter's other tests run against."""
+    request.getfixturevalue(nodes)
+    refused_unchanged(api, query, version, detail)
 
 
 # ---- nested providers (1.29), in_tree (1.31), root_required (1.35), same_subtree (1.36) -------
@@ -423,10 +419,9 @@ def test_a_resourceless_group_in_same_subtree_maps_to_its_provider(api, nested, 
      'Conflicting required and forbidden traits found in root_required: HW_CPU_X86_AVX2',
      'placement.query.bad_value'),
 ])
-def test_tree_parameters_refused(api, nested, db_snapshot, query, version, detail, code):
-    before = db_snapshot()
-    assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail, code)
-    assert db_snapshot() == before
+def test_tree_parameters_refused(api, nested, query, version, detail, code):
+    with unchanged():
+        assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail, code)
 
 
 # ---- request groups and group_policy (1.25), named suffixes (1.33) ---------------------------
@@ -487,10 +482,9 @@ def test_named_suffixes_from_1_33(api, nested):
      'All member_of parameters must be associated with resources. Found the following orphaned '
      'member_of keys: member_of1'),
 ])
-def test_group_parameters_refused(api, nested, db_snapshot, query, version, detail):
-    before = db_snapshot()
-    assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail)
-    assert db_snapshot() == before
+def test_group_parameters_refused(api, nested, query, version, detail):
+    with unchanged():
+        assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail)
 
 
 # ---- sharing providers ------------------------------------------------------------------
@@ -577,7 +571,8 @@ def test_allocation_requests_are_dicts_from_1_12(api, shaped, version):
 def test_mappings_from_1_34(api, shaped):
     body = get(api, 'resources=VCPU:1', version='1.34')
     assert sorted(body['allocation_requests'], key=repr) == sorted([
-        {'allocations': {shaped[name]: {'resources': {'VCPU': 1}}}, 'mappings': {'': [shaped[name]]}}
+        {'allocations': {shaped[name]: {'resources': {'VCPU': 1}}},
+         'mappings': {'': [shaped[name]]}}
         for name in ('cn', 'numa')], key=repr)
 
 
@@ -728,31 +723,29 @@ def test_summaries_report_the_current_usage(api, capacity_nodes):
      'All traits parameters must be associated with resources.  Found the following orphaned '
      'traits keys: required1', UNDEFINED),
 ])
-def test_bad_input_is_refused_and_changes_nothing(api, db_snapshot, query, version, detail, code):
+def test_bad_input_is_refused_and_changes_nothing(api, query, version, detail, code):
     build(api, ('cn', None, {'VCPU': {'total': 8}}, ['HW_CPU_X86_AVX2'], [AGG_A]))
-    before = db_snapshot()
-    assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail, code)
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.get(f'/allocation_candidates?{query}', version=version), 400, detail, code)
 
 
-def test_only_json_is_offered(api, db_snapshot):
+def test_only_json_is_offered(api):
     build(api, ('cn', None, {'VCPU': {'total': 8}}, [], []))
-    before = db_snapshot()
-    response = api.get('/allocation_candidates?resources=VCPU:1', headers={'Accept': 'text/plain'})
-    assert response.status_code == 406
-    assert response['Content-Type'] == 'text/plain; charset=UTF-8'
-    assert response.content.decode() == (
-        '406 Not Acceptable\n\nThe resource could not be generated that was acceptable to your '
-        'browser (content of type text/plain. \n\n Only application/json is provided')
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.get('/allocation_candidates?resources=VCPU:1',
+                           headers={'Accept': 'text/plain'})
+        assert response.status_code == 406
+        assert response['Content-Type'] == 'text/plain; charset=UTF-8'
+        assert response.content.decode() == (
+            '406 Not Acceptable\n\nThe resource could not be generated that was acceptable to your '
+            'browser (content of type text/plain. \n\n Only application/json is provided')
 
 
-def test_before_1_10_there_are_no_candidates(api, db_snapshot):
+def test_before_1_10_there_are_no_candidates(api):
     build(api, ('cn', None, {'VCPU': {'total': 8}}, [], []))
-    before = db_snapshot()
-    response = api.get('/allocation_candidates?resources=VCPU:1', version='1.9')
-    assert_error(response, 404, 'The resource could not be found.', code=None)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.get('/allocation_candidates?resources=VCPU:1', version='1.9')
+        assert_error(response, 404, 'The resource could not be found.', code=None)
 
 
 # ---- SQL queries do not grow with the number of providers --------------------------------

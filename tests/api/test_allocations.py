@@ -6,7 +6,8 @@ import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import assert_error, error_of, new_uuid
+from tests.conftest import (assert_error, assert_version_refused, error_of, generation, new_uuid,
+                            unchanged)
 
 MAX_INT = 2147483647
 INCOMPLETE = '00000000-0000-0000-0000-000000000000'
@@ -31,10 +32,6 @@ def put_body(rp, resources, **fields):
 def list_body(rp, resources, **fields):
     return dict({'allocations': [{'resource_provider': {'uuid': rp}, 'resources': resources}]},
                 **fields)
-
-
-def generation(api, rp):
-    return api.get(f'/resource_providers/{rp}').body['generation']
 
 
 def usages(api, rp):
@@ -120,33 +117,30 @@ def test_list_body_with_owner_from_1_8(api, rp):
 
 
 @pytest.mark.parametrize('missing', ['project_id', 'user_id'])
-def test_owner_is_required_from_1_8(api, rp, db_snapshot, missing):
+def test_owner_is_required_from_1_8(api, rp, missing):
     body = list_body(rp, {'VCPU': 1}, project_id='p', user_id='u')
     del body[missing]
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}', body, version='1.8')
-    assert response.status_code == 400
-    assert f"'{missing}' is a required property" in error_of(response)['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}', body, version='1.8')
+        assert response.status_code == 400
+        assert f"'{missing}' is a required property" in error_of(response)['detail']
 
 
-def test_dict_body_is_refused_before_1_12(api, rp, db_snapshot):
+def test_dict_body_is_refused_before_1_12(api, rp):
     body = put_body(rp, {'VCPU': 1})
     del body['consumer_generation'], body['consumer_type']
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}', body, version='1.11')
-    assert response.status_code == 400
-    assert "is not of type 'array'" in error_of(response)['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}', body, version='1.11')
+        assert response.status_code == 400
+        assert "is not of type 'array'" in error_of(response)['detail']
 
 
-def test_list_body_is_refused_from_1_12(api, rp, db_snapshot):
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}',
-                       list_body(rp, {'VCPU': 1}, project_id='p', user_id='u'), version='1.12')
-    assert response.status_code == 400
-    assert "is not of type 'object'" in error_of(response)['detail']
-    assert db_snapshot() == before
+def test_list_body_is_refused_from_1_12(api, rp):
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}',
+                           list_body(rp, {'VCPU': 1}, project_id='p', user_id='u'), version='1.12')
+        assert response.status_code == 400
+        assert "is not of type 'object'" in error_of(response)['detail']
 
 
 def test_dict_body_at_1_12(api, rp):
@@ -168,13 +162,12 @@ def test_empty_allocations_are_refused_before_1_28(api, rp):
     assert usages(api, rp) == {'VCPU': 1, 'MEMORY_MB': 0}
 
 
-def test_new_consumer_needs_a_null_generation(api, rp, db_snapshot):
+def test_new_consumer_needs_a_null_generation(api, rp):
     consumer = new_uuid()
-    before = db_snapshot()
-    assert_error(api.allocate(consumer, {rp: {'VCPU': 1}}, generation=0), 409,
-            'consumer generation conflict - expected null but got 0',
-            code='placement.concurrent_update')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.allocate(consumer, {rp: {'VCPU': 1}}, generation=0), 409,
+                'consumer generation conflict - expected null but got 0',
+                code='placement.concurrent_update')
     assert api.allocate(consumer, {rp: {'VCPU': 1}}, generation=None).status_code == 204
     assert api.get(f'/allocations/{consumer}').body['consumer_generation'] == 1
 
@@ -195,34 +188,23 @@ def test_existing_consumer_needs_its_generation(api, rp):
         'consumer_type': 'INSTANCE'}
 
 
-def test_consumer_generation_is_required_from_1_28(api, rp):
+@pytest.mark.parametrize('version, left_out, detail', [
+    ('1.28', ('consumer_generation', 'consumer_type'),
+     "'consumer_generation' is a required property"),
+    ('1.27', ('consumer_type',), "('consumer_generation' was unexpected)"),
+    ('1.38', ('consumer_type',), "'consumer_type' is a required property"),
+    ('1.37', (), "('consumer_type' was unexpected)"),
+], ids=['consumer_generation-required-from-1.28', 'consumer_generation-unknown-before-1.28',
+        'consumer_type-required-from-1.38', 'consumer_type-unknown-before-1.38'])
+def test_consumer_fields_follow_the_microversion(api, rp, version, left_out, detail):
+    """A PUT body without the fields `left_out`: refused for a field the
+    microversion requires or does not know yet."""
     body = put_body(rp, {'VCPU': 1})
-    del body['consumer_generation'], body['consumer_type']
-    response = api.put(f'/allocations/{new_uuid()}', body, version='1.28')
+    for field in left_out:
+        del body[field]
+    response = api.put(f'/allocations/{new_uuid()}', body, version=version)
     assert response.status_code == 400
-    assert "'consumer_generation' is a required property" in error_of(response)['detail']
-
-
-def test_consumer_generation_is_unknown_before_1_28(api, rp):
-    body = put_body(rp, {'VCPU': 1})
-    del body['consumer_type']
-    response = api.put(f'/allocations/{new_uuid()}', body, version='1.27')
-    assert response.status_code == 400
-    assert "('consumer_generation' was unexpected)" in error_of(response)['detail']
-
-
-def test_consumer_type_is_required_from_1_38(api, rp):
-    body = put_body(rp, {'VCPU': 1})
-    del body['consumer_type']
-    response = api.put(f'/allocations/{new_uuid()}', body, version='1.38')
-    assert response.status_code == 400
-    assert "'consumer_type' is a required property" in error_of(response)['detail']
-
-
-def test_consumer_type_is_unknown_before_1_38(api, rp):
-    response = api.put(f'/allocations/{new_uuid()}', put_body(rp, {'VCPU': 1}), version='1.37')
-    assert response.status_code == 400
-    assert "('consumer_type' was unexpected)" in error_of(response)['detail']
+    assert detail in error_of(response)['detail']
 
 
 def test_consumer_without_type_reads_as_unknown(api, rp):
@@ -269,67 +251,60 @@ def test_capacity_counts_reserved_and_allocation_ratio(api):
             f"resource provider '{rp}'. The requested amount would exceed the capacity.")
 
 
-def test_other_consumers_usage_counts_but_own_is_replaced(api, rp, db_snapshot):
+def test_other_consumers_usage_counts_but_own_is_replaced(api, rp):
     first, second = new_uuid(), new_uuid()
     assert api.allocate(first, {rp: {'VCPU': 6}}).status_code == 204
-    before = db_snapshot()
-    assert_error(api.allocate(second, {rp: {'VCPU': 3}}), 409, 'would exceed the capacity')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.allocate(second, {rp: {'VCPU': 3}}), 409, 'would exceed the capacity')
     assert api.allocate(first, {rp: {'VCPU': 8}}, generation=1).status_code == 204
     assert usages(api, rp) == {'VCPU': 8, 'MEMORY_MB': 0}
 
 
 @pytest.mark.parametrize('amount', [64, 1152, 200], ids=['below-min-unit', 'above-max-unit',
                                                          'off-step-size'])
-def test_inventory_constraints_are_enforced(api, rp, db_snapshot, amount):
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {rp: {'MEMORY_MB': amount}}), 409,
-            f"Unable to create allocation for 'MEMORY_MB' on resource provider '{rp}'. "
-            "The requested amount would violate inventory constraints.")
-    assert db_snapshot() == before
+def test_inventory_constraints_are_enforced(api, rp, amount):
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {rp: {'MEMORY_MB': amount}}), 409,
+                f"Unable to create allocation for 'MEMORY_MB' on resource provider '{rp}'. "
+                "The requested amount would violate inventory constraints.")
 
 
 @pytest.mark.parametrize('amount', [2**31, 10**20])
-def test_huge_amounts_violate_max_unit(api, db_snapshot, amount):
+def test_huge_amounts_violate_max_unit(api, amount):
     rp = api.create_provider()['uuid']
     api.set_inventory(rp, {'VCPU': {'total': MAX_INT, 'max_unit': MAX_INT,
                                     'allocation_ratio': 16.0}})
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': amount}}), 409,
-            'The requested amount would violate inventory constraints.')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {rp: {'VCPU': amount}}), 409,
+                'The requested amount would violate inventory constraints.')
 
 
-def test_unknown_provider_is_400(api, rp, db_snapshot):
+def test_unknown_provider_is_400(api, rp):
     missing = new_uuid()
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}, missing: {'VCPU': 1}}), 400,
-            f"Allocation for resource provider '{missing}' that does not exist.")
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}, missing: {'VCPU': 1}}), 400,
+                f"Allocation for resource provider '{missing}' that does not exist.")
 
 
-def test_dashes_only_provider_uuid_is_an_unknown_provider(api, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {'-' * 36: {'VCPU': 1}}), 400,
-            f"Allocation for resource provider '{'-' * 36}' that does not exist.")
-    assert db_snapshot() == before
+def test_dashes_only_provider_uuid_is_an_unknown_provider(api):
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {'-' * 36: {'VCPU': 1}}), 400,
+                f"Allocation for resource provider '{'-' * 36}' that does not exist.")
 
 
-def test_unknown_resource_class_is_400(api, rp, db_snapshot):
+def test_unknown_resource_class_is_400(api, rp):
     consumer = new_uuid()
-    before = db_snapshot()
-    assert_error(api.allocate(consumer, {rp: {'CUSTOM_NOPE': 1}}), 400,
-            f'Unable to allocate inventory for consumer {consumer}: '
-            'No such resource class CUSTOM_NOPE.')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.allocate(consumer, {rp: {'CUSTOM_NOPE': 1}}), 400,
+                f'Unable to allocate inventory for consumer {consumer}: '
+                'No such resource class CUSTOM_NOPE.')
 
 
-def test_class_without_inventory_is_409(api, rp, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {rp: {'DISK_GB': 1}}), 409,
-            f"Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider "
-            f"'{rp}' invalid.")
-    assert db_snapshot() == before
+def test_class_without_inventory_is_409(api, rp):
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {rp: {'DISK_GB': 1}}), 409,
+                f"Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider "
+                f"'{rp}' invalid.")
 
 
 # ---- empty allocations, DELETE and provider generations ---------------------
@@ -358,11 +333,10 @@ def test_delete_removes_and_then_404s(api, rp):
             f"No allocations for consumer '{consumer}'")
 
 
-def test_delete_with_a_malformed_consumer_uuid_is_404(api, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.delete('/allocations/not-a-uuid'), 404,
-            "No allocations for consumer 'not-a-uuid'")
-    assert db_snapshot() == before
+def test_delete_with_a_malformed_consumer_uuid_is_404(api):
+    with unchanged():
+        assert_error(api.delete('/allocations/not-a-uuid'), 404,
+                "No allocations for consumer 'not-a-uuid'")
 
 
 def test_provider_generations_follow_allocation_writes(api, rp, other_rp):
@@ -389,13 +363,12 @@ def post_part(rp, resources, **fields):
     return part
 
 
-def test_post_needs_1_13(api, rp, db_snapshot):
-    before = db_snapshot()
-    response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1})},
-                        version='1.12')
-    error = assert_error(response, 404, code=None)
-    assert error['detail'] == 'The resource could not be found.\n\n   '
-    assert db_snapshot() == before
+def test_post_needs_1_13(api, rp):
+    with unchanged():
+        response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1})},
+                            version='1.12')
+        error = assert_error(response, 404, code=None)
+        assert error['detail'] == 'The resource could not be found.\n\n   '
 
 
 def test_post_writes_several_consumers(api, rp, other_rp):
@@ -441,31 +414,29 @@ def test_post_moves_allocations_between_consumers(api, rp):
      'consumer generation conflict - expected null but got 3', 'placement.concurrent_update'),
     (lambda rp: post_part(rp, {'VCPU': 0}), 400, '0 is less than the minimum of 1', None),
 ], ids=['capacity', 'no-inventory', 'unknown-class', 'constraints', 'generation', 'zero'])
-def test_post_is_all_or_nothing(api, rp, db_snapshot, bad_part, status, detail, code):
+def test_post_is_all_or_nothing(api, rp, bad_part, status, detail, code):
     good, bad = new_uuid(), new_uuid()
-    before = db_snapshot()
-    response = api.post('/allocations', {good: post_part(rp, {'VCPU': 2}), bad: bad_part(rp)})
-    assert_error(response, status, detail, code=code or 'placement.undefined_code')
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.post('/allocations', {good: post_part(rp, {'VCPU': 2}), bad: bad_part(rp)})
+        assert_error(response, status, detail, code=code or 'placement.undefined_code')
     assert api.get(f'/allocations/{good}').body == {'allocations': {}}
 
 
-def test_post_with_an_unknown_provider_writes_nothing(api, rp, db_snapshot):
+def test_post_with_an_unknown_provider_writes_nothing(api, rp):
     missing = new_uuid()
-    before = db_snapshot()
-    response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 2}),
-                                         new_uuid(): post_part(missing, {'VCPU': 1})})
-    assert_error(response, 400, f"Allocation for resource provider '{missing}' that does not exist.")
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 2}),
+                                             new_uuid(): post_part(missing, {'VCPU': 1})})
+        assert_error(response, 400,
+                     f"Allocation for resource provider '{missing}' that does not exist.")
 
 
 @pytest.mark.parametrize('key', ['not-a-uuid', 'ü' * 36, uuid_lib.uuid4().hex])
-def test_post_with_a_malformed_consumer_uuid_writes_nothing(api, rp, db_snapshot, key):
-    before = db_snapshot()
-    response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1}),
-                                         key: post_part(rp, {'VCPU': 1})})
-    assert_error(response, 400, "does not match any of the regexes: '^[0-9a-fA-F-]{36}$'")
-    assert db_snapshot() == before
+def test_post_with_a_malformed_consumer_uuid_writes_nothing(api, rp, key):
+    with unchanged():
+        response = api.post('/allocations', {new_uuid(): post_part(rp, {'VCPU': 1}),
+                                             key: post_part(rp, {'VCPU': 1})})
+        assert_error(response, 400, "does not match any of the regexes: '^[0-9a-fA-F-]{36}$'")
 
 
 @pytest.mark.parametrize('body, detail', [
@@ -482,17 +453,15 @@ def test_post_with_a_malformed_consumer_uuid_writes_nothing(api, rp, db_snapshot
     (lambda rp: {new_uuid(): post_part(rp, {'VCPU': 1}, consumer_generation='1')},
      "'1' is not of type 'integer', 'null'"),
 ])
-def test_post_refuses_bad_bodies(api, rp, db_snapshot, body, detail):
-    before = db_snapshot()
-    response = api.post('/allocations', body(rp) if callable(body) else body)
-    assert_error(response, 400, detail)
-    assert db_snapshot() == before
+def test_post_refuses_bad_bodies(api, rp, body, detail):
+    with unchanged():
+        response = api.post('/allocations', body(rp) if callable(body) else body)
+        assert_error(response, 400, detail)
 
 
-def test_post_refuses_malformed_json(api, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.post('/allocations', raw='{"x": '), 400, 'Malformed JSON: Expecting value')
-    assert db_snapshot() == before
+def test_post_refuses_malformed_json(api):
+    with unchanged():
+        assert_error(api.post('/allocations', raw='{"x": '), 400, 'Malformed JSON: Expecting value')
 
 
 # ---- refused PUT bodies ---------------------------------------------------------
@@ -573,11 +542,10 @@ BAD_PUT_BODIES = {
 
 
 @pytest.mark.parametrize('build, detail', BAD_PUT_BODIES.values(), ids=BAD_PUT_BODIES.keys())
-def test_put_refuses_bad_bodies(api, rp, db_snapshot, build, detail):
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}', build(rp))
-    assert 'JSON does not validate: ' in assert_error(response, 400, detail)['detail']
-    assert db_snapshot() == before
+def test_put_refuses_bad_bodies(api, rp, build, detail):
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}', build(rp))
+        assert 'JSON does not validate: ' in assert_error(response, 400, detail)['detail']
 
 
 @pytest.mark.parametrize('raw, detail', [
@@ -588,18 +556,16 @@ def test_put_refuses_bad_bodies(api, rp, db_snapshot, build, detail):
     ('[]', "JSON does not validate: [] is not of type 'object'"),
     ('42', "JSON does not validate: 42 is not of type 'object'"),
 ], ids=['truncated', 'single-quotes', 'bad-utf8', 'null', 'list', 'number'])
-def test_put_refuses_malformed_json(api, db_snapshot, raw, detail):
-    before = db_snapshot()
-    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, detail)
-    assert db_snapshot() == before
+def test_put_refuses_malformed_json(api, raw, detail):
+    with unchanged():
+        assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, detail)
 
 
-def test_put_refuses_an_empty_json_body(api, db_snapshot):
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}',
-                       headers={'Content-Type': 'application/json'})
-    assert_error(response, 400, 'Malformed JSON: Expecting value: line 1 column 1 (char 0)')
-    assert db_snapshot() == before
+def test_put_refuses_an_empty_json_body(api):
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}',
+                           headers={'Content-Type': 'application/json'})
+        assert_error(response, 400, 'Malformed JSON: Expecting value: line 1 column 1 (char 0)')
 
 
 @pytest.mark.parametrize('literal, detail', [
@@ -607,75 +573,54 @@ def test_put_refuses_an_empty_json_body(api, db_snapshot):
     ('Infinity', 'Infinity is not a number JSON allows'),
     ('1e400', '1e400 is out of range for a number'),
 ])
-def test_put_refuses_non_finite_amounts(api, rp, db_snapshot, literal, detail):
+def test_put_refuses_non_finite_amounts(api, rp, literal, detail):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).replace('"VCPU": 1', f'"VCPU": {literal}')
-    before = db_snapshot()
-    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400, f'Malformed JSON: {detail}')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400,
+                     f'Malformed JSON: {detail}')
 
 
-def test_put_refuses_a_body_that_is_not_utf8(api, rp, db_snapshot):
+def test_put_refuses_a_body_that_is_not_utf8(api, rp):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).encode('utf-16')
-    before = db_snapshot()
-    assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400,
-            "Malformed JSON: 'utf-8' codec can't decode byte 0xff in position 0")
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.put(f'/allocations/{new_uuid()}', raw=raw), 400,
+                "Malformed JSON: 'utf-8' codec can't decode byte 0xff in position 0")
 
 
-def test_put_refuses_a_lone_surrogate_without_a_500(api, rp, db_snapshot):
+def test_put_refuses_a_lone_surrogate_without_a_500(api, rp):
     raw = json.dumps(put_body(rp, {'VCPU': 1})).replace('"proj"', '"\\ud800"')
-    before = db_snapshot()
-    response = api.put(f'/allocations/{new_uuid()}', raw=raw)
-    assert_error(response, 400, "Malformed JSON: 'utf-8' codec can't encode character '\\ud800' "
-                                'in position 0: surrogates not allowed')
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(f'/allocations/{new_uuid()}', raw=raw)
+        assert_error(response, 400, "Malformed JSON: 'utf-8' codec can't encode character "
+                                    "'\\ud800' in position 0: surrogates not allowed")
 
 
 @pytest.mark.parametrize('value', [-1, 2**31, 10**20])
-def test_out_of_range_consumer_generation_conflicts(api, rp, db_snapshot, value):
-    before = db_snapshot()
-    assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}}, generation=value), 409,
-            f'consumer generation conflict - expected null but got {value}',
-            code='placement.concurrent_update')
-    assert db_snapshot() == before
+def test_out_of_range_consumer_generation_conflicts(api, rp, value):
+    with unchanged():
+        assert_error(api.allocate(new_uuid(), {rp: {'VCPU': 1}}, generation=value), 409,
+                f'consumer generation conflict - expected null but got {value}',
+                code='placement.concurrent_update')
 
 
 @pytest.mark.parametrize('path_uuid', ['not-a-uuid', '12345', 'ü', str(uuid_lib.uuid4()) + '0',
                                        'g' * 32])
-def test_put_refuses_a_malformed_consumer_uuid(api, rp, db_snapshot, path_uuid):
-    before = db_snapshot()
-    assert_error(api.put(f'/allocations/{path_uuid}', put_body(rp, {'VCPU': 1})), 400,
-            f'Malformed consumer_uuid: {path_uuid}')
-    assert db_snapshot() == before
-
-
-UNACCEPTABLE = ('The resource could not be generated that was acceptable to your browser '
-                '(content of type application/json. \n\n Invalid microversion: ')
-MALFORMED = ('The server could not comply with the request since it is either malformed or '
-             'otherwise incorrect.\n\n Invalid microversion: ')
+def test_put_refuses_a_malformed_consumer_uuid(api, rp, path_uuid):
+    with unchanged():
+        assert_error(api.put(f'/allocations/{path_uuid}', put_body(rp, {'VCPU': 1})), 400,
+                f'Malformed consumer_uuid: {path_uuid}')
 
 
 @pytest.mark.parametrize('method, path, body', [
     ('PUT', '/allocations/{consumer}', lambda rp: put_body(rp, {'VCPU': 1})),
     ('POST', '/allocations', lambda rp: {new_uuid(): post_part(rp, {'VCPU': 1})}),
 ])
-@pytest.mark.parametrize('version, status, detail', [
-    ('1.40', 406, UNACCEPTABLE + 'Unacceptable version header: 1.40'),
-    ('2.0', 406, UNACCEPTABLE + 'Unacceptable version header: 2.0'),
-    ('0.9', 406, UNACCEPTABLE + 'Unacceptable version header: 0.9'),
-    ('one.two', 400, MALFORMED + "invalid version string: one.two; invalid literal for int() "
-                                 "with base 10: 'one'  "),
-    ('1.2.3', 400, MALFORMED + "invalid version string: 1.2.3; invalid literal for int() with "
-                               "base 10: '2.3'  "),
-])
-def test_bad_version_headers_write_nothing(api, rp, db_snapshot, method, path, body,
-                                           version, status, detail):
-    before = db_snapshot()
-    response = api.request(method, path.format(consumer=new_uuid()), body(rp), version=version)
-    assert response.status_code == status
-    error = error_of(response)
-    assert (error['status'], error['detail']) == (status, detail)
-    assert db_snapshot() == before
+@pytest.mark.parametrize('version, literal', [('1.40', None), ('2.0', None), ('0.9', None),
+                                              ('one.two', 'one'), ('1.2.3', '2.3')])
+def test_bad_version_headers_write_nothing(api, rp, method, path, body, version, literal):
+    with unchanged():
+        response = api.request(method, path.format(consumer=new_uuid()), body(rp), version=version)
+        assert_version_refused(response, version, literal)
 
 
 # ---- GET /resource_providers/{uuid}/allocations -------------------------------

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import error_of, new_uuid
+from tests.conftest import allocation_body, error_of, new_uuid, unchanged, vcpu_provider
 
 pytestmark = pytest.mark.any_database
 
@@ -26,22 +26,7 @@ def forbidden(response, rule):
 
 @pytest.fixture
 def rp(api):
-    uuid = api.create_provider()['uuid']
-    api.set_inventory(uuid, {'VCPU': {'total': 8}})
-    return uuid
-
-
-def provider(client):
-    """A provider with 8 VCPU, created by `client` (after any settings change,
-    since the first request builds the policy enforcer)."""
-    uuid = client.create_provider()['uuid']
-    client.set_inventory(uuid, {'VCPU': {'total': 8}})
-    return uuid
-
-
-def allocation_body(rp):
-    return {'allocations': {rp: {'resources': {'VCPU': 1}}}, 'project_id': 'proj',
-            'user_id': 'user', 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+    return vcpu_provider(api)
 
 
 def reshaper_body(rp, generation=1):
@@ -60,16 +45,15 @@ def reshaper_body(rp, generation=1):
     ('POST', '/reshaper'),
     ('GET', '/nowhere'),
 ])
-def test_no_token_is_401(api, rp, db_snapshot, method, path):
-    before = db_snapshot()
-    body = allocation_body(rp) if method == 'PUT' else None
-    response = api.request(method, path.format(consumer=new_uuid()), body, token=False)
-    assert response.status_code == 401
-    assert response['Content-Type'] == 'application/json'
-    assert response.body == {'code': '401 Unauthorized', 'title': 'Unauthorized',
-                             'message': UNAUTHORIZED_MESSAGE}
-    assert 'OpenStack-API-Version' not in response
-    assert db_snapshot() == before
+def test_no_token_is_401(api, rp, method, path):
+    with unchanged():
+        body = allocation_body(rp) if method == 'PUT' else None
+        response = api.request(method, path.format(consumer=new_uuid()), body, token=False)
+        assert response.status_code == 401
+        assert response['Content-Type'] == 'application/json'
+        assert response.body == {'code': '401 Unauthorized', 'title': 'Unauthorized',
+                                 'message': UNAUTHORIZED_MESSAGE}
+        assert 'OpenStack-API-Version' not in response
 
 
 def test_401_is_html_for_browsers(api):
@@ -118,15 +102,14 @@ def test_plain_user_is_forbidden(make_api, rp, method, path, rule):
     ('POST', '/reshaper', 'reshape', 'placement:reshaper:reshape'),
     ('PUT', '/allocations/{consumer}', '{not json', 'placement:allocations:update'),
 ])
-def test_forbidden_writes_change_nothing(make_api, rp, db_snapshot, method, path, body, rule):
+def test_forbidden_writes_change_nothing(make_api, rp, method, path, body, rule):
     payload = {'allocation': allocation_body(rp), 'many': {new_uuid(): allocation_body(rp)},
                'reshape': reshaper_body(rp)}.get(body)
     raw = None if payload is not None else body
-    before = db_snapshot()
-    response = make_api(token='user').request(method, path.format(consumer=new_uuid()),
-                                              payload, raw=raw)
-    forbidden(response, rule)
-    assert db_snapshot() == before
+    with unchanged():
+        response = make_api(token='user').request(method, path.format(consumer=new_uuid()),
+                                                  payload, raw=raw)
+        forbidden(response, rule)
 
 
 def test_policy_is_checked_before_the_body(make_api):
@@ -152,18 +135,19 @@ def test_service_role_is_allowed(make_api, rp):
                      headers=headers).status_code == 204
 
 
-def test_system_scope_is_forbidden_because_rules_are_project_scoped(make_api, db_snapshot, rp):
+def test_system_scope_is_forbidden_because_rules_are_project_scoped(make_api, rp):
     admin = make_api(token='admin')
     headers = {'OpenStack-System-Scope': 'all'}
-    before = db_snapshot()
-    for response, rule in [
-        (admin.get('/resource_providers', headers=headers), 'placement:resource_providers:list'),
-        (admin.put(f'/allocations/{new_uuid()}', allocation_body(rp), headers=headers),
-         'placement:allocations:update'),
-    ]:
-        assert response.status_code == 403
-        assert error_of(response)['detail'] == f'Access was denied to this resource.\n\n {rule}  '
-    assert db_snapshot() == before
+    with unchanged():
+        for response, rule in [
+            (admin.get('/resource_providers', headers=headers),
+             'placement:resource_providers:list'),
+            (admin.put(f'/allocations/{new_uuid()}', allocation_body(rp), headers=headers),
+             'placement:allocations:update'),
+        ]:
+            assert response.status_code == 403
+            assert error_of(response)['detail'] == (
+                f'Access was denied to this resource.\n\n {rule}  ')
 
 
 def test_system_scope_is_judged_by_roles_without_scope_enforcement(settings, make_api):
@@ -179,7 +163,7 @@ def test_system_scope_is_judged_by_roles_without_scope_enforcement(settings, mak
 def test_project_reader_reads_own_usages_only(settings, make_api, new_defaults):
     settings.PLACEMENT_ENFORCE_NEW_DEFAULTS = new_defaults
     admin = make_api(token='admin')
-    rp = provider(admin)
+    rp = vcpu_provider(admin)
     assert admin.allocate(new_uuid(), {rp: {'VCPU': 3}}, project='proj1').status_code == 204
     reader = make_api(token='alice:proj1')
     headers = {'X-Roles': 'reader'}
@@ -195,20 +179,19 @@ def test_project_reader_reads_own_usages_only(settings, make_api, new_defaults):
 
 # ---- legacy defaults ------------------------------------------------------------------
 
-def test_new_defaults_keep_the_reshaper_for_services(settings, make_api, db_snapshot):
+def test_new_defaults_keep_the_reshaper_for_services(settings, make_api):
     settings.PLACEMENT_ENFORCE_NEW_DEFAULTS = True
     admin = make_api(token='admin')
-    rp = provider(admin)
-    before = db_snapshot()
-    forbidden(admin.post('/reshaper', reshaper_body(rp)),
-              'placement:reshaper:reshape')
-    assert db_snapshot() == before
+    rp = vcpu_provider(admin)
+    with unchanged():
+        forbidden(admin.post('/reshaper', reshaper_body(rp)),
+                  'placement:reshaper:reshape')
 
 
 def test_legacy_defaults_let_admin_reshape(settings, make_api):
     settings.PLACEMENT_ENFORCE_NEW_DEFAULTS = False
     admin = make_api(token='admin')
-    rp = provider(admin)
+    rp = vcpu_provider(admin)
     response = admin.post('/reshaper', reshaper_body(rp))
     assert response.status_code == 204
     assert admin.get(f'/resource_providers/{rp}/inventories').body == {

@@ -7,7 +7,7 @@ from urllib.parse import quote
 import os_resource_classes
 import pytest
 
-from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable
+from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable, unchanged
 
 
 def class_names(response):
@@ -78,13 +78,12 @@ def test_longest_custom_name_is_accepted(api):
 
 
 @pytest.mark.parametrize('version, code', [('1.2', None), ('1.39', UNDEFINED)])
-def test_create_duplicate_is_409(api, db_snapshot, version, code):
+def test_create_duplicate_is_409(api, version, code):
     assert api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}).status_code == 201
-    before = db_snapshot()
-    response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version=version)
-    assert_error(response, 409, 'Conflicting resource class already exists: CUSTOM_FPGA',
-                 code=code)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, version=version)
+        assert_error(response, 409, 'Conflicting resource class already exists: CUSTOM_FPGA',
+                     code=code)
 
 
 NAME_CASES = [
@@ -113,41 +112,36 @@ NAME_CASES = [
     (['CUSTOM_FPGA'], "['CUSTOM_FPGA'] is not of type 'object'"),
     ('CUSTOM_FPGA', "'CUSTOM_FPGA' is not of type 'object'"),
 ])
-def test_create_with_a_bad_body_is_400(api, db_snapshot, body, detail):
-    before = db_snapshot()
-    error = assert_error(api.request('POST', '/resource_classes', raw=json.dumps(body)), 400,
-                         'JSON does not validate: ')
-    assert detail in error['detail']
-    assert db_snapshot() == before
+def test_create_with_a_bad_body_is_400(api, body, detail):
+    with unchanged():
+        error = assert_error(api.request('POST', '/resource_classes', raw=json.dumps(body)), 400,
+                             'JSON does not validate: ')
+        assert detail in error['detail']
 
 
-def test_create_with_a_lone_surrogate_is_400(api, db_snapshot):
-    before = db_snapshot()
-    response = api.request('POST', '/resource_classes', raw='{"name": "CUSTOM_\\ud800"}')
-    assert_error(response, 400, 'JSON does not validate: ')
-    assert db_snapshot() == before
+def test_create_with_a_lone_surrogate_is_400(api):
+    with unchanged():
+        response = api.request('POST', '/resource_classes', raw='{"name": "CUSTOM_\\ud800"}')
+        assert_error(response, 400, 'JSON does not validate: ')
 
 
 @pytest.mark.parametrize('raw', ['{', '{"name": "CUSTOM_X",}', ' ', b'{"name": "\xff"}'])
-def test_create_with_malformed_json_is_400(api, db_snapshot, raw):
-    before = db_snapshot()
-    assert_error(api.request('POST', '/resource_classes', raw=raw), 400, 'Malformed JSON: ')
-    assert db_snapshot() == before
+def test_create_with_malformed_json_is_400(api, raw):
+    with unchanged():
+        assert_error(api.request('POST', '/resource_classes', raw=raw), 400, 'Malformed JSON: ')
 
 
 @pytest.mark.parametrize('content_type', ['text/plain', 'application/xml'])
-def test_create_with_a_wrong_content_type_is_415(api, db_snapshot, content_type):
-    before = db_snapshot()
-    response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, content_type=content_type)
-    assert_error(response, 415, f'The media type {content_type} is not supported, use '
-                                'application/json')
-    assert db_snapshot() == before
+def test_create_with_a_wrong_content_type_is_415(api, content_type):
+    with unchanged():
+        response = api.post('/resource_classes', {'name': 'CUSTOM_FPGA'}, content_type=content_type)
+        assert_error(response, 415, f'The media type {content_type} is not supported, use '
+                                    'application/json')
 
 
-def test_create_without_content_type_is_415(api, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.post('/resource_classes'), 415, 'The media type None is not supported')
-    assert db_snapshot() == before
+def test_create_without_content_type_is_415(api):
+    with unchanged():
+        assert_error(api.post('/resource_classes'), 415, 'The media type None is not supported')
 
 
 # ---- rename (PUT before 1.7) ---------------------------------------------------------------
@@ -182,28 +176,25 @@ def test_rename_to_the_same_name_is_200(api):
     assert response.body == rc_body('CUSTOM_OLD')
 
 
-def test_rename_to_a_taken_name_is_409(api, db_snapshot):
+def test_rename_to_a_taken_name_is_409(api):
     api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
     api.post('/resource_classes', {'name': 'CUSTOM_TAKEN'})
-    before = db_snapshot()
-    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_TAKEN'}, version='1.6')
-    assert_error(response, 409, 'Resource class already exists: CUSTOM_TAKEN', code=None)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_TAKEN'}, version='1.6')
+        assert_error(response, 409, 'Resource class already exists: CUSTOM_TAKEN', code=None)
 
 
 @pytest.mark.parametrize('new_name', ['CUSTOM_VCPU', 'CUSTOM_OTHER'])
-def test_renaming_a_standard_class_is_400(api, db_snapshot, new_name):
-    before = db_snapshot()
-    response = api.put('/resource_classes/VCPU', {'name': new_name}, version='1.6')
-    assert_error(response, 400, 'Cannot update standard resource class VCPU', code=None)
-    assert db_snapshot() == before
+def test_renaming_a_standard_class_is_400(api, new_name):
+    with unchanged():
+        response = api.put('/resource_classes/VCPU', {'name': new_name}, version='1.6')
+        assert_error(response, 400, 'Cannot update standard resource class VCPU', code=None)
 
 
-def test_renaming_an_unknown_class_is_404(api, db_snapshot):
-    before = db_snapshot()
-    response = api.put('/resource_classes/CUSTOM_NOPE', {'name': 'CUSTOM_NEW'}, version='1.6')
-    assert_error(response, 404, 'No such resource class CUSTOM_NOPE.', code=None)
-    assert db_snapshot() == before
+def test_renaming_an_unknown_class_is_404(api):
+    with unchanged():
+        response = api.put('/resource_classes/CUSTOM_NOPE', {'name': 'CUSTOM_NEW'}, version='1.6')
+        assert_error(response, 404, 'No such resource class CUSTOM_NOPE.', code=None)
 
 
 @pytest.mark.parametrize('body, detail', [
@@ -214,32 +205,29 @@ def test_renaming_an_unknown_class_is_404(api, db_snapshot):
     ({'name': 'CUSTOM_NEW', 'foo': 1}, "('foo' was unexpected)"),
     (None, "None is not of type 'object'"),
 ])
-def test_rename_with_a_bad_body_is_400(api, db_snapshot, body, detail):
+def test_rename_with_a_bad_body_is_400(api, body, detail):
     api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
-    before = db_snapshot()
-    response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=json.dumps(body),
-                           version='1.6')
-    error = assert_error(response, 400, 'JSON does not validate: ', code=None)
-    assert detail in error['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=json.dumps(body),
+                               version='1.6')
+        error = assert_error(response, 400, 'JSON does not validate: ', code=None)
+        assert detail in error['detail']
 
 
 @pytest.mark.parametrize('raw', ['{', ' ', b'{"name": "\xff"}'])
-def test_rename_with_malformed_json_is_400(api, db_snapshot, raw):
+def test_rename_with_malformed_json_is_400(api, raw):
     api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
-    before = db_snapshot()
-    response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=raw, version='1.6')
-    assert_error(response, 400, 'Malformed JSON: ', code=None)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.request('PUT', '/resource_classes/CUSTOM_OLD', raw=raw, version='1.6')
+        assert_error(response, 400, 'Malformed JSON: ', code=None)
 
 
-def test_rename_with_a_wrong_content_type_is_415(api, db_snapshot):
+def test_rename_with_a_wrong_content_type_is_415(api):
     api.post('/resource_classes', {'name': 'CUSTOM_OLD'})
-    before = db_snapshot()
-    response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6',
-                       content_type='text/plain')
-    assert_error(response, 415, 'The media type text/plain is not supported', code=None)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put('/resource_classes/CUSTOM_OLD', {'name': 'CUSTOM_NEW'}, version='1.6',
+                           content_type='text/plain')
+        assert_error(response, 415, 'The media type text/plain is not supported', code=None)
 
 
 # ---- create or verify (PUT from 1.7) ---------------------------------------------------------
@@ -281,10 +269,9 @@ def test_put_from_1_7_does_not_rename(api):
     ('CUSTOM_A%22B', "Malformed JSON: Expecting ',' delimiter"),
     ('CUSTOM_A%5C%5CB', "'CUSTOM_A\\\\B' does not match"),
 ])
-def test_put_from_1_7_with_an_invalid_name_is_400(api, db_snapshot, name, detail):
-    before = db_snapshot()
-    assert_error(api.put(f'/resource_classes/{name}', version='1.7'), 400, detail, code=None)
-    assert db_snapshot() == before
+def test_put_from_1_7_with_an_invalid_name_is_400(api, name, detail):
+    with unchanged():
+        assert_error(api.put(f'/resource_classes/{name}', version='1.7'), 400, detail, code=None)
 
 
 # ---- delete -----------------------------------------------------------------------------
@@ -301,31 +288,29 @@ def test_delete_custom_class(api):
 
 
 @pytest.mark.parametrize('name', ['VCPU', 'DISK_GB', 'VGPU'])
-def test_delete_standard_class_is_400(api, db_snapshot, name):
-    before = db_snapshot()
-    assert_error(api.delete(f'/resource_classes/{name}'), 400,
-                 f'Error in delete resource class: Cannot delete standard resource class {name}.')
-    assert db_snapshot() == before
+def test_delete_standard_class_is_400(api, name):
+    with unchanged():
+        assert_error(api.delete(f'/resource_classes/{name}'), 400, 'Error in delete resource '
+                     f'class: Cannot delete standard resource class {name}.')
 
 
 @pytest.mark.parametrize('name, shown', [('CUSTOM_NOPE', 'CUSTOM_NOPE'), ('vcpu', 'vcpu'),
                                          ('CUSTOM_A%00', 'CUSTOM_A\x00')])
-def test_delete_unknown_class_is_404(api, db_snapshot, name, shown):
-    before = db_snapshot()
-    assert_error(api.delete(f'/resource_classes/{name}'), 404, f'No such resource class {shown}.')
-    assert db_snapshot() == before
+def test_delete_unknown_class_is_404(api, name, shown):
+    with unchanged():
+        assert_error(api.delete(f'/resource_classes/{name}'), 404,
+                     f'No such resource class {shown}.')
 
 
 @pytest.mark.parametrize('version, code', [('1.6', None), ('1.39', UNDEFINED)])
-def test_delete_class_in_use_is_409(api, db_snapshot, version, code):
+def test_delete_class_in_use_is_409(api, version, code):
     api.post('/resource_classes', {'name': 'CUSTOM_FPGA'})
     rp_uuid = api.create_provider()['uuid']
     api.set_inventory(rp_uuid, {'CUSTOM_FPGA': {'total': 2}})
-    before = db_snapshot()
-    response = api.delete('/resource_classes/CUSTOM_FPGA', version=version)
-    assert_error(response, 409, 'Error in delete resource class: Cannot delete resource class '
-                                'CUSTOM_FPGA. Class is in use in inventory.', code=code)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.delete('/resource_classes/CUSTOM_FPGA', version=version)
+        assert_error(response, 409, 'Error in delete resource class: Cannot delete resource class '
+                                    'CUSTOM_FPGA. Class is in use in inventory.', code=code)
     assert api.delete(f'/resource_providers/{rp_uuid}/inventories').status_code == 204
     assert api.delete('/resource_classes/CUSTOM_FPGA').status_code == 204
 
@@ -334,8 +319,7 @@ def test_delete_class_in_use_is_409(api, db_snapshot, version, code):
                                           ('PUT', '/resource_classes'),
                                           ('POST', '/resource_classes/CUSTOM_FPGA'),
                                           ('PATCH', '/resource_classes/CUSTOM_FPGA')])
-def test_other_methods_are_405(api, db_snapshot, method, path):
-    before = db_snapshot()
-    assert_error(api.request(method, path, {'name': 'CUSTOM_FPGA'}), 405,
-                 f'The method {method} is not allowed for this resource.')
-    assert db_snapshot() == before
+def test_other_methods_are_405(api, method, path):
+    with unchanged():
+        assert_error(api.request(method, path, {'name': 'CUSTOM_FPGA'}), 405,
+                     f'The method {method} is not allowed for this resource.')

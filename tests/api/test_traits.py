@@ -10,7 +10,8 @@ import pytest
 from django.utils.http import http_date
 
 from providers.models import Trait
-from tests.conftest import assert_error, assert_not_acceptable, new_uuid
+from tests.conftest import (assert_error, assert_not_acceptable, assert_put_media_type_refused,
+                            generation, new_uuid, unchanged)
 
 CONCURRENT = 'placement.concurrent_update'
 INVALID_TRAIT = ('The trait is invalid. A valid trait must be no longer than 255 characters, '
@@ -27,10 +28,6 @@ def trait_names(response):
     listed = response.body['traits']
     assert len(listed) == len(set(listed)), listed
     return set(listed)
-
-
-def generation(api, rp_uuid):
-    return api.get(f'/resource_providers/{rp_uuid}').body['generation']
 
 
 @pytest.fixture
@@ -103,10 +100,9 @@ def test_show_unknown_trait_is_404(api, name):
     'CUSTOM_A.B', quote('CUSTOM_ÄÖ'), quote('计算节点'), 'CUSTOM_' + 'A' * 249, 'CUSTOM_A%00',
     'CUSTOM',
 ])
-def test_create_invalid_trait_is_400(api, db_snapshot, name):
-    before = db_snapshot()
-    assert_error(api.put(f'/traits/{name}'), 400, INVALID_TRAIT)
-    assert db_snapshot() == before
+def test_create_invalid_trait_is_400(api, name):
+    with unchanged():
+        assert_error(api.put(f'/traits/{name}'), 400, INVALID_TRAIT)
 
 
 def test_longest_custom_trait_is_accepted(api):
@@ -123,28 +119,25 @@ def test_delete_custom_trait(api):
     assert_error(api.get('/traits/CUSTOM_GOLD'), 404, 'No such trait(s): CUSTOM_GOLD.')
 
 
-def test_delete_standard_trait_is_400(api, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.delete('/traits/HW_CPU_X86_AVX'), 400,
-                 'Cannot delete standard trait HW_CPU_X86_AVX.')
-    assert db_snapshot() == before
+def test_delete_standard_trait_is_400(api):
+    with unchanged():
+        assert_error(api.delete('/traits/HW_CPU_X86_AVX'), 400,
+                     'Cannot delete standard trait HW_CPU_X86_AVX.')
 
 
 @pytest.mark.parametrize('name', ['CUSTOM_NOPE', 'custom_nope', 'CUSTOM_A%00'])
-def test_delete_unknown_trait_is_404(api, db_snapshot, name):
-    before = db_snapshot()
-    assert_error(api.delete(f'/traits/{name}'), 404,
-                 f"No such trait(s): {name.replace('%00', chr(0))}.")
-    assert db_snapshot() == before
+def test_delete_unknown_trait_is_404(api, name):
+    with unchanged():
+        assert_error(api.delete(f'/traits/{name}'), 404,
+                     f"No such trait(s): {name.replace('%00', chr(0))}.")
 
 
-def test_delete_trait_in_use_is_409(api, rp, db_snapshot):
+def test_delete_trait_in_use_is_409(api, rp):
     assert api.put('/traits/CUSTOM_GOLD').status_code == 201
     api.set_traits(rp, ['CUSTOM_GOLD'])
-    before = db_snapshot()
-    assert_error(api.delete('/traits/CUSTOM_GOLD'), 409,
-                 'The trait CUSTOM_GOLD is in use by a resource provider.')
-    assert db_snapshot() == before
+    with unchanged():
+        assert_error(api.delete('/traits/CUSTOM_GOLD'), 409,
+                     'The trait CUSTOM_GOLD is in use by a resource provider.')
     assert api.delete(rp_traits(rp)).status_code == 204
     assert api.delete('/traits/CUSTOM_GOLD').status_code == 204
 
@@ -195,10 +188,9 @@ def test_associated_false_excludes_every_trait_in_use(api, catalogue):
     ('foo=bar', "Invalid query string parameters: Additional properties are not allowed ('foo' "
                 'was unexpected)'),
 ])
-def test_list_bad_query_is_400(api, catalogue, db_snapshot, query, detail):
-    before = db_snapshot()
-    assert_error(api.get(f'/traits?{query}'), 400, detail)
-    assert db_snapshot() == before
+def test_list_bad_query_is_400(api, catalogue, query, detail):
+    with unchanged():
+        assert_error(api.get(f'/traits?{query}'), 400, detail)
 
 
 def test_list_with_undecodable_query_string_is_400(api):
@@ -214,11 +206,10 @@ def test_list_with_accept_text_plain_is_406(api):
 @pytest.mark.parametrize('method, path', [('POST', '/traits'), ('DELETE', '/traits'),
                                           ('POST', '/traits/CUSTOM_GOLD'),
                                           ('PATCH', '/traits/CUSTOM_GOLD')])
-def test_other_methods_are_405(api, db_snapshot, method, path):
-    before = db_snapshot()
-    assert_error(api.request(method, path, {}), 405,
-                 f'The method {method} is not allowed for this resource.')
-    assert db_snapshot() == before
+def test_other_methods_are_405(api, method, path):
+    with unchanged():
+        assert_error(api.request(method, path, {}), 405,
+                     f'The method {method} is not allowed for this resource.')
 
 
 # ---- /resource_providers/{uuid}/traits -------------------------------------------------
@@ -229,30 +220,29 @@ def test_a_new_provider_has_no_traits(api, rp):
     assert response.body == {'traits': [], 'resource_provider_generation': 0}
 
 
-def sorted_traits(body):
-    """A provider traits body with its traits sorted (their order is undefined)."""
-    return {**body, 'traits': sorted(body['traits'])}
+def assert_traits_set(api, rp, traits, at, expected):
+    """PUT `traits` on rp at generation `at`: 200, and the answer and a read
+    after it both give the `expected` traits (in any order) at the next
+    generation."""
+    response = api.put(rp_traits(rp), {'traits': traits,
+                                       'resource_provider_generation': at})
+    assert response.status_code == 200
+    for body in (response.body, api.get(rp_traits(rp)).body):
+        assert {**body, 'traits': sorted(body['traits'])} == {
+            'traits': expected, 'resource_provider_generation': at + 1}
 
 
 def test_set_provider_traits(api, rp):
     assert api.put('/traits/CUSTOM_GOLD').status_code == 201
-    response = api.put(rp_traits(rp), {'traits': ['CUSTOM_GOLD', 'HW_CPU_X86_AVX'],
-                                       'resource_provider_generation': 0})
-    assert response.status_code == 200
-    expected = {'traits': ['CUSTOM_GOLD', 'HW_CPU_X86_AVX'], 'resource_provider_generation': 1}
-    assert sorted_traits(response.body) == expected
-    assert sorted_traits(api.get(rp_traits(rp)).body) == expected
+    assert_traits_set(api, rp, ['CUSTOM_GOLD', 'HW_CPU_X86_AVX'], 0,
+                      expected=['CUSTOM_GOLD', 'HW_CPU_X86_AVX'])
     assert generation(api, rp) == 1
 
 
 def test_set_replaces_the_whole_set(api, rp):
     api.set_traits(rp, ['HW_CPU_X86_AVX', 'HW_CPU_X86_SSE'])
-    response = api.put(rp_traits(rp), {'traits': ['HW_CPU_X86_SSE', 'HW_CPU_X86_AVX2'],
-                                       'resource_provider_generation': 1})
-    assert response.status_code == 200
-    expected = {'traits': ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE'], 'resource_provider_generation': 2}
-    assert sorted_traits(response.body) == expected
-    assert sorted_traits(api.get(rp_traits(rp)).body) == expected
+    assert_traits_set(api, rp, ['HW_CPU_X86_SSE', 'HW_CPU_X86_AVX2'], 1,
+                      expected=['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE'])
 
 
 def test_setting_the_same_traits_keeps_the_generation(api, rp):
@@ -263,22 +253,20 @@ def test_setting_the_same_traits_keeps_the_generation(api, rp):
 
 
 @pytest.mark.parametrize('version, code', [('1.6', None), ('1.39', CONCURRENT)])
-def test_set_with_a_stale_generation_is_409(api, rp, db_snapshot, version, code):
+def test_set_with_a_stale_generation_is_409(api, rp, version, code):
     api.set_traits(rp, ['HW_CPU_X86_AVX'])
-    before = db_snapshot()
-    response = api.put(rp_traits(rp), {'traits': [], 'resource_provider_generation': 0},
-                       version=version)
-    assert_error(response, 409, GENERATION_CHANGED, code=code)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(rp_traits(rp), {'traits': [], 'resource_provider_generation': 0},
+                           version=version)
+        assert_error(response, 409, GENERATION_CHANGED, code=code)
 
 
 @pytest.mark.parametrize('generation_value', [2 ** 31, 10 ** 20, -1])
-def test_set_with_a_huge_or_negative_generation_is_409(api, rp, db_snapshot, generation_value):
-    before = db_snapshot()
-    response = api.put(rp_traits(rp), {'traits': [],
-                                       'resource_provider_generation': generation_value})
-    assert_error(response, 409, GENERATION_CHANGED, code=CONCURRENT)
-    assert db_snapshot() == before
+def test_set_with_a_huge_or_negative_generation_is_409(api, rp, generation_value):
+    with unchanged():
+        response = api.put(rp_traits(rp), {'traits': [],
+                                           'resource_provider_generation': generation_value})
+        assert_error(response, 409, GENERATION_CHANGED, code=CONCURRENT)
 
 
 def test_delete_provider_traits(api, rp):
@@ -292,14 +280,13 @@ def test_delete_provider_traits(api, rp):
 
 
 @pytest.mark.parametrize('value', [str(uuid_lib.uuid4()), 'not-a-uuid'])
-def test_unknown_provider_is_404(api, db_snapshot, value):
-    before = db_snapshot()
-    path = rp_traits(quote(value))
-    assert_error(api.get(path), 404, f'No resource provider with uuid {value} found')
-    assert_error(api.put(path, {'traits': [], 'resource_provider_generation': 0}), 404,
-                 f'No resource provider with uuid {value} found')
-    assert_error(api.delete(path), 404, f'No resource provider with uuid {value} found')
-    assert db_snapshot() == before
+def test_unknown_provider_is_404(api, value):
+    with unchanged():
+        path = rp_traits(quote(value))
+        assert_error(api.get(path), 404, f'No resource provider with uuid {value} found')
+        assert_error(api.put(path, {'traits': [], 'resource_provider_generation': 0}), 404,
+                     f'No resource provider with uuid {value} found')
+        assert_error(api.delete(path), 404, f'No resource provider with uuid {value} found')
 
 
 @pytest.mark.parametrize('traits, detail', [
@@ -311,21 +298,19 @@ def test_unknown_provider_is_404(api, db_snapshot, value):
     # Refused before any lookup: PostgreSQL cannot even compare a NUL.
     (['A\x00'], 'Malformed JSON: NUL characters'),
 ])
-def test_set_unknown_traits_is_400(api, rp, db_snapshot, traits, detail):
+def test_set_unknown_traits_is_400(api, rp, traits, detail):
     api.set_traits(rp, ['HW_CPU_X86_SSE'])
-    before = db_snapshot()
-    response = api.put(rp_traits(rp), {'traits': traits, 'resource_provider_generation': 1})
-    assert_error(response, 400, detail)
-    assert db_snapshot() == before
+    with unchanged():
+        response = api.put(rp_traits(rp), {'traits': traits, 'resource_provider_generation': 1})
+        assert_error(response, 400, detail)
 
 
-def test_set_with_a_lone_surrogate_is_400(api, rp, db_snapshot):
-    before = db_snapshot()
-    response = api.request('PUT', rp_traits(rp),
-                           raw='{"traits": ["\\ud800"], "resource_provider_generation": 0}')
-    assert_error(response, 400, "Malformed JSON: 'utf-8' codec can't encode character '\\ud800' "
-                                'in position 0: surrogates not allowed')
-    assert db_snapshot() == before
+def test_set_with_a_lone_surrogate_is_400(api, rp):
+    with unchanged():
+        response = api.request('PUT', rp_traits(rp),
+                               raw='{"traits": ["\\ud800"], "resource_provider_generation": 0}')
+        assert_error(response, 400, "Malformed JSON: 'utf-8' codec can't encode character "
+                                    "'\\ud800' in position 0: surrogates not allowed")
 
 
 @pytest.mark.parametrize('body, detail', [
@@ -344,36 +329,28 @@ def test_set_with_a_lone_surrogate_is_400(api, rp, db_snapshot):
     (['HW_CPU_X86_AVX'], "['HW_CPU_X86_AVX'] is not of type 'object'"),
     (None, "None is not of type 'object'"),
 ])
-def test_set_with_a_bad_body_is_400(api, rp, db_snapshot, body, detail):
+def test_set_with_a_bad_body_is_400(api, rp, body, detail):
     api.set_traits(rp, ['HW_CPU_X86_SSE'])
-    before = db_snapshot()
-    error = assert_error(api.request('PUT', rp_traits(rp), raw=json.dumps(body)), 400,
-                         'JSON does not validate: ')
-    assert detail in error['detail']
-    assert db_snapshot() == before
+    with unchanged():
+        error = assert_error(api.request('PUT', rp_traits(rp), raw=json.dumps(body)), 400,
+                             'JSON does not validate: ')
+        assert detail in error['detail']
 
 
 @pytest.mark.parametrize('raw', ['{', '{"traits": [}', ' ', b'{"traits": ["\xff"]}'])
-def test_set_with_malformed_json_is_400(api, rp, db_snapshot, raw):
-    before = db_snapshot()
-    assert_error(api.request('PUT', rp_traits(rp), raw=raw), 400, 'Malformed JSON: ')
-    assert db_snapshot() == before
+def test_set_with_malformed_json_is_400(api, rp, raw):
+    with unchanged():
+        assert_error(api.request('PUT', rp_traits(rp), raw=raw), 400, 'Malformed JSON: ')
 
 
 @pytest.mark.parametrize('content_type', ['text/plain', 'application/xml'])
-def test_set_with_a_wrong_content_type_is_415(api, rp, db_snapshot, content_type):
-    before = db_snapshot()
-    response = api.put(rp_traits(rp), {'traits': [], 'resource_provider_generation': 0},
-                       content_type=content_type)
-    assert_error(response, 415, f'The media type {content_type} is not supported, use '
-                                'application/json')
-    assert db_snapshot() == before
+def test_set_with_a_wrong_content_type_is_415(api, rp, content_type):
+    assert_put_media_type_refused(api, rp_traits(rp), content_type,
+                                  {'traits': [], 'resource_provider_generation': 0})
 
 
-def test_set_without_content_type_is_415(api, rp, db_snapshot):
-    before = db_snapshot()
-    assert_error(api.put(rp_traits(rp)), 415, 'The media type None is not supported')
-    assert db_snapshot() == before
+def test_set_without_content_type_is_415(api, rp):
+    assert_put_media_type_refused(api, rp_traits(rp), None)
 
 
 def test_provider_traits_with_accept_text_plain_is_406(api, rp):

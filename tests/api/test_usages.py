@@ -8,15 +8,11 @@ import pytest
 from django.utils import timezone
 from django.utils.http import http_date
 
-from tests.conftest import assert_error, error_of, new_uuid
+from tests.conftest import assert_error, assert_version_refused, new_uuid, unchanged
 
 NOT_ACCEPTABLE = ('406 Not Acceptable\n\nThe resource could not be generated that was acceptable '
                   'to your browser (content of type text/plain. \n\n Only application/json is '
                   'provided')
-UNACCEPTABLE = ('The resource could not be generated that was acceptable to your browser '
-                '(content of type application/json. \n\n Invalid microversion: ')
-MALFORMED = ('The server could not comply with the request since it is either malformed or '
-             'otherwise incorrect.\n\n ')
 
 
 def assert_http_date_of_now(value):
@@ -91,11 +87,11 @@ def test_provider_usages_ignore_unknown_query_parameters(api, rp):
 
 
 @pytest.mark.parametrize('rp', [str(uuid_lib.UUID(int=1)), 'not-a-uuid', '12345'])
-def test_provider_usages_of_an_unknown_provider_is_404(api, db_snapshot, rp):
-    before = db_snapshot()
-    assert_error(api.get(f'/resource_providers/{rp}/usages'), 404,
-            f'No resource provider with uuid {rp} found: No resource provider with uuid {rp} found')
-    assert db_snapshot() == before
+def test_provider_usages_of_an_unknown_provider_is_404(api, rp):
+    with unchanged():
+        assert_error(api.get(f'/resource_providers/{rp}/usages'), 404,
+                     f'No resource provider with uuid {rp} found: No resource provider with '
+                     f'uuid {rp} found')
 
 
 def test_provider_usages_refuse_text_plain(api, rp):
@@ -105,17 +101,10 @@ def test_provider_usages_refuse_text_plain(api, rp):
     assert response.content.decode() == NOT_ACCEPTABLE
 
 
-@pytest.mark.parametrize('version, status, detail', [
-    ('1.40', 406, UNACCEPTABLE + 'Unacceptable version header: 1.40'),
-    ('0.1', 406, UNACCEPTABLE + 'Unacceptable version header: 0.1'),
-    ('x.y', 400, MALFORMED + "Invalid microversion: invalid version string: x.y; invalid literal "
-                             "for int() with base 10: 'x'  "),
-])
-def test_provider_usages_refuse_bad_versions(api, rp, version, status, detail):
+@pytest.mark.parametrize('version, literal', [('1.40', None), ('0.1', None), ('x.y', 'x')])
+def test_provider_usages_refuse_bad_versions(api, rp, version, literal):
     response = api.get(f'/resource_providers/{rp}/usages', version=version)
-    assert response.status_code == status
-    error = error_of(response)
-    assert (error['status'], error['detail']) == (status, detail)
+    assert_version_refused(response, version, literal)
 
 
 # ---- GET /usages ----------------------------------------------------------------
@@ -227,11 +216,10 @@ BAD_QUERIES = {
 
 
 @pytest.mark.parametrize('query, detail', BAD_QUERIES.values(), ids=BAD_QUERIES.keys())
-def test_usages_refuse_bad_queries(api, project, db_snapshot, query, detail):
-    before = db_snapshot()
-    error = assert_error(api.get(f'/usages?{query}', version='1.38'), 400, detail)
-    assert 'Invalid query string parameters: ' in error['detail']
-    assert db_snapshot() == before
+def test_usages_refuse_bad_queries(api, project, query, detail):
+    with unchanged():
+        error = assert_error(api.get(f'/usages?{query}', version='1.38'), 400, detail)
+        assert 'Invalid query string parameters: ' in error['detail']
 
 
 @pytest.mark.parametrize('encoded, reason', [
@@ -257,17 +245,9 @@ def test_errors_have_no_code_before_1_23(api):
     assert set(error) == {'status', 'title', 'detail', 'request_id'}
 
 
-@pytest.mark.parametrize('version, status, detail', [
-    ('1.40', 406, UNACCEPTABLE + 'Unacceptable version header: 1.40'),
-    ('-1.5', 406, UNACCEPTABLE + 'Unacceptable version header: -1.5'),
-    ('1.x', 400, MALFORMED + "Invalid microversion: invalid version string: 1.x; invalid literal "
-                             "for int() with base 10: 'x'  "),
-])
-def test_usages_refuse_bad_versions(api, version, status, detail):
-    response = api.get('/usages?project_id=p', version=version)
-    assert response.status_code == status
-    error = error_of(response)
-    assert (error['status'], error['detail']) == (status, detail)
+@pytest.mark.parametrize('version, literal', [('1.40', None), ('-1.5', None), ('1.x', 'x')])
+def test_usages_refuse_bad_versions(api, version, literal):
+    assert_version_refused(api.get('/usages?project_id=p', version=version), version, literal)
 
 
 # ---- key order ------------------------------------------------------------------
