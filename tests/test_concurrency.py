@@ -27,6 +27,16 @@ class Server:
     def call(self, method, path, body=None):
         return requests.request(method, self.url + path, json=body, headers=HEADERS, timeout=120)
 
+    def vcpu_provider(self, name, total):
+        """A new provider `name` with `total` VCPU; its uuid."""
+        rp = str(uuid.uuid4())
+        assert self.call('POST', '/resource_providers',
+                         {'name': name, 'uuid': rp}).status_code == 200
+        assert self.call('PUT', f'/resource_providers/{rp}/inventories', {
+            'resource_provider_generation': 0,
+            'inventories': {'VCPU': {'total': total}}}).status_code == 200
+        return rp
+
 
 @pytest.fixture
 def server(live_server):
@@ -64,12 +74,7 @@ def claim_body(provider, amount):
 @pytest.fixture
 def nearly_full(server):
     """A provider with 10 VCPU of which 5 are already allocated."""
-    rp = str(uuid.uuid4())
-    assert server.call('POST', '/resource_providers',
-                       {'name': 'cn-race', 'uuid': rp}).status_code == 200
-    assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-        'resource_provider_generation': 0,
-        'inventories': {'VCPU': {'total': 10}}}).status_code == 200
+    rp = server.vcpu_provider('cn-race', 10)
     assert server.call('PUT', f'/allocations/{uuid.uuid4()}', claim_body(rp, 5)).status_code == 204
     return rp
 
@@ -152,12 +157,7 @@ def test_same_consumer_written_concurrently_keeps_one_version(server, nearly_ful
 def test_writers_creating_the_same_new_projects_in_any_order_all_succeed(server):
     """New projects and users are created in one fixed order: two writers
     naming them in opposite orders must not deadlock (a 500 before)."""
-    rp = str(uuid.uuid4())
-    assert server.call('POST', '/resource_providers',
-                       {'name': 'cn-owners', 'uuid': rp}).status_code == 200
-    assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-        'resource_provider_generation': 0,
-        'inventories': {'VCPU': {'total': 1000}}}).status_code == 200
+    rp = server.vcpu_provider('cn-owners', 1000)
     owners = [(f'project-{n}', f'user-{n}') for n in range(4)]
 
     def write(i):

@@ -18,7 +18,7 @@ from django.utils import timezone as dj_timezone
 
 from providers import events, services
 from providers.models import Event, EventProvider, ResourceProvider
-from tests.conftest import assert_error, new_uuid, without_event_log
+from tests.conftest import assert_error, generation, new_uuid, unchanged, without_event_log
 from tests.test_concurrency import WRITERS, Server, claim_body, together
 from tests.ui.test_admin import admin_url, form_data
 
@@ -38,12 +38,6 @@ def events_after(mark):
     """The events written since `mark`, as GET /events shows them."""
     return [events.describe(e) for e in
             Event.objects.filter(pk__gt=mark).prefetch_related('providers')]
-
-
-def generation(api, rp):
-    response = api.get(f'/resource_providers/{rp}')
-    assert response.status_code == 200, response.content
-    return response.body['generation']
 
 
 def gens(uuid, before, after):
@@ -479,40 +473,38 @@ def busy(api, hosts):
     return {'a': a, 'b': b, 'child': child, 'consumer': consumer}
 
 
+def _send(method, path, body=None, **kwargs):
+    """A request to `path`, its {a}, {b}, {child} and {consumer} busy's."""
+    return lambda api, rp: api.request(method, path.format(**rp), body, **kwargs)
+
+
 def _stale(path, **body):
-    return lambda api, rp: api.put(path.format(rp=rp['a']),
-                                   {'resource_provider_generation': 0, **body})
+    return _send('PUT', path, {'resource_provider_generation': 0, **body})
 
 
 REFUSED = {
     'stale inventories': (409, 'resource provider generation conflict',
-        _stale('/resource_providers/{rp}/inventories',
-            inventories={'VCPU': {'total': 9}})),
+        _stale('/resource_providers/{a}/inventories', inventories={'VCPU': {'total': 9}})),
     'stale inventory': (409, 'resource provider generation conflict',
-        _stale('/resource_providers/{rp}/inventories/VCPU', total=9)),
+        _stale('/resource_providers/{a}/inventories/VCPU', total=9)),
     'stale traits': (409, 'generation already changed',
-        _stale('/resource_providers/{rp}/traits', traits=['COMPUTE_NODE'])),
+        _stale('/resource_providers/{a}/traits', traits=['COMPUTE_NODE'])),
     'stale aggregates': (409, 'generation already changed',
-        _stale('/resource_providers/{rp}/aggregates',
-            aggregates=[str(uuid_lib.UUID(int=1))])),
+        _stale('/resource_providers/{a}/aggregates', aggregates=[str(uuid_lib.UUID(int=1))])),
     'unknown class in inventories': (400, 'No such resource class CUSTOM_NOPE',
-        lambda api, rp: api.put(
-            f"/resource_providers/{rp['b']}/inventories",
-            {'resource_provider_generation': 1, 'inventories': {'CUSTOM_NOPE': {'total': 1}}})),
+        _send('PUT', '/resource_providers/{b}/inventories', {
+            'resource_provider_generation': 1, 'inventories': {'CUSTOM_NOPE': {'total': 1}}})),
     'unknown class posted': (400, 'No such resource class CUSTOM_NOPE',
-        lambda api, rp: api.post(
-            f"/resource_providers/{rp['b']}/inventories",
-            {'resource_class': 'CUSTOM_NOPE', 'total': 1})),
+        _send('POST', '/resource_providers/{b}/inventories',
+              {'resource_class': 'CUSTOM_NOPE', 'total': 1})),
     'class posted twice': (409, 'Inventory of class VCPU already exists',
-        lambda api, rp: api.post(
-            f"/resource_providers/{rp['b']}/inventories", {'resource_class': 'VCPU', 'total': 1})),
+        _send('POST', '/resource_providers/{b}/inventories',
+              {'resource_class': 'VCPU', 'total': 1})),
     'deleting a class not held': (404, 'No inventory of class DISK_GB',
-        lambda api, rp: api.delete(
-            f"/resource_providers/{rp['b']}/inventories/DISK_GB")),
+        _send('DELETE', '/resource_providers/{b}/inventories/DISK_GB')),
     'unknown trait': (400, 'No such trait CUSTOM_NOPE',
-        lambda api, rp: api.put(
-            f"/resource_providers/{rp['b']}/traits",
-            {'resource_provider_generation': 1, 'traits': ['CUSTOM_NOPE']})),
+        _send('PUT', '/resource_providers/{b}/traits',
+              {'resource_provider_generation': 1, 'traits': ['CUSTOM_NOPE']})),
     'over capacity': (409, 'would exceed the capacity',
         lambda api, rp: api.allocate(new_uuid(), {rp['a']: {'VCPU': 3}})),
     'class without inventory': (409, "Inventory for 'DISK_GB'",
@@ -522,31 +514,25 @@ REFUSED = {
         lambda api, rp: api.allocate(
             rp['consumer'], {rp['a']: {'VCPU': 1}}, generation=7)),
     'deleting inventory in use': (409, 'in use',
-        lambda api, rp: api.delete(
-            f"/resource_providers/{rp['a']}/inventories/VCPU")),
+        _send('DELETE', '/resource_providers/{a}/inventories/VCPU')),
     'deleting all inventories in use': (409, 'in use',
-        lambda api, rp: api.delete(
-            f"/resource_providers/{rp['a']}/inventories")),
+        _send('DELETE', '/resource_providers/{a}/inventories')),
     'replacing away inventory in use': (409, 'in use',
-        lambda api, rp: api.put(
-            f"/resource_providers/{rp['a']}/inventories",
-            {'resource_provider_generation': 2, 'inventories': {'MEMORY_MB': {'total': 1}}})),
+        _send('PUT', '/resource_providers/{a}/inventories', {
+            'resource_provider_generation': 2, 'inventories': {'MEMORY_MB': {'total': 1}}})),
     'deleting a provider in use': (409, 'has allocations',
-        lambda api, rp: api.delete(
-            f"/resource_providers/{rp['a']}")),
+        _send('DELETE', '/resource_providers/{a}')),
     'deleting a parent': (409, 'It has child resource providers',
-        lambda api, rp: api.delete(f"/resource_providers/{rp['b']}")),
+        _send('DELETE', '/resource_providers/{b}')),
     'renaming to a taken name': (409, 'already exists',
-        lambda api, rp: api.put(
-            f"/resource_providers/{rp['b']}", {'name': 'host-a'})),
+        _send('PUT', '/resource_providers/{b}', {'name': 'host-a'})),
     'reparenting before 1.37': (400, 're-parenting a provider is not currently allowed',
         lambda api, rp: api.put(
             f"/resource_providers/{rp['child']}",
             {'name': 'host-b-numa0', 'parent_provider_uuid': rp['a']}, version='1.36')),
     'bad inventory body': (400, "'lots' is not of type 'integer'",
-        lambda api, rp: api.put(
-            f"/resource_providers/{rp['b']}/inventories",
-            {'resource_provider_generation': 1, 'inventories': {'VCPU': {'total': 'lots'}}})),
+        _send('PUT', '/resource_providers/{b}/inventories', {
+            'resource_provider_generation': 1, 'inventories': {'VCPU': {'total': 'lots'}}})),
     'bad allocation body': (400, 'is less than the minimum of 1',
         lambda api, rp: api.put(
             f'/allocations/{new_uuid()}', {**claim(rp['a'], 0), 'consumer_generation': None})),
@@ -577,15 +563,14 @@ REFUSED = {
 
 
 @pytest.mark.parametrize('case', REFUSED)
-def test_a_refused_request_writes_no_event(api, busy, db_snapshot, case):
+def test_a_refused_request_writes_no_event(api, busy, case):
     status, detail, send = REFUSED[case]
-    before = db_snapshot()
     count = Event.objects.count()
-    response = send(api, busy)
-    assert response.status_code == status, response.content
-    assert detail.format(**busy) in response.body['errors'][0]['detail']
-    assert Event.objects.count() == count
-    assert db_snapshot() == before  # the events tables included
+    with unchanged():  # the events tables included
+        response = send(api, busy)
+        assert response.status_code == status, response.content
+        assert detail.format(**busy) in response.body['errors'][0]['detail']
+        assert Event.objects.count() == count
 
 
 # ---- 3. a change that changes nothing writes nothing ----------------------------------
@@ -602,15 +587,14 @@ NO_CHANGE = {
 
 
 @pytest.mark.parametrize('case', NO_CHANGE)
-def test_a_change_of_nothing_writes_no_event(api, db_snapshot, case):
+def test_a_change_of_nothing_writes_no_event(api, case):
     rp = api.create_provider(name='same')['uuid']
     api.set_inventory(rp, {'VCPU': {'total': 4}})
     if case != 'deleting no traits':
         api.set_traits(rp, ['COMPUTE_NODE'])
-    before = db_snapshot()
-    response = NO_CHANGE[case](api, rp)
-    assert response.status_code in (200, 204), response.content
-    assert db_snapshot() == before
+    with unchanged():
+        response = NO_CHANGE[case](api, rp)
+        assert response.status_code in (200, 204), response.content
 
 
 def test_the_same_aggregates_before_1_19_write_no_event(api, db_snapshot):
@@ -805,24 +789,24 @@ def test_admin_shows_an_event(admin_client, history):
     assert history['c1'] in page and history['a'] in page and history['b'] in page
     payload = page[page.index('Payload:'):]
     payload = payload[:payload.index('</div>')]
-    for part in (f'"{history["b"]}": {{"resources": {{"VCPU": 2}}}}', '"consumer_type": "INSTANCE"'):
+    for part in (f'"{history["b"]}": {{"resources": {{"VCPU": 2}}}}',
+                 '"consumer_type": "INSTANCE"'):
         assert part in payload
     rows = response.context['inline_admin_formsets'][0].formset.queryset
     assert sorted(rows.values_list('provider_uuid', 'generation_before', 'generation_after')) == (
         sorted([(history['a'], 2, 2), (history['b'], 2, 3)]))
 
 
-def test_admin_cannot_write_events(admin_client, history, db_snapshot):
+def test_admin_cannot_write_events(admin_client, history):
     pk = history['ids'][0]
-    before = db_snapshot()
-    assert admin_client.get(admin_url(Event, 'add')).status_code == 403
-    assert admin_client.post(admin_url(Event, 'add'), {'event_type': 'x'}).status_code == 403
-    assert admin_client.post(admin_url(Event, 'change', pk),
-                             {'event_type': 'allocation.delete'}).status_code == 403
-    assert admin_client.post(admin_url(Event, 'delete', pk), {'post': 'yes'}).status_code == 403
-    admin_client.post(admin_url(Event), {'action': 'delete_selected',
-                                         '_selected_action': [pk], 'post': 'yes'})
-    assert db_snapshot() == before
+    with unchanged():
+        assert admin_client.get(admin_url(Event, 'add')).status_code == 403
+        assert admin_client.post(admin_url(Event, 'add'), {'event_type': 'x'}).status_code == 403
+        assert admin_client.post(admin_url(Event, 'change', pk),
+                                 {'event_type': 'allocation.delete'}).status_code == 403
+        assert admin_client.post(admin_url(Event, 'delete', pk), {'post': 'yes'}).status_code == 403
+        admin_client.post(admin_url(Event), {'action': 'delete_selected',
+                                             '_selected_action': [pk], 'post': 'yes'})
 
 
 def test_a_change_through_the_admin_is_the_staff_users(admin_client, api):
@@ -867,12 +851,7 @@ def server(live_server):
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_claims_write_one_event_per_winner(server):
-    rp = new_uuid()
-    assert server.call('POST', '/resource_providers', {'name': 'cn-race', 'uuid': rp}
-                       ).status_code == 200
-    assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-        'resource_provider_generation': 0,
-        'inventories': {'VCPU': {'total': 10}}}).status_code == 200
+    rp = server.vcpu_provider('cn-race', 10)
     mark = last_id()
     consumers = [new_uuid() for _ in range(WRITERS)]
     amounts = [1 + i % 3 for i in range(WRITERS)]  # 40 asked for, 10 to have
@@ -918,13 +897,7 @@ def test_concurrent_deletes_and_moves_keep_every_chain(server):
     # Deletes and moves do not bump the providers they leave, but their
     # events still record those providers' generations: read under the row
     # locks the writers take, they link up with the claims racing them.
-    a, b = new_uuid(), new_uuid()
-    for name, rp in (('cn-a', a), ('cn-b', b)):
-        assert server.call('POST', '/resource_providers', {'name': name, 'uuid': rp}
-                           ).status_code == 200
-        assert server.call('PUT', f'/resource_providers/{rp}/inventories', {
-            'resource_provider_generation': 0,
-            'inventories': {'VCPU': {'total': 100}}}).status_code == 200
+    a, b = server.vcpu_provider('cn-a', 100), server.vcpu_provider('cn-b', 100)
     held = [new_uuid() for _ in range(WRITERS // 2)]
     for consumer in held:
         assert server.call('PUT', f'/allocations/{consumer}', claim_body(a, 1)

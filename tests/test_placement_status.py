@@ -215,54 +215,51 @@ def tree_details():
     return details
 
 
-def test_a_provider_without_root_is_a_failure(small_cloud, broken):
-    cn3 = small_cloud['cn3']
-    broken(ResourceProvider, cn3.pk, 'root_provider_id', None)
-    assert tree_details().startswith(
-        f'Provider trees are inconsistent. 1 provider has no root provider: cn3 ({cn3.uuid}). ')
+MISSING = object()  # the id of no provider
+
+# A fault of one provider of the small cloud and what the details say of it:
+# (provider, column, set to None, MISSING or the id of the provider named,
+# what follows the title at the start of the details, what else they say).
+# {cn3} stands for 'cn3 (its uuid)'.
+TREE_FAULTS = {
+    'a provider without root': (
+        'cn3', 'root_provider_id', None, '1 provider has no root provider: {cn3}. ', ()),
+    'the children of a provider without root too': (
+        'cn2', 'root_provider_id', None, '', (
+            '1 provider has no root provider: {cn2}; ',
+            '1 provider has a root that is not its own root: {cn2-numa0}; ',
+            "1 provider has a root other than its parent's: {cn2-numa0}. ")),
+    'a root that does not exist': (
+        'cn3', 'root_provider_id', MISSING,
+        '1 provider names a root provider that does not exist: {cn3}; '
+        '1 provider has no parent but another provider as root: {cn3}. ', ()),
+    'a root that is not its own root': (
+        'cn2', 'root_provider_id', 'cn1', '', (
+            '1 provider has a root that is not its own root: {cn2-numa0}',
+            '1 provider has no parent but another provider as root: {cn2}',
+            "1 provider has a root other than its parent's: {cn2-numa0}")),
+    'a parent that does not exist': (
+        'cn2-numa0', 'parent_provider_id', MISSING,
+        '1 provider names a parent provider that does not exist: {cn2-numa0}. ', ()),
+    "a root other than the parent's": (
+        'cn2-numa0', 'root_provider_id', 'cn2-numa0',
+        "1 provider has a root other than its parent's: {cn2-numa0}. ", ()),
+}
 
 
-def test_the_children_of_a_provider_without_root_are_reported_too(small_cloud, broken):
-    cn2, numa = small_cloud['cn2'], small_cloud['cn2-numa0']
-    broken(ResourceProvider, cn2.pk, 'root_provider_id', None)
+@pytest.mark.parametrize('fault', TREE_FAULTS)
+def test_a_broken_provider_tree_is_a_failure(small_cloud, broken, fault):
+    name, column, value, starts, says = TREE_FAULTS[fault]
+    if value is MISSING:
+        value = missing_id(ResourceProvider)
+    elif value is not None:
+        value = small_cloud[value].pk
+    broken(ResourceProvider, small_cloud[name].pk, column, value)
+    named = {key: f'{rp.name} ({rp.uuid})' for key, rp in small_cloud.items()}
     details = tree_details()
-    assert f'1 provider has no root provider: cn2 ({cn2.uuid}); ' in details
-    assert f'1 provider has a root that is not its own root: cn2-numa0 ({numa.uuid}); ' in details
-    assert f"1 provider has a root other than its parent's: cn2-numa0 ({numa.uuid}). " in details
-
-
-def test_a_root_that_does_not_exist_is_a_failure(small_cloud, broken):
-    cn3 = small_cloud['cn3']
-    broken(ResourceProvider, cn3.pk, 'root_provider_id', missing_id(ResourceProvider))
-    assert tree_details().startswith(
-        'Provider trees are inconsistent. 1 provider names a root provider that does not '
-        f'exist: cn3 ({cn3.uuid}); 1 provider has no parent but another provider as root: '
-        f'cn3 ({cn3.uuid}). ')
-
-
-def test_a_root_that_is_not_its_own_root_is_a_failure(small_cloud, broken):
-    cn1, cn2, numa = small_cloud['cn1'], small_cloud['cn2'], small_cloud['cn2-numa0']
-    broken(ResourceProvider, cn2.pk, 'root_provider_id', cn1.pk)
-    details = tree_details()
-    assert f'1 provider has a root that is not its own root: cn2-numa0 ({numa.uuid})' in details
-    assert f'1 provider has no parent but another provider as root: cn2 ({cn2.uuid})' in details
-    assert f"1 provider has a root other than its parent's: cn2-numa0 ({numa.uuid})" in details
-
-
-def test_a_parent_that_does_not_exist_is_a_failure(small_cloud, broken):
-    numa = small_cloud['cn2-numa0']
-    broken(ResourceProvider, numa.pk, 'parent_provider_id', missing_id(ResourceProvider))
-    details = tree_details()
-    assert details.startswith('Provider trees are inconsistent. 1 provider names a parent '
-                              f'provider that does not exist: cn2-numa0 ({numa.uuid}). ')
-
-
-def test_a_root_other_than_the_parents_is_a_failure(small_cloud, broken):
-    numa = small_cloud['cn2-numa0']
-    broken(ResourceProvider, numa.pk, 'root_provider_id', numa.pk)
-    assert tree_details().startswith(
-        "Provider trees are inconsistent. 1 provider has a root other than its parent's: "
-        f'cn2-numa0 ({numa.uuid}). ')
+    assert details.startswith('Provider trees are inconsistent. ' + starts.format(**named))
+    for part in says:
+        assert part.format(**named) in details
 
 
 def test_a_parent_cycle_is_a_failure(small_cloud, broken):

@@ -319,43 +319,47 @@ def test_replace_refuses_deleting_inventory_in_use(db, refused):
         services.inventories_replace(provider=provider, inventories={'DISK_GB': {'total': 50}})
 
 
-def test_replace_may_shrink_inventory_below_usage(db, caplog):
+@pytest.fixture
+def busy(db):
+    """cn1 (ROOT_UUID) with 6 of its 8 VCPU allocated."""
     provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
     allocate(provider, {'VCPU': 6})
-    services.inventories_replace(provider=provider,
+    return provider
+
+
+def over_capacity(capacity):
+    """The refusal of an inventory that leaves busy's 6 VCPU over `capacity`."""
+    return (f"Inventory for 'VCPU' on resource provider '{ROOT_UUID}' would leave its "
+            f'allocations over capacity: 6 used, capacity {capacity}.')
+
+
+def test_replace_may_shrink_inventory_below_usage(busy, caplog):
+    services.inventories_replace(provider=busy,
                                  inventories={'VCPU': {'total': 8, 'reserved': 4}})
-    assert inventories_of(provider) == {'VCPU': record(8, reserved=4)}
+    assert inventories_of(busy) == {'VCPU': record(8, reserved=4)}
     assert [r.getMessage() for r in caplog.records if r.name == 'placement.inventories'] == [
         f'Resource provider {ROOT_UUID} is now over-capacity for VCPU: 6 used, capacity 4.0']
 
 
-def test_replace_refuses_shrinking_inventory_below_usage_when_the_site_does(db, refused,
+def test_replace_refuses_shrinking_inventory_below_usage_when_the_site_does(busy, refused,
                                                                             settings):
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
-    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
-    allocate(provider, {'VCPU': 6})
-    with refused(exceptions.InventoryBelowUsage,
-                 f"Inventory for 'VCPU' on resource provider '{ROOT_UUID}' would leave its "
-                 "allocations over capacity: 6 used, capacity 4.0."):
-        services.inventories_replace(provider=provider,
+    with refused(exceptions.InventoryBelowUsage, over_capacity('4.0')):
+        services.inventories_replace(provider=busy,
                                      inventories={'VCPU': {'total': 8, 'reserved': 4}})
 
 
-def test_replace_without_usage_check_may_shrink_below_usage(db):
-    provider = make_provider('cn1', inventories={'VCPU': {'total': 8}})
-    allocate(provider, {'VCPU': 6})
-    services.inventories_replace(provider=provider, inventories={'VCPU': {'total': 4}},
+def test_replace_without_usage_check_may_shrink_below_usage(busy):
+    services.inventories_replace(provider=busy, inventories={'VCPU': {'total': 4}},
                                  check_usage=False)
-    assert inventories_of(provider) == {'VCPU': record(4)}
-    assert generation_of(provider) == 3
+    assert inventories_of(busy) == {'VCPU': record(4)}
+    assert generation_of(busy) == 3
 
 
-def test_replace_without_usage_check_still_refuses_deleting_inventory_in_use(db, refused):
-    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
-    allocate(provider, {'VCPU': 6})
+def test_replace_without_usage_check_still_refuses_deleting_inventory_in_use(busy, refused):
     with refused(exceptions.InventoryInUse,
                  f"Inventory for 'VCPU' on resource provider '{ROOT_UUID}' in use."):
-        services.inventories_replace(provider=provider, inventories={}, check_usage=False)
+        services.inventories_replace(provider=busy, inventories={}, check_usage=False)
 
 
 def test_replace_refuses_an_unknown_resource_class(db, refused):
@@ -420,21 +424,15 @@ def test_update_inventory_the_provider_lacks_is_refused(db, refused):
         services.inventory_update(provider=provider, resource_class='VCPU', record={'total': 4})
 
 
-def test_update_inventory_below_usage_is_accepted(db):
-    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
-    allocate(provider, {'VCPU': 6})
-    services.inventory_update(provider=provider, resource_class='VCPU', record={'total': 5})
-    assert inventories_of(provider) == {'VCPU': record(5)}
+def test_update_inventory_below_usage_is_accepted(busy):
+    services.inventory_update(provider=busy, resource_class='VCPU', record={'total': 5})
+    assert inventories_of(busy) == {'VCPU': record(5)}
 
 
-def test_update_inventory_below_usage_is_refused_when_the_site_does(db, refused, settings):
+def test_update_inventory_below_usage_is_refused_when_the_site_does(busy, refused, settings):
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
-    provider = make_provider('cn1', uuid=ROOT_UUID, inventories={'VCPU': {'total': 8}})
-    allocate(provider, {'VCPU': 6})
-    with refused(exceptions.InventoryBelowUsage,
-                 f"Inventory for 'VCPU' on resource provider '{ROOT_UUID}' would leave its "
-                 "allocations over capacity: 6 used, capacity 5.0."):
-        services.inventory_update(provider=provider, resource_class='VCPU', record={'total': 5})
+    with refused(exceptions.InventoryBelowUsage, over_capacity('5.0')):
+        services.inventory_update(provider=busy, resource_class='VCPU', record={'total': 5})
 
 
 def test_delete_inventory_bumps_generation(db):

@@ -20,7 +20,7 @@ from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
 from providers.models import (Aggregate, Inventory, ResourceClass, ResourceProvider, Trait)
 
-from tests.conftest import new_uuid
+from tests.conftest import generation, new_uuid, unchanged
 
 AGGREGATE = str(uuid_lib.uuid4())
 INVENTORIES = 'inventories'
@@ -39,13 +39,6 @@ def provider(name):
 
 def rc_id(name):
     return ResourceClass.objects.get(name=name).pk
-
-
-def generation(api, rp_uuid):
-    """The generation as the API reports it."""
-    response = api.get(f'/resource_providers/{rp_uuid}')
-    assert response.status_code == 200, response.content
-    return response.body['generation']
 
 
 def form_data(response):
@@ -97,6 +90,21 @@ def edit_provider(client, name, change, **post):
     data = form_data(client.get(url))
     change(data)
     return client.post(url, data, **post)
+
+
+def setting(resource_class, field, value):
+    """A change for edit_provider: `field` of the inventory row of
+    `resource_class` set to `value`."""
+    def change(data):
+        data[inventory_key(data, resource_class, field)] = value
+    return change
+
+
+def refused_edit(client, name, change):
+    """The errors shown for an edit of provider `name` (see edit_provider)
+    that the form refuses; the edit changes nothing."""
+    with unchanged():
+        return form_errors(edit_provider(client, name, change))
 
 
 def delete_selected(client, model, objs, confirm=True):
@@ -246,10 +254,7 @@ def test_provider_page_shows_usage_and_members(admin_client, cloud):
 # ---- refused edits change nothing -------------------------------------------------
 
 def test_inventory_below_usage_is_saved_as_placement_does(admin_client, cloud):
-    def shrink(data):
-        data[inventory_key(data, 'VCPU', 'total')] = 4
-
-    response = edit_provider(admin_client, 'busy', shrink)
+    response = edit_provider(admin_client, 'busy', setting('VCPU', 'total', 4))
     assert response.status_code == 302, form_errors(response)
     provider = ResourceProvider.objects.get(name='busy')
     assert provider.inventories.get(resource_class__name='VCPU').total == 4
@@ -267,97 +272,61 @@ def test_an_inventory_below_its_usage_shows_as_over_capacity(admin_client, cloud
     assert shown['MEMORY_MB'][1] != '' and 'over' not in shown['MEMORY_MB'][1]
 
 
-def test_inventory_below_usage_is_refused_when_the_site_does(admin_client, cloud, db_snapshot,
-                                                             settings):
+@pytest.mark.parametrize('field, value, capacity', [('total', 4, '4.0'), ('reserved', 3, '5.0')],
+                         ids=['shrinking', 'reserving'])
+def test_inventory_below_usage_is_refused_when_the_site_does(admin_client, cloud, settings,
+                                                             field, value, capacity):
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
-    before = db_snapshot()
-
-    def shrink(data):
-        data[inventory_key(data, 'VCPU', 'total')] = 4
-
-    errors = form_errors(edit_provider(admin_client, 'busy', shrink))
+    errors = refused_edit(admin_client, 'busy', setting('VCPU', field, value))
     assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave "
-                      'its allocations over capacity: 6 used, capacity 4.0.']
-    assert db_snapshot() == before
+                      f'its allocations over capacity: 6 used, capacity {capacity}.']
 
 
-def test_reserving_below_usage_is_refused_when_the_site_does(admin_client, cloud, db_snapshot,
-                                                             settings):
-    settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
-    before = db_snapshot()
-
-    def reserve(data):
-        data[inventory_key(data, 'VCPU', 'reserved')] = 3
-
-    errors = form_errors(edit_provider(admin_client, 'busy', reserve))
-    assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave "
-                      'its allocations over capacity: 6 used, capacity 5.0.']
-    assert db_snapshot() == before
-
-
-def test_deleting_inventory_in_use_is_refused(admin_client, cloud, db_snapshot):
-    before = db_snapshot()
-    busy = cloud['busy']
-
-    def delete_vcpu(data):
-        data[inventory_key(data, 'VCPU', 'DELETE')] = 'on'
-
-    errors = form_errors(edit_provider(admin_client, 'busy', delete_vcpu))
-    assert errors == [f"Inventory for 'VCPU' on resource provider '{busy}' in use."]
-    assert db_snapshot() == before
-
-
-def test_switching_the_class_of_inventory_in_use_is_refused(admin_client, cloud, db_snapshot):
-    before = db_snapshot()
-    disk = rc_id('DISK_GB')
-
-    def switch(data):
-        data[inventory_key(data, 'VCPU', 'resource_class')] = disk
-
-    errors = form_errors(edit_provider(admin_client, 'busy', switch))
+def test_deleting_inventory_in_use_is_refused(admin_client, cloud):
+    errors = refused_edit(admin_client, 'busy', setting('VCPU', 'DELETE', 'on'))
     assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' in use."]
-    assert db_snapshot() == before
 
 
-def test_inventory_out_of_bounds_is_refused(admin_client, cloud, db_snapshot):
-    before = db_snapshot()
+def test_switching_the_class_of_inventory_in_use_is_refused(admin_client, cloud):
+    errors = refused_edit(admin_client, 'busy',
+                          setting('VCPU', 'resource_class', rc_id('DISK_GB')))
+    assert errors == [f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' in use."]
 
+
+def test_inventory_out_of_bounds_is_refused(admin_client, cloud):
     def bad(data):
         add_row(data, INVENTORIES, resource_class=rc_id('DISK_GB'), total=0, reserved=0,
                 min_unit=1, max_unit=100, step_size=1, allocation_ratio=1.0)
 
-    errors = form_errors(edit_provider(admin_client, 'busy', bad))
+    errors = refused_edit(admin_client, 'busy', bad)
     assert errors == ['Ensure this value is greater than or equal to 1.']
-    assert db_snapshot() == before
 
     def reserved_over_total(data):
         data[inventory_key(data, 'MEMORY_MB', 'total')] = 10
         data[inventory_key(data, 'MEMORY_MB', 'reserved')] = 11
 
-    errors = form_errors(edit_provider(admin_client, 'busy', reserved_over_total))
+    errors = refused_edit(admin_client, 'busy', reserved_over_total)
     assert errors == [f"Invalid inventory for 'MEMORY_MB' on resource provider '{cloud['busy']}'. "
                       'The reserved value is greater than total.']
-    assert db_snapshot() == before
 
 
-def test_inventory_refused_while_saving_is_an_error_message(admin_client, cloud, db_snapshot,
-                                                            monkeypatch, settings):
+def test_inventory_refused_while_saving_is_an_error_message(admin_client, cloud, monkeypatch,
+                                                            settings):
     """A change the form's check let through (another writer allocated
     meanwhile) is refused by the service: an error message, not a 500."""
     settings.PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY = True
     monkeypatch.setattr(InventoryFormSet, 'check', lambda self, provider, rows: None)
-    before = db_snapshot()
 
     def shrink(data):
-        data[inventory_key(data, 'VCPU', 'total')] = 4
+        setting('VCPU', 'total', 4)(data)
         data['name'] = 'busy-renamed'
 
-    response = edit_provider(admin_client, 'busy', shrink, follow=True)
-    assert response.status_code == 200
-    assert messages_of(response) == [
-        f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave its "
-        'allocations over capacity: 6 used, capacity 4.0.']
-    assert db_snapshot() == before
+    with unchanged():
+        response = edit_provider(admin_client, 'busy', shrink, follow=True)
+        assert response.status_code == 200
+        assert messages_of(response) == [
+            f"Inventory for 'VCPU' on resource provider '{cloud['busy']}' would leave its "
+            'allocations over capacity: 6 used, capacity 4.0.']
 
 
 def test_a_stale_form_is_refused(admin_client, api, cloud, db_snapshot):
@@ -375,16 +344,14 @@ def test_a_stale_form_is_refused(admin_client, api, cloud, db_snapshot):
     assert db_snapshot() == before
 
 
-def test_moving_a_provider_under_its_own_subtree_is_refused(admin_client, cloud, db_snapshot):
-    before = db_snapshot()
+def test_moving_a_provider_under_its_own_subtree_is_refused(admin_client, cloud):
     numa0 = provider('numa0').pk
 
     def loop(data):
         data['parent_provider'] = numa0
 
-    errors = form_errors(edit_provider(admin_client, 'parent', loop))
+    errors = refused_edit(admin_client, 'parent', loop)
     assert errors == ['A provider cannot be moved under itself or one of its descendants.']
-    assert db_snapshot() == before
 
 
 def test_a_duplicate_name_is_refused(admin_client, cloud, db_snapshot):
@@ -397,13 +364,18 @@ def test_a_duplicate_name_is_refused(admin_client, cloud, db_snapshot):
     assert db_snapshot() == before
 
 
+# Why the admin will not delete the provider 'busy' or 'parent' of the cloud.
+CANNOT_DELETE = {
+    'busy': 'Cannot delete resource provider “busy”: Resource provider has allocations.',
+    'parent': 'Cannot delete resource provider “parent”: Cannot delete resource provider that '
+              'is a parent of another. Delete child providers first.',
+}
+
+
 @pytest.mark.parametrize('name', ['busy', 'parent'])
 def test_deleting_a_provider_in_use_or_with_children_is_refused(admin_client, cloud,
                                                                 db_snapshot, name):
-    reason = {'busy': 'Resource provider has allocations.',
-              'parent': 'Cannot delete resource provider that is a parent of another. '
-                        'Delete child providers first.'}[name]
-    expected = f'Cannot delete resource provider “{name}”: {reason}'
+    expected = CANNOT_DELETE[name]
     before = db_snapshot()
     url = admin_url(ResourceProvider, 'delete', provider(name).pk)
     for response in (admin_client.get(url, follow=True),
@@ -417,10 +389,7 @@ def test_deleting_a_provider_in_use_or_with_children_is_refused(admin_client, cl
 @pytest.mark.parametrize('name', ['busy', 'parent'])
 def test_bulk_delete_with_a_provider_in_use_or_with_children_deletes_nothing(
         admin_client, cloud, db_snapshot, name):
-    reason = {'busy': 'Resource provider has allocations.',
-              'parent': 'Cannot delete resource provider that is a parent of another. '
-                        'Delete child providers first.'}[name]
-    expected = f'Cannot delete resource provider “{name}”: {reason}'
+    expected = CANNOT_DELETE[name]
     before = db_snapshot()
     selected = [provider('spare'), provider(name)]
     for confirm in (False, True):
@@ -443,19 +412,27 @@ def test_bulk_delete_refused_while_deleting_is_an_error_message(admin_client, cl
     assert db_snapshot() == before
 
 
+def assert_standard_name_kept(client, obj, new_name):
+    """The change page of `obj`, a standard resource class or trait, offers
+    no delete, and renaming it to `new_name` or deleting it is refused with
+    a message. Returns the change page."""
+    model, kind = type(obj), type(obj)._meta.verbose_name
+    change = admin_url(model, 'change', obj.pk)
+    page = client.get(change)
+    assert page.context['has_delete_permission'] is False
+    response = client.post(change, {'name': new_name}, follow=True)
+    assert messages_of(response) == [f'Cannot update standard {kind} {obj.name}.']
+    response = client.post(admin_url(model, 'delete', obj.pk), {'post': 'yes'}, follow=True)
+    assert messages_of(response) == [
+        f'Cannot delete {kind} “{obj.name}”: Cannot delete standard {kind} {obj.name}.']
+    return page
+
+
 def test_standard_resource_classes_are_read_only(admin_client, cloud, db_snapshot):
     before = db_snapshot()
     vcpu = ResourceClass.objects.get(name='VCPU')
-    change = admin_url(ResourceClass, 'change', vcpu.pk)
-    response = admin_client.get(change)
-    assert response.context['has_change_permission'] is False
-    assert response.context['has_delete_permission'] is False
-    response = admin_client.post(change, {'name': 'CUSTOM_VCPU'}, follow=True)
-    assert messages_of(response) == ['Cannot update standard resource class VCPU.']
-    response = admin_client.post(admin_url(ResourceClass, 'delete', vcpu.pk), {'post': 'yes'},
-                                 follow=True)
-    assert messages_of(response) == [
-        'Cannot delete resource class “VCPU”: Cannot delete standard resource class VCPU.']
+    page = assert_standard_name_kept(admin_client, vcpu, 'CUSTOM_VCPU')
+    assert page.context['has_change_permission'] is False
     response = delete_selected(admin_client, ResourceClass,
                                [vcpu, ResourceClass.objects.get(name='CUSTOM_GPU')])
     assert messages_of(response) == [
@@ -466,15 +443,7 @@ def test_standard_resource_classes_are_read_only(admin_client, cloud, db_snapsho
 
 def test_standard_traits_are_read_only(admin_client, cloud, db_snapshot):
     before = db_snapshot()
-    trait = Trait.objects.get(name='COMPUTE_NODE')
-    change = admin_url(Trait, 'change', trait.pk)
-    assert admin_client.get(change).context['has_delete_permission'] is False
-    response = admin_client.post(change, {'name': 'CUSTOM_NODE'}, follow=True)
-    assert messages_of(response) == ['Cannot update standard trait COMPUTE_NODE.']
-    response = admin_client.post(admin_url(Trait, 'delete', trait.pk), {'post': 'yes'},
-                                 follow=True)
-    assert messages_of(response) == [
-        'Cannot delete trait “COMPUTE_NODE”: Cannot delete standard trait COMPUTE_NODE.']
+    assert_standard_name_kept(admin_client, Trait.objects.get(name='COMPUTE_NODE'), 'CUSTOM_NODE')
     assert db_snapshot() == before
 
 
