@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 # The modules describing this app's API views for the OpenAPI document
 # (drf-spectacular's extend_schema_view, applied to the views they name).
-CONTRACTS = ('api.docs', 'api.capacity_docs')
+CONTRACTS = ('api.docs',)
 
 
 class AllocationsConfig(AppConfig):

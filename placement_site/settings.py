@@ -40,7 +40,7 @@ INSTALLED_APPS = [
     'axes',
     'providers',
     'allocations',
-    'allocations.pods',
+    'providers.pods',
 ]
 
 MIDDLEWARE = [
@@ -223,8 +223,8 @@ if PLACEMENT_NOTIFICATIONS_DRIVER not in ('noop', 'log', 'messagingv2'):
 PLACEMENT_TRANSPORT_URL = os.environ.get('PLACEMENT_TRANSPORT_URL') or None
 PLACEMENT_NOTIFICATIONS_TOPICS = config.env_list('PLACEMENT_NOTIFICATIONS_TOPICS') or [
     'notifications']
-# Pod binding (allocations.pods): the selection pipeline's filters, in
-# order (class names of allocations.pods.selection, or dotted paths), and
+# Pod binding (providers.pods): the selection pipeline's filters, in
+# order (class names of providers.pods.selection, or dotted paths), and
 # its weighers as Name[:multiplier]. Each weigher's weights are normalised
 # to 0..1 over the pods left, multiplied and summed; the highest total wins.
 # The default is "first pod in line" (oldest first).

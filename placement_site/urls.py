@@ -7,16 +7,16 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from allocations.api import candidates as candidate_views
-from allocations.api import capacity as capacity_views
 from allocations.api import views as allocation_views
-from allocations.pods import views as pod_views
 from placement_site import keystone_signin, openapi
 from placement_site import views as site_views
 from placement_site.middleware import inline_styles_allowed
 from placement_site.static import serve_static
 from providers import metrics as provider_metrics
+from providers.api import capacity as capacity_views
 from providers.api import trends as trend_views
 from providers.api import views as provider_views
+from providers.pods import views as pod_views
 
 
 def route(pattern, viewset, actions, name):

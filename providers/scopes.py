@@ -6,7 +6,7 @@ A group is the whole cloud, a pool (an aggregate's members and every
 provider in the tree of a member root, as a candidate search's member_of
 reads it: querysets.in_pools), one tree, or the providers with a trait
 (those providers only). The pods' availability zones (unions of pools) are
-built on pools by allocations.capacity.
+built on pools by providers.capacity.
 
 Sharing providers share only with the groups they are members of, as with
 member_of a candidate search takes them only from the members themselves:

@@ -53,9 +53,9 @@ def prepare(seed):
     from django.core.management import call_command
 
     from allocations.management.commands.load_scale import Names
-    from allocations.pods import services as pod_services
-    from allocations.pods.models import Pod
-    from allocations.pods.selection import BindingRequest
+    from providers.pods import services as pod_services
+    from providers.pods.models import Pod
+    from providers.pods.selection import BindingRequest
 
     user, _ = get_user_model().objects.get_or_create(username=STAFF)
     user.is_staff = user.is_superuser = True

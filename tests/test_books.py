@@ -9,10 +9,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from allocations.pods import services as pod_services
 from allocations.ui import reports
 from providers import books, rules
 from providers.models import Aggregate, Inventory, ResourceProvider
+from providers.pods import services as pod_services
 from tests.conftest import add_allocation, add_provider
 from tests.test_metrics import scrape, value
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from allocations.pods import services as pod_services
 from providers import services
 from providers.models import Inventory
+from providers.pods import services as pod_services
 from providers.rules import EXACT_SLOTS, slots_sql
 from tests.conftest import add_allocation, add_provider, new_uuid
 

@@ -15,12 +15,22 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.db.models import Sum
 
-from allocations.models import Allocation, Consumer
 from allocations.management.commands.load_demo import (
-    DEMO_PROJECT_IDS, NFS_AGGREGATE, NODE_NAME, POOL_AGGREGATE, PROJECTS, aggregate_uuid,
-    demo_pods, demo_providers, node_name, pod_uuid, provider_uuid)
-from allocations.pods.models import Pod, PodBinding
+    DEMO_PROJECT_IDS,
+    NFS_AGGREGATE,
+    NODE_NAME,
+    POOL_AGGREGATE,
+    PROJECTS,
+    aggregate_uuid,
+    demo_pods,
+    demo_providers,
+    node_name,
+    pod_uuid,
+    provider_uuid,
+)
+from allocations.models import Allocation, Consumer
 from providers.models import Inventory, ResourceProvider, Trait
+from providers.pods.models import Pod, PodBinding
 
 SEED = 3
 ROWS, RACKS, NODES = 3, 10, 2  # size small

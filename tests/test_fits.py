@@ -1,11 +1,11 @@
-"""allocations.fits.count_fits on its own: synthetic trees and sharing
+"""providers.fits.count_fits on its own: synthetic trees and sharing
 pools, against the true maximum found by trying every claim count per tree
 (the brute force against the real API is tests/test_capacity_fits.py)."""
 import collections
 import itertools
 import random
 
-from allocations import fits
+from providers import fits
 
 OTHER = 9   # a class every tree has 3 of and no pool offers
 

@@ -1,9 +1,9 @@
-"""PLACEMENT_CAPACITY_FLAVORS (allocations.flavors): request shapes parsed
+"""PLACEMENT_CAPACITY_FLAVORS (providers.flavors): request shapes parsed
 with `resources=`'s grammar, a bad setting a clear configuration error."""
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from allocations import flavors
+from providers import flavors
 
 pytestmark = pytest.mark.any_database
 

@@ -1,5 +1,5 @@
 """Layers point one way: placement_site (cross-cutting) <- providers (the
-catalogue, and the candidate search over it) <- allocations (consumers,
+catalogue, and what reads it alone: candidates, capacity, pods) <- allocations (consumers,
 allocations, dashboards).
 Checked on the source, so a new import that breaks the rule fails the build."""
 import ast

@@ -27,17 +27,25 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from allocations import schemas as allocation_schemas
-from allocations.pods import schemas as pod_schemas
 from placement_site import microversion
 from placement_site.api import validate
 from placement_site.errors import PlacementError
 from placement_site.microversion import ByVersion
-from placement_site.openapi import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR, RESOURCES_GRAMMAR,
-                                    ROOT_REQUIRED_GRAMMAR, UUID_KEY, at_version, describing,
-                                    keyed_maps, openapi_schema)
+from placement_site.openapi import (
+    MEMBER_OF_GRAMMAR,
+    REQUIRED_GRAMMAR,
+    RESOURCES_GRAMMAR,
+    ROOT_REQUIRED_GRAMMAR,
+    UUID_KEY,
+    at_version,
+    describing,
+    keyed_maps,
+    openapi_schema,
+)
 from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
 from providers import trends
+from providers.pods import schemas as pod_schemas
 
 pytestmark = pytest.mark.any_database
 

@@ -17,9 +17,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
-from allocations.pods import selection as pod_selection
-from allocations.pods import services as pod_services
 from providers import services, trends
+from providers.pods import selection as pod_selection
+from providers.pods import services as pod_services
 
 AGGREGATE = str(uuid.uuid4())
 SHARED = str(uuid.uuid4())

@@ -17,9 +17,9 @@ from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
 from allocations import services as allocation_services
-from allocations.pods import services as pod_services
 from placement_site import keystone_signin, policy
 from placement_site.wsgi import _with_keystone
+from providers.pods import services as pod_services
 from tests.conftest import add_provider
 from tests.keystone_server import Identity, keystone_url
 from tests.test_keystone import call

@@ -15,10 +15,19 @@ from django.db import connection, transaction
 
 from allocations.importer.source import TABLES, check_revision
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from allocations.pods.models import Pod, PodBinding
-from providers.models import (Aggregate, Event, EventProvider, Inventory, ProviderAggregate,
-                              ProviderTrait, ResourceClass, ResourceProvider, Trait,
-                              UsageSnapshot)
+from providers.models import (
+    Aggregate,
+    Event,
+    EventProvider,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+    UsageSnapshot,
+)
+from providers.pods.models import Pod, PodBinding
 
 ERROR, WARNING = 'ERROR', 'WARNING'
 

@@ -3,9 +3,9 @@ from django import forms
 from django.core.validators import RegexValidator
 from django.http import QueryDict
 
-from allocations.pods.schemas import AFFINITY_PATTERN
 from placement_site import errors
 from placement_site.querystring import parse_resources
+from providers.pods.schemas import AFFINITY_PATTERN
 
 
 class UsageFilter(forms.Form):

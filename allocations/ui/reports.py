@@ -8,17 +8,22 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
-from allocations import capacity
-from allocations.flavors import Flavor, configured_flavors
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
-from allocations.pods import pipeline, selection
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from allocations.ui import exports
 from placement_site.api import timestamp
-from providers import books, changes, scopes
-from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ResourceClass,
-                              ResourceProvider)
+from providers import books, capacity, changes, scopes
+from providers.flavors import Flavor, configured_flavors
+from providers.models import (
+    Aggregate,
+    Event,
+    Inventory,
+    ProviderAggregate,
+    ResourceClass,
+    ResourceProvider,
+)
+from providers.pods import pipeline, selection
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 
 
 def class_summary():
@@ -50,7 +55,7 @@ class FlavorFit:
 
 def flavor_fits(scope, groups):
     """{group key: [FlavorFit]} for the configured flavors in the groups
-    (allocations.capacity, as GET /capacity counts them), and why none fits
+    (providers.capacity, as GET /capacity counts them), and why none fits
     where none does. Four queries (one more per part of the scope when a flavor fits none),
     whatever the number of groups."""
     flavors = configured_flavors()
@@ -81,7 +86,8 @@ def fullest_inventories(limit=10):
     """The inventories closest to full, with their providers (one query)."""
     return list(Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
                 .select_related('resource_provider', 'resource_class')
-                .order_by(F('utilization').desc(nulls_last=True), 'resource_provider__name')[:limit])
+                .order_by(F('utilization').desc(nulls_last=True),
+                          'resource_provider__name')[:limit])
 
 
 def cloud_counts():

@@ -9,7 +9,6 @@ from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
-from allocations import flavors
 from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
@@ -17,7 +16,7 @@ from allocations.ui.forms import ExplorerForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, candidates, changes
+from providers import books, candidates, changes, flavors
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 TOP_CONSUMERS = 20

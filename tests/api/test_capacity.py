@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.pods import services as pod_services
-from allocations.pods.models import Pod
+from providers.pods import services as pod_services
+from providers.pods.models import Pod
 from tests.conftest import add_allocation, add_provider, assert_error
 
 ROW = 'a0000000-0000-4000-8000-00000000000a'

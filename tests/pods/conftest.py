@@ -4,7 +4,7 @@ import uuid as uuid_lib
 
 import pytest
 
-from allocations.pods import services
+from providers.pods import services
 from tests.conftest import add_allocation, add_provider
 
 

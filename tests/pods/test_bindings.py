@@ -1,4 +1,4 @@
-"""Binding tenants to pods through allocations.pods.services: a request
+"""Binding tenants to pods through providers.pods.services: a request
 keeps the open binding while its pod passes the filters and otherwise
 rebinds, ending the old binding with the reason its pod failed (threshold,
 maintenance, capacity, zone); admins bind and unbind; the history keeps
@@ -7,10 +7,10 @@ binding per tenant and affinity."""
 import pytest
 from django.db import IntegrityError, transaction
 
-from allocations.pods import services
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from allocations.pods.selection import BindingRequest
 from placement_site import exceptions
+from providers.pods import services
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.selection import BindingRequest
 
 GENERAL = BindingRequest('tenant1')
 CAD = BindingRequest('tenant1', affinity='resource=CAD')

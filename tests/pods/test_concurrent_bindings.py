@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from allocations.pods.models import PodBinding
+from providers.pods.models import PodBinding
 from tests.test_concurrency import WRITERS, Server, together
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -12,11 +12,19 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from allocations.pods import pipeline, selection, services
-from allocations.pods.models import Pod, PodBinding
-from allocations.pods.selection import (AllPodsFilter, AvailabilityZoneFilter, BelowThresholdFilter,
-                                        BindingRequest, CapacityFilter, CreationTimeWeigher,
-                                        EnabledFilter, IdleCapacityWeigher, ResourceAffinityFilter)
+from providers.pods import pipeline, selection, services
+from providers.pods.models import Pod, PodBinding
+from providers.pods.selection import (
+    AllPodsFilter,
+    AvailabilityZoneFilter,
+    BelowThresholdFilter,
+    BindingRequest,
+    CapacityFilter,
+    CreationTimeWeigher,
+    EnabledFilter,
+    IdleCapacityWeigher,
+    ResourceAffinityFilter,
+)
 from tests.conftest import add_allocation, add_provider
 
 GENERAL = BindingRequest('tenant1')
@@ -220,7 +228,7 @@ def test_settings_name_the_filters_and_weighers(cloud, settings):
     cloud.pod('Pod2', {'VCPU': {'total': 64}}, state=Pod.MAINTENANCE)
     cloud.pod('Pod3', {'VCPU': {'total': 64}})
     settings.PLACEMENT_POD_FILTERS = [
-        'AllPodsFilter', 'allocations.pods.selection.EnabledFilter']
+        'AllPodsFilter', 'providers.pods.selection.EnabledFilter']
     settings.PLACEMENT_POD_WEIGHERS = ['CreationTimeWeigher:1', 'IdleCapacityWeigher:3']
     assert [type(f).__name__ for f in pipeline.configured_filters()] == [
         'AllPodsFilter', 'EnabledFilter']

@@ -13,13 +13,12 @@ from django.urls import reverse
 
 from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from allocations.pods import services as pod_services
-from allocations.pods.admin import PodForm
-from allocations.pods.models import Pod, PodBinding
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
-from providers.models import (Aggregate, Inventory, ResourceClass, ResourceProvider, Trait)
-
+from providers.models import Aggregate, Inventory, ResourceClass, ResourceProvider, Trait
+from providers.pods import services as pod_services
+from providers.pods.admin import PodForm
+from providers.pods.models import Pod, PodBinding
 from tests.conftest import generation, new_uuid, unchanged
 
 AGGREGATE = str(uuid_lib.uuid4())
@@ -709,7 +708,7 @@ def test_changelist_queries_do_not_grow_with_rows(admin_client, db):
     assert many['Consumer'][1] == 50
 
 
-# ---- pods and pod bindings: written through allocations.pods.services ---------------
+# ---- pods and pod bindings: written through providers.pods.services ---------------
 
 POD_AGGREGATE = 'a907b3a5-4aba-478a-b4d6-3ed46d0c5e21'  # fixed: it names a test id
 IN_USE = ('Cannot delete pod “Pod1”: Pod Pod1 has bindings, whose history is kept: put it '

@@ -16,13 +16,20 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
-from allocations.pods import services as pod_services
-from allocations.pods.models import Pod, PodBinding
-from allocations.pods.selection import BindingRequest
 from allocations.ui import reports, templatetags
 from allocations.ui.paging import PAGE_SIZE
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    Aggregate,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
+from providers.pods import services as pod_services
+from providers.pods.models import Pod, PodBinding
+from providers.pods.selection import BindingRequest
 from tests.conftest import bulk_trees, new_uuid
 from tests.pods.conftest import Cloud
 

@@ -47,15 +47,14 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ProjectUsageSnapshot
-from allocations.pods import selection
-from allocations.pods import services as pod_services
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from allocations.pods.selection import BindingRequest
 from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
-from providers import services, trends
 from placement_site.exceptions import PlacementDomainError
-from providers import rules
+from providers import rules, services, trends
 from providers.models import Inventory, ResourceProvider, Trait, UsageSnapshot
+from providers.pods import selection
+from providers.pods import services as pod_services
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.selection import BindingRequest
 
 NAMESPACE = uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, 'https://placement.invalid/load_demo')
 

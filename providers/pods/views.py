@@ -1,13 +1,20 @@
 """The pod API (not part of OpenStack Placement): /pods and /pod_bindings,
 with Placement's authentication, policy, error format and microversion
 header, the same at every microversion."""
-from allocations.pods import schemas, selection, services
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from placement_site import errors, exceptions
-from placement_site.api import (PlacementViewSet, accept_json, json_body, page_after_marker,
-                                query_params, require_json, timestamp)
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    json_body,
+    page_after_marker,
+    query_params,
+    require_json,
+    timestamp,
+)
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
+from providers.pods import schemas, selection, services
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 
 POD_POLICY = 'placement:pods:%s'
 BINDING_POLICY = 'placement:pod_bindings:%s'

@@ -1,6 +1,6 @@
 """Django admin for pods and pod bindings.
 
-Every write goes through allocations.pods.services, as the API's do: pods
+Every write goes through providers.pods.services, as the API's do: pods
 are created, changed and deleted with pod_create, pod_update and
 pod_delete (a pod anybody was ever bound to is kept: its bindings are
 history); a binding is added as an admin's explicit binding (binding_bind,
@@ -24,13 +24,19 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from allocations.pods import schemas, selection, services
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding, affinity_tag
 from placement_site import exceptions
-from placement_site.admin import (RelatedOnly, ServiceAdmin, YesNoFilter, adopt, change_url,
-                                  changelist_link)
+from placement_site.admin import (
+    RelatedOnly,
+    ServiceAdmin,
+    YesNoFilter,
+    adopt,
+    change_url,
+    changelist_link,
+)
 from placement_site.validation import NAME_PATTERN, is_uuid_like
 from providers.models import ResourceProvider
+from providers.pods import schemas, selection, services
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding, affinity_tag
 
 TAGS_RULE = schemas.POD_FIELDS['affinity_tags']
 THRESHOLDS_RULE = schemas.POD_FIELDS['thresholds']

@@ -2,9 +2,19 @@
 Placement): /pods and /pod_bindings."""
 from drf_spectacular.utils import extend_schema_view
 
-from allocations.pods import schemas, views
-from placement_site.openapi import (LINKS, UUID, Component, closed, link, operation, path, query,
-                                    request_body, resources_map)
+from placement_site.openapi import (
+    LINKS,
+    UUID,
+    Component,
+    closed,
+    link,
+    operation,
+    path,
+    query,
+    request_body,
+    resources_map,
+)
+from providers.pods import schemas, views
 
 # ---- answers ----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ A pod is a pool (an aggregate of providers) that must serve a tenant's
 VMs and volumes together. Tenants are bound to one pod per resource
 affinity (general purpose, or a tag such as resource=CAD); a binding that
 ends is kept, with when and why, so the history is never overwritten.
-Writes go through allocations.pods.services.
+Writes go through providers.pods.services.
 """
 from django.db import models
 from django.db.models import Q
@@ -95,7 +95,7 @@ class PodBinding(models.Model):
     """A tenant's work of one affinity goes to `pod` from `started_at`
     until `ended_at` (open while None), which `end_reason` explains."""
     # Why a binding ended: the pod failed the filter that names the reason
-    # (see allocations.pods.selection), or an admin moved the tenant.
+    # (see providers.pods.selection), or an admin moved the tenant.
     THRESHOLD = 'threshold'
     CAPACITY = 'capacity'
     MAINTENANCE = 'maintenance'

@@ -2,10 +2,16 @@
 books and "how many more fit" per group, as JSON or CSV."""
 from drf_spectacular.utils import OpenApiResponse, extend_schema_view
 
-from allocations import capacity
-from allocations.api import capacity as views
-from placement_site.openapi import (RESOURCES_GRAMMAR, Component, closed, operation, query,
-                                    resources_map)
+from placement_site.openapi import (
+    RESOURCES_GRAMMAR,
+    Component,
+    closed,
+    operation,
+    query,
+    resources_map,
+)
+from providers import capacity
+from providers.api import capacity as views
 
 _CLASS_LIST = {'type': 'string', 'pattern': '^[A-Z0-9_]+(?:,[A-Z0-9_]+)*$',
                'example': 'VCPU,MEMORY_MB'}

@@ -1,6 +1,6 @@
 """How many more claims of a request shape fit a group of providers, from
 the slots its inventories offer: count_fits() and its max flows. Pure
-Python on per-tree sums; allocations.capacity reads those sums from the
+Python on per-tree sums; providers.capacity reads those sums from the
 database (providers.rules.slots is the slot rule).
 """
 import collections

@@ -11,7 +11,7 @@ inventories (providers.books.ClassUsage).
 "How many more fit" is the largest number of successive claims of the
 request shape (`resources=VCPU:4,MEMORY_MB:8192,...`, Placement's
 unsuffixed group) that GET /allocation_candidates would grant one after
-another using only the group's providers; allocations.fits.count_fits says
+another using only the group's providers; providers.fits.count_fits says
 how it is counted.
 
 The database does the sums: each group's books, and for every tree no
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, Sum, When
 from django.db.models.lookups import GreaterThanOrEqual
 
-from allocations.fits import Fit, count_fits
-from allocations.pods.models import Pod
 from providers import books, changes, scopes
+from providers.fits import Fit, count_fits
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
+from providers.pods.models import Pod
 from providers.rules import slots_sql, takes_sql
 
 CLOUD = 'cloud'

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from allocations.pods import selection
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from placement_site import exceptions
 from placement_site.queries import retried
 from placement_site.validation import normalize_uuid
 from providers import querysets
 from providers import services as provider_services
+from providers.pods import selection
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 
 POD_FIELDS = ('name', 'availability_zone', 'affinity_tags', 'thresholds', 'state')
 

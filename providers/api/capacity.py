@@ -1,16 +1,15 @@
 """GET /capacity (not part of OpenStack Placement): capacity, reserved,
 used, free and utilization per resource class for each group of providers,
-and how many more of a request shape fit in each (allocations.capacity).
+and how many more of a request shape fit in each (providers.capacity).
 JSON, or CSV with format=csv or an Accept header preferring text/csv."""
 import csv
 import io
 
 from django.http import StreamingHttpResponse
 
-from allocations import capacity
 from placement_site import errors, exceptions, querystring
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import querysets
+from providers import capacity, querysets
 
 POLICY = 'placement:capacity:show'
 

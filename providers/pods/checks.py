@@ -4,7 +4,7 @@ check` and the server's start, instead of failing binding requests."""
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from allocations.pods import pipeline
+from providers.pods import pipeline
 
 
 @checks.register()

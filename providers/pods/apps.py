@@ -2,11 +2,11 @@ from importlib import import_module
 
 from django.apps import AppConfig
 
-from allocations.pods import checks  # noqa: F401  (registers the system checks)
+from providers.pods import checks  # noqa: F401  (registers the system checks)
 
 
 class PodsConfig(AppConfig):
-    name = 'allocations.pods'
+    name = 'providers.pods'
     label = 'pods'
     verbose_name = 'Pods'
 

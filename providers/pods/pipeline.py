@@ -6,8 +6,8 @@ Filters refuse pods, in order, each saying why; each weigher's weights of
 the pods left are normalised to 0..1, multiplied by its multiplier and
 summed; the highest total wins, ties going to the older pod. The standard
 filters and weighers, and the pods' books they read, are in
-allocations.pods.selection. This module reads nothing from the database,
-so the system checks (allocations.pods.checks) can build the pipeline
+providers.pods.selection. This module reads nothing from the database,
+so the system checks (providers.pods.checks) can build the pipeline
 before any model is loaded.
 """
 import math
@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 # Where the filters and weighers named without a dotted path live.
-STANDARD = 'allocations.pods.selection'
+STANDARD = 'providers.pods.selection'
 
 
 class PodFilter:
@@ -74,7 +74,7 @@ class Selection:
 
 def _named(name, kind):
     """An instance of the filter or weigher class `name`: a dotted path, or
-    the name of one of allocations.pods.selection's, resolved when the
+    the name of one of providers.pods.selection's, resolved when the
     pipeline is built (as Django resolves middleware names)."""
     path = name if '.' in name else f'{STANDARD}.{name}'
     try:

@@ -1,19 +1,19 @@
 """Choosing a pod for a tenant's binding request: the standard filters and
-weighers of the pipeline (allocations.pods.pipeline runs those settings
+weighers of the pipeline (providers.pods.pipeline runs those settings
 name), the pods' books they read, and choose(), which runs it.
 
 Every pod is looked at with its live books (providers.books.pool_books, as
 the pool pages read them), so one selection costs the same few queries
 however many pods and providers there are. Selecting reads and writes
-nothing; allocations.pods.services binds on its answer.
+nothing; providers.pods.services binds on its answer.
 """
 from dataclasses import dataclass, field
 
-from allocations.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from allocations.pods.pipeline import PodFilter, PodWeigher, normalise, select
 from placement_site import exceptions
 from providers import books
 from providers.models import Inventory, ResourceClass
+from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.pipeline import PodFilter, PodWeigher, normalise, select
 from providers.querysets import in_pools
 
 
