@@ -396,19 +396,24 @@ def worker_pids(multiproc):
 @pytest.mark.any_database  # its server is on an SQLite file of its own
 def test_several_workers_add_up(workers):
     url, multiproc, server = workers
-    with ThreadPoolExecutor(6) as pool:
-        statuses = list(pool.map(
-            lambda _: requests.get(url + '/resource_providers', headers=HEADERS,
-                                   timeout=30).status_code, range(REQUESTS)))
-    assert statuses == [200] * REQUESTS
-    # Served by more than one worker (the root requests of the start-up wait too).
-    assert len(worker_pids(multiproc)) >= 2
+    sent = 0
+    # A batch, and more until more than one worker has served (the root
+    # requests of the start-up wait too; on a busy machine one worker may
+    # win every accept of a batch).
+    while not sent or len(worker_pids(multiproc)) < 2:
+        assert sent < 10 * REQUESTS, 'one worker served every request'
+        with ThreadPoolExecutor(6) as pool:
+            statuses = list(pool.map(
+                lambda _: requests.get(url + '/resource_providers', headers=HEADERS,
+                                       timeout=30).status_code, range(REQUESTS)))
+        assert statuses == [200] * REQUESTS
+        sent += REQUESTS
     labels = {'route': '/resource_providers', 'method': 'GET', 'status': '200'}
     # Whichever worker answers the scrape, it counts every worker's requests.
     for _ in range(4):
         samples = live_scrape(url)
-        assert value(samples, 'placement_requests_total', **labels) == REQUESTS
-        assert value(samples, 'placement_request_duration_seconds_count', **labels) == REQUESTS
+        assert value(samples, 'placement_requests_total', **labels) == sent
+        assert value(samples, 'placement_request_duration_seconds_count', **labels) == sent
         assert value(samples, 'openstack_placement_up') == 1
     # A worker that exits (and is replaced) leaves its counts behind.
     pid = max(worker_pids(multiproc), key=lambda p: (multiproc / f'counter_{p}.db').stat().st_size)
@@ -418,4 +423,4 @@ def test_several_workers_add_up(workers):
     while Path(f'/proc/{pid}').exists():  # until the master has reaped it
         assert time.monotonic() < deadline, f'worker {pid} did not exit'
         time.sleep(0.05)
-    assert value(live_scrape(url), 'placement_requests_total', **labels) == REQUESTS
+    assert value(live_scrape(url), 'placement_requests_total', **labels) == sent
