@@ -9,6 +9,8 @@ number of queries per call (providers, inventories with usage, and once the
 class names), whatever the number of trees; traits are read once, for the
 answer's providers only. Constructing Summaries does no I/O.
 """
+import collections
+
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connections
 
@@ -97,11 +99,16 @@ class Summaries:
                 if summary is not None:
                     summary.traits = [trait_names[t] for t in trait_ids]
             return
+        # Sorted here, per provider: ORDER BY trait_id lets MariaDB walk the
+        # whole (trait, provider) index instead of the trees' few providers
+        # (15 of a 27 ms answer at 1,000 compute nodes).
+        trait_ids = collections.defaultdict(list)
         for provider_id, trait_id in provider_traits.values_list(
-                'resource_provider_id', 'trait_id').order_by('trait_id'):
-            summary = by_id.get(provider_id)
-            if summary is not None:
-                summary.traits.append(trait_names[trait_id])
+                'resource_provider_id', 'trait_id').order_by():
+            if provider_id in by_id:
+                trait_ids[provider_id].append(trait_id)
+        for provider_id, ids in trait_ids.items():
+            by_id[provider_id].traits = [trait_names[t] for t in sorted(ids)]
 
     def class_names(self):
         if self._class_names is None:
