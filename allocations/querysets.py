@@ -1,11 +1,11 @@
 """Reads of allocations and usages: a fixed number of queries each,
 whatever the number of providers or consumers."""
-from django.db.models import Count, OuterRef, Subquery, Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
 from allocations.models import Allocation, ConsumerType
 from placement_site.queries import storable
-from providers.models import Inventory, ResourceClass
+from providers.models import Inventory
 
 
 def allocations_of_consumer(consumer_uuid):
@@ -39,10 +39,9 @@ def provider_usages(provider):
 
 def project_usages(project_id, user_id=None):
     """{resource class: used} over a project's (and user's) consumers."""
-    rows = _owned(project_id, user_id).values('resource_class_id').annotate(
-        used=Coalesce(Sum('used'), 0), class_name=_class_name()).order_by(
-        'resource_class_id')   # as Placement groups
-    return {row['class_name']: row['used'] for row in rows}
+    rows = _owned(project_id, user_id).values('resource_class__name').annotate(
+        used=Coalesce(Sum('used'), 0)).order_by('resource_class_id')   # as Placement groups
+    return {row['resource_class__name']: row['used'] for row in rows}
 
 
 def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None):
@@ -62,11 +61,10 @@ def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None
     else:
         group = ['consumer__consumer_type__name']
     usages = {}
-    by_class = allocations.values(*group, 'resource_class_id').annotate(
-        used=Sum('used'), class_name=_class_name())
+    by_class = allocations.values(*group, 'resource_class__name').annotate(used=Sum('used'))
     for row in by_class:
         key = _type_key(row, group, consumer_type)
-        usages.setdefault(key, {})[row['class_name']] = row['used']
+        usages.setdefault(key, {})[row['resource_class__name']] = row['used']
     if group:
         counts = allocations.values(*group).annotate(consumers=Count('consumer', distinct=True))
     else:
@@ -76,15 +74,6 @@ def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None
         if key in usages:
             usages[key]['consumer_count'] = row['consumers']
     return usages
-
-
-def _class_name():
-    """The name of a row's resource class, beside its id. Joining
-    resource_classes instead lets MariaDB walk every allocation by class
-    rather than the project's consumers (28 against 9 ms at 1,000 compute
-    nodes)."""
-    return Subquery(ResourceClass.objects.filter(pk=OuterRef('resource_class_id')).values(
-        'name').order_by())
 
 
 def _type_key(row, group, consumer_type):
