@@ -17,6 +17,8 @@ the answer is known to be empty then match nothing instead of raising.
 import dataclasses
 from types import SimpleNamespace
 
+from django.db.models import CharField, Value
+
 from placement_site import exceptions
 from placement_site.queries import storable
 from providers.candidates.findings import (
@@ -99,19 +101,29 @@ class Research:
         raise not_found
 
     def _lookups(self):
-        """Names to ids for every class and trait in the request (2 queries);
-        unknown names raise when first used, as Placement answers 400."""
+        """Names to ids for every class and trait in the request (one
+        query); unknown names raise when first used, as Placement answers
+        400."""
         query = self.query
         class_names = {rc for g in query.groups.values() for rc in g.resources}
-        self.class_ids = dict(ResourceClass.objects.filter(
-            name__in=[n for n in class_names if storable(n)]).values_list('name', 'id'))
         trait_names = set(query.params.root_required) | set(query.params.root_forbidden)
         for group in query.groups.values():
             trait_names |= set(group.forbidden_traits)
             for any_of in group.required_traits:
                 trait_names |= any_of
-        self.trait_ids = dict(Trait.objects.filter(
-            name__in=[n for n in trait_names if storable(n)]).values_list('name', 'id'))
+        parts = []
+        for model, kind, names in ((ResourceClass, 'class', class_names),
+                                   (Trait, 'trait', trait_names)):
+            names = [n for n in names if storable(n)]
+            if names:
+                parts.append(model.objects.filter(name__in=names).annotate(
+                    kind=Value(kind, output_field=CharField())).values_list(
+                    'kind', 'name', 'id').order_by())
+        if not parts:
+            return
+        ids = {'class': self.class_ids, 'trait': self.trait_ids}
+        for kind, name, pk in parts[0].union(*parts[1:], all=True):
+            ids[kind][name] = pk
 
     # -- request-wide
 

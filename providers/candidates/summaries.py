@@ -4,10 +4,10 @@ to check the capacity of a combination; the answer lists them.
 
 They are loaded only for the trees that need them: those of the candidates
 returned (after any limit), and, when several groups are combined, those
-being combined: the selector asks for them. Loading is a fixed
-number of queries per call (providers, inventories with usage, and once the
-class names), whatever the number of trees; traits are read once, for the
-answer's providers only. Constructing Summaries does no I/O.
+being combined: the selector asks for them. Loading is two queries per
+call (providers, inventories with usage and their class names), whatever
+the number of trees; traits are read once, for the answer's providers only,
+and named from one read of the traits. Constructing Summaries does no I/O.
 """
 import collections
 
@@ -15,7 +15,7 @@ from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connections
 
 from providers import rules
-from providers.models import Inventory, ProviderTrait, ResourceClass, ResourceProvider, Trait
+from providers.models import Inventory, ProviderTrait, ResourceProvider, Trait
 
 # Above this many trees, reading whole tables beats a huge IN list.
 WHOLE_TABLE_THRESHOLD = 1000
@@ -40,7 +40,6 @@ class Summaries:
         self.wide = wide     # the RequestFindings: the roots of the providers
         self.by_id = {}      # provider id -> ProviderSummary
         self.loaded_roots = set()
-        self._class_names = None
         self._trait_names = None
 
     def _roots(self, requests):
@@ -67,20 +66,22 @@ class Summaries:
                 'id', 'uuid', 'parent_provider_id', 'root_provider_id'):
             if root_id in new_roots and pk not in self.by_id:
                 added[pk] = ProviderSummary(pk, uuid, parent_id, root_id)
-        class_names = self.class_names()
-        for provider_id, class_id, total, reserved, ratio, max_unit, used in \
+        names = {}  # each class's name once, however many rows carry it
+        for provider_id, name, total, reserved, ratio, max_unit, used in \
                 inventories.values_list(
-                    'resource_provider_id', 'resource_class_id', 'total', 'reserved',
+                    'resource_provider_id', 'resource_class__name', 'total', 'reserved',
                     'allocation_ratio', 'max_unit', 'used').order_by('id'):
             summary = added.get(provider_id)
             if summary is not None:
-                summary.resources[class_names[class_id]] = (
+                summary.resources[names.setdefault(name, name)] = (
                     int(rules.capacity(total, reserved, ratio)), int(used or 0), max_unit)
         self.by_id.update(added)
 
     def _load_traits(self, summaries):
         """The traits of these summaries, in trait id order (as Placement's
-        (trait, provider) key gives them)."""
+        (trait, provider) key gives them): ids, named from one read of the
+        traits (aggregating the names instead costs PostgreSQL more than
+        that read)."""
         by_id = {s.id: s for s in summaries}
         if not by_id:
             return
@@ -109,11 +110,6 @@ class Summaries:
                 trait_ids[provider_id].append(trait_id)
         for provider_id, ids in trait_ids.items():
             by_id[provider_id].traits = [trait_names[t] for t in sorted(ids)]
-
-    def class_names(self):
-        if self._class_names is None:
-            self._class_names = dict(ResourceClass.objects.values_list('id', 'name'))
-        return self._class_names
 
     def trait_names(self):
         if self._trait_names is None:
