@@ -6,6 +6,7 @@ schema for the requested microversion, the service or queryset call, then a
 JSON answer with Last-Modified / Cache-Control from 1.15.
 """
 import functools
+import itertools
 import json
 import math
 from datetime import timezone as dt_timezone
@@ -14,10 +15,10 @@ from urllib.parse import unquote_to_bytes
 import jsonschema
 import orjson
 from django.db import OperationalError
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import http_date
-from django.utils import timezone
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import viewsets
 from rest_framework.negotiation import BaseContentNegotiation
@@ -322,6 +323,33 @@ def page_after_marker(request, rows, params, default, maximum):
     return page, links
 
 
+# A chunked answer larger than this is streamed (PlacementViewSet.respond_chunks).
+STREAM_AFTER = 1 << 20
+
+
+def _continued(written, chunks):
+    # A generator: closing the answer closes `chunks` (and its search) too.
+    yield from written
+    yield from chunks
+
+
+def list_chunks(key, items, per_chunk=1000):
+    """`{key: [item, ...]}` as json.dumps writes it, in bytes chunks of
+    `per_chunk` items: for respond_chunks, the items made as they are read."""
+    yield ('{%s: [' % json.dumps(key)).encode()
+    separator = ''
+    for batch in _batched(items, per_chunk):
+        yield (separator + json.dumps(batch)[1:-1]).encode()
+        separator = ', '
+    yield b']}'
+
+
+def _batched(items, size):
+    items = iter(items)
+    while batch := list(itertools.islice(items, size)):
+        yield batch
+
+
 def fast_dumps(body):
     """JSON of an ASCII body, with orjson; json.dumps for what orjson cannot
     take (integers beyond 64 bits: a capacity with a huge allocation ratio)."""
@@ -376,6 +404,30 @@ class PlacementViewSet(viewsets.ViewSet):
             self._cache_headers(response, last_modified)
         if location:
             response['Location'] = self.request.build_absolute_uri(location)
+        return response
+
+    def respond_chunks(self, chunks, *, last_modified=None):
+        """A JSON answer written in chunks (bytes): sent whole, as respond()
+        sends it, when it comes to less than STREAM_AFTER bytes; streamed as
+        it is written when larger, so that a worker's memory does not grow
+        with the answer. Any error before that point is answered as usual.
+        last_modified may be a function of whether the chunks were all
+        written (it is called before the rest are)."""
+        chunks = iter(chunks)
+        written, size, complete = [], 0, True
+        for chunk in chunks:
+            written.append(chunk)
+            size += len(chunk)
+            if size >= STREAM_AFTER:
+                complete = False
+                response = StreamingHttpResponse(_continued(written, chunks),
+                                                 content_type='application/json')
+                break
+        else:
+            response = HttpResponse(b''.join(written), content_type='application/json')
+        if callable(last_modified):
+            last_modified = last_modified(complete)
+        self._cache_headers(response, last_modified)
         return response
 
     def no_content(self, *, status=204, location=None, last_modified=None,

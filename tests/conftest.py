@@ -46,6 +46,9 @@ class PlacementClient:
         if data or content_type != 'application/json':
             kwargs['content_type'] = content_type
         response = self.client.generic(method, path, data=data, **kwargs)
+        # The answer's bytes, whether sent whole or streamed.
+        response.bytes = (b''.join(response.streaming_content) if response.streaming
+                          else response.content)
         response.body = _json_or_none(response)
         return response
 
@@ -124,9 +127,18 @@ def allocation_body(rp):
             'user_id': 'user', 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
 
 
+def lasting_headers(response):
+    """The answer's headers but those that differ from one request to the
+    next (its id and time); Content-Length: None when there is none."""
+    headers = {k: v for k, v in response.items()
+               if k not in ('x-openstack-request-id', 'Last-Modified')}
+    return {'Content-Length': None, **headers}
+
+
 def _json_or_none(response):
-    if response.get('Content-Type', '').startswith('application/json') and response.content:
-        return json.loads(response.content)
+    if (response.get('Content-Type', '').startswith('application/json') and response.bytes
+            and 'Content-Encoding' not in response):
+        return json.loads(response.bytes)
     return None
 
 

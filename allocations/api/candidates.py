@@ -3,6 +3,7 @@ views and their answers. Parsing and the search itself live in
 providers.candidates."""
 import contextlib
 
+import orjson
 from django.utils import timezone
 
 from placement_site import errors, exceptions, microversion, replicas
@@ -35,35 +36,128 @@ def unknown_names_refused():
 
 
 # ---- the answer ------------------------------------------------------------------
+# Written as JSON text, candidate by candidate, so that a large answer is
+# sent as it is made (PlacementViewSet.respond_chunks) instead of built whole
+# in memory. Byte for byte what orjson makes of the answer as one object:
+# uuids, class names, suffixes and trait names are ASCII.
 
-def answer_body(result, groups, version):
-    summaries = result.summaries_by_id
-    uuid_of = {pk: summary.uuid for pk, summary in summaries.items()}
-    as_dict, with_mappings = version.matches((1, 12)), version.matches((1, 34))
-    requests = []
-    for request in result.allocation_requests:
+CHUNK_CANDIDATES = 2000
+
+
+def _json(value):
+    return orjson.dumps(value).decode()
+
+
+class _Writer:
+    """The JSON of a candidate's allocations and mappings at a microversion,
+    from fragments written once per provider (and amounts) and per
+    combined group request."""
+
+    def __init__(self, result, version):
+        self.uuid_of = {pk: _json(s.uuid) for pk, s in result.summaries_by_id.items()}
+        self.as_dict, self.with_mappings = version.matches((1, 12)), version.matches((1, 34))
+        self.root_of = result.wide.root_of
+        self.roots = set()       # the trees the candidates written use (streamed results)
+        self._providers = {}     # (provider id, ((class, amount), ...)) -> fragment
+        self._parts = {}         # id(group request) -> (allocations, mappings, provider ids)
+
+    def candidate(self, request):
+        parts = request.parts
+        if parts is not None:
+            written = [self._part(part) for part in parts]
+            providers, total = set(), 0
+            for _, _, ids in written:
+                providers |= ids
+                total += len(ids)
+            if len(providers) == total:  # no provider in two groups: nothing to sum
+                # (A group that asks for no resources maps a provider but
+                # allocates nothing.)
+                return self._entry(','.join(w[0] for w in written if w[0]),
+                                   ','.join(w[1] for w in written if w[1]))
+        return self._entry(*self._fragments(request))
+
+    def _entry(self, allocations, mappings):
+        if not self.as_dict:
+            return '{"allocations":[%s]}' % allocations
+        if self.with_mappings:
+            return '{"allocations":{%s},"mappings":{%s}}' % (allocations, mappings)
+        return '{"allocations":{%s}}' % allocations
+
+    def _part(self, part):
+        # Keyed by identity: the combined requests' parts live as long as
+        # the search that is being written.
+        written = self._parts.get(id(part))
+        if written is None:
+            allocations, mappings = self._fragments(part)
+            ids = frozenset(p for p, _, _ in part.resources)
+            self.roots.update(self.root_of(part, p) for p in ids)
+            written = self._parts[id(part)] = (allocations, mappings, ids)
+        return written
+
+    def _fragments(self, request):
         by_provider = {}
         for provider_id, class_name, amount in request.resources:
-            uuid = uuid_of[provider_id]
-            if uuid in by_provider:
-                by_provider[uuid][class_name] = amount
+            by_provider.setdefault(provider_id, []).append((class_name, amount))
+        allocations = ','.join(self._provider(p, tuple(amounts))
+                               for p, amounts in by_provider.items())
+        mappings = ''
+        if self.with_mappings:
+            uuid_of = self.uuid_of
+            mappings = ','.join('%s:[%s]' % (_json(suffix), ','.join(uuid_of[p] for p in ids))
+                                for suffix, ids in request.mappings.items())
+        return allocations, mappings
+
+    def _provider(self, provider_id, amounts):
+        key = (provider_id, amounts)
+        fragment = self._providers.get(key)
+        if fragment is None:
+            resources = _json(dict(amounts))
+            uuid = self.uuid_of[provider_id]
+            if self.as_dict:
+                fragment = '%s:{"resources":%s}' % (uuid, resources)
             else:
-                by_provider[uuid] = {class_name: amount}
-        if as_dict:
-            entry = {'allocations': {u: {'resources': r} for u, r in by_provider.items()}}
-            if with_mappings:
-                entry['mappings'] = {suffix: [uuid_of[p] for p in providers]
-                                     for suffix, providers in request.mappings.items()}
+                fragment = '{"resource_provider":{"uuid":%s},"resources":%s}' % (uuid, resources)
+            self._providers[key] = fragment
+        return fragment
+
+
+def answer_chunks(result, groups, version):
+    """The answer's JSON, in bytes chunks of a few thousand candidates."""
+    with no_cycle_collection():
+        yield from _chunks(result, groups, version)
+
+
+def _chunks(result, groups, version):
+    writer = _Writer(result, version)
+    chunk = ['{"allocation_requests":[']
+    first = True
+    for request in result.allocation_requests:
+        if first:
+            first = False
         else:
-            entry = {'allocations': [{'resource_provider': {'uuid': u}, 'resources': r}
-                                     for u, r in by_provider.items()]}
-        requests.append(entry)
+            chunk.append(',')
+        chunk.append(writer.candidate(request))
+        if len(chunk) >= 2 * CHUNK_CANDIDATES:
+            yield ''.join(chunk).encode()
+            chunk = []
+    chunk.append('],"provider_summaries":{')
+    summaries = result.summaries
+    if result.streamed:
+        with replicas.advisory_reads():
+            summaries = result.of_trees(writer.roots)
+    chunk.append(','.join(
+        summaries_fragments(summaries, result.summaries_by_id, groups, version)))
+    chunk.append('}}')
+    yield ''.join(chunk).encode()
+
+
+def summaries_fragments(summaries, by_id, groups, version):
+    """Each provider summary's `"uuid":{...}`."""
     requested = {name for g in groups.values() for name in g.resources}
     all_classes = version.matches((1, 27))
     with_traits = version.matches((1, 17))
     with_tree = version.matches((1, 29))
-    provider_summaries = {}
-    for summary in result.summaries:
+    for summary in summaries:
         entry = {'resources': {
             name: {'capacity': capacity, 'used': used}
             for name, (capacity, used, _max_unit) in summary.resources.items()
@@ -72,10 +166,10 @@ def answer_body(result, groups, version):
             entry['traits'] = summary.traits
         if with_tree:
             entry['parent_provider_uuid'] = (
-                uuid_of[summary.parent_id] if summary.parent_id else None)
-            entry['root_provider_uuid'] = uuid_of[summary.root_id]
-        provider_summaries[summary.uuid] = entry
-    return {'allocation_requests': requests, 'provider_summaries': provider_summaries}
+                by_id[summary.parent_id].uuid if summary.parent_id else None)
+            entry['root_provider_uuid'] = by_id[summary.root_id].uuid
+        entry = fast_dumps(entry)
+        yield '%s:%s' % (_json(summary.uuid), entry if isinstance(entry, str) else entry.decode())
 
 
 class AllocationCandidatesViewSet(PlacementViewSet):
@@ -93,10 +187,10 @@ class AllocationCandidatesViewSet(PlacementViewSet):
     def _answer(self, candidate_query):
         # A call of its own: the search's objects are freed when it returns,
         # before the cycle collector is back on (it would walk every one).
-        result = select_candidates(candidate_query)
-        # The answer is uuids, class and trait names and numbers: ASCII.
-        return self.respond(answer_body(result, candidate_query.groups, self.version),
-                            last_modified=timezone.now(), dumps=fast_dumps)
+        result = select_candidates(candidate_query, lazy=True)
+        return self.respond_chunks(
+            answer_chunks(result, candidate_query.groups, self.version),
+            last_modified=timezone.now())
 
 
 class ExplainViewSet(PlacementViewSet):

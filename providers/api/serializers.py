@@ -1,4 +1,7 @@
 """Providers, inventories and resource classes as Placement's JSON."""
+from django.db.models import Max
+from django.db.models.functions import Coalesce
+
 from providers.models import INVENTORY_FIELDS
 
 
@@ -47,11 +50,31 @@ def resource_class_url(request, name):
 
 
 def resource_class(request, rc):
-    return {'name': rc.name, 'links': [{'rel': 'self', 'href': resource_class_url(request, rc.name)}]}
+    return {'name': rc.name,
+            'links': [{'rel': 'self', 'href': resource_class_url(request, rc.name)}]}
 
 
 def trait_url(request, name):
     return f"{request.META.get('SCRIPT_NAME', '')}/traits/{name}"
+
+
+class Latest:
+    """The newest change among objects seen one by one, or asked of the
+    database for a queryset (None when there are none)."""
+
+    def __init__(self):
+        self.moment = None
+
+    def seen(self, obj):
+        moment = obj.updated_at or obj.created_at
+        if self.moment is None or moment > self.moment:
+            self.moment = moment
+        return obj
+
+    @staticmethod
+    def of(queryset):
+        return queryset.order_by().aggregate(
+            moment=Max(Coalesce('updated_at', 'created_at')))['moment']
 
 
 def latest(objects):

@@ -42,11 +42,15 @@ class Combination:
                     self.multi_group_classes.add(name)
                 self.class_totals[name] += amount
 
-    def candidates(self, by_suffix, findings, summaries):
+    def candidates(self, by_suffix, findings, summaries, lazy=False):
         """The Combined candidates of the groups' requests ({suffix:
         requests}), given the groups' findings ({suffix: GroupFindings})
         and, when several groups are combined, the summaries ({provider id:
-        ProviderSummary}) of every tree their requests use."""
+        ProviderSummary}) of every tree their requests use. lazy=True, when
+        streams(): several groups' candidates as an iterator that makes
+        them as they are read (no COMBINED record: they are not counted)."""
+        if lazy and len(by_suffix) > 1:
+            return Combined(self.iter_combined(by_suffix, summaries), None, [])
         requests = self.merge(by_suffix, findings, summaries)
         record = StageRecord(Stage.COMBINED, '', len(requests))
         requests, summarized = self.exclude_nested(requests)
@@ -76,81 +80,113 @@ class Combination:
             return limit
         return None
 
+    def streams(self):
+        """Can the candidates be handed on as they are made (candidates(...,
+        lazy=True))? Not when all of them are needed first: to draw some at
+        random or to drop nested ones."""
+        return not self.settings.randomize and not self._excluding()
+
     def merge(self, by_suffix, findings, summaries):
-        stop_at = self.stop_at()
         if len(by_suffix) == 1:
-            # One group: its requests are the candidates (every provider in
-            # them passed the capacity check for its amount), less the
-            # copies a sharing provider makes for each tree it serves.
-            merged, seen = [], set()
-            sharing = self.wide.sharing
-            suffix, requests = next(iter(by_suffix.items()))
-            # A tree group's requests come without those copies already.
-            dedupe = bool(sharing) and not findings[suffix].tree_mode
-            for request in requests:
-                if dedupe and request.only_sharing(sharing):
-                    key = request.key()
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                merged.append(request)
-                if 0 <= stop_at <= len(merged):
-                    break
-            return merged
-        # Combining checks the capacity of each combination: with the
-        # summaries of every tree involved.
+            return self.one_group(by_suffix, findings)
+        return list(self.iter_combined(by_suffix, summaries))
+
+    def one_group(self, by_suffix, findings):
+        """One group: its requests are the candidates (every provider in
+        them passed the capacity check for its amount), less the copies a
+        sharing provider makes for each tree it serves."""
+        stop_at = self.stop_at()
+        merged, seen = [], set()
+        sharing = self.wide.sharing
+        suffix, requests = next(iter(by_suffix.items()))
+        # A tree group's requests come without those copies already.
+        dedupe = bool(sharing) and not findings[suffix].tree_mode
+        for request in requests:
+            if dedupe and request.only_sharing(sharing):
+                key = request.key()
+                if key in seen:
+                    continue
+                seen.add(key)
+            merged.append(request)
+            if 0 <= stop_at <= len(merged):
+                break
+        return merged
+
+    def iter_combined(self, by_suffix, summaries):
+        """The candidates of several groups, as they are made: per anchor
+        tree, the combinations that fit (checked with the summaries of
+        every tree involved) and meet group_policy and same_subtree."""
+        stop_at = self.stop_at()
         by_anchor = collections.defaultdict(lambda: collections.defaultdict(list))
         for suffix, requests in by_suffix.items():
             for request in requests:
                 by_anchor[request.anchor][suffix].append(request)
         all_suffixes = set(by_suffix)
         granular = len(all_suffixes - {''})
-        generators = [
-            self.products(list(lists.values()), summaries)
-            for lists in by_anchor.values()
-            if set(lists) == all_suffixes and self.tree_can_hold(lists, summaries)
-        ]
+        trees = [lists for lists in by_anchor.values()
+                 if set(lists) == all_suffixes and self.tree_can_hold(lists, summaries)]
+        generators = [self.products(list(lists.values()), summaries) for lists in trees]
+        # Two combinations come out the same only when they use sharing
+        # providers alone (once per tree they serve), or where a group has
+        # several requests on the same providers: only those are compared.
+        alike = {_anchor(lists) for lists in trees if _may_coincide(lists)}
+        sharing = self.wide.sharing
         if self.settings.strategy == 'breadth-first':
             combos = _roundrobin(generators)
         else:
             combos = itertools.chain(*generators)
-        merged = {}
+        seen, made = set(), 0
         for combo in combos:
             if not self.satisfies_group_policy(combo, granular):
                 continue
             if not self.satisfies_same_subtree(combo, summaries):
                 continue
-            request = consolidate(combo)
-            merged.setdefault(request.key(), request)
-            if 0 <= stop_at <= len(merged):
-                break
-        return list(merged.values())
+            request = CombinedRequest(combo)
+            if sharing or alike:
+                if combo[0].anchor in alike or request.only_sharing(sharing):
+                    key = request.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+            yield request
+            made += 1
+            if 0 <= stop_at <= made:
+                return
 
     def products(self, lists, summaries):
         """The cartesian product of the groups' requests, pruning prefixes
         that already exceed a provider's capacity or max_unit."""
         lists = [tuple(items) for items in lists]
+        last = len(lists) - 1
+        added = collections.Counter()   # (provider id, class) -> amount the prefix takes
+        limits = {}                     # (provider id, class) -> (free, max_unit)
+        for items in lists:
+            for request in items:
+                for provider_id, class_name, _ in request.resources:
+                    capacity, used, max_unit = summaries[provider_id].resources[class_name]
+                    limits[(provider_id, class_name)] = (capacity - used, max_unit)
+        chosen = [None] * len(lists)
 
-        def extend(index, chosen, amounts):
-            if index == len(lists):
-                yield tuple(chosen)
-                return
+        def extend(index):
             for request in lists[index]:
-                added = dict(amounts)
-                fits = True
+                taken = []
                 for provider_id, class_name, amount in request.resources:
                     key = (provider_id, class_name)
-                    total = added.get(key, 0) + amount
-                    capacity, used, max_unit = summaries[provider_id].resources[class_name]
-                    if used + total > capacity or total > max_unit:
-                        fits = False
+                    total = added[key] + amount
+                    free, max_unit = limits[key]
+                    if total > free or total > max_unit:
                         break
                     added[key] = total
-                if fits:
-                    chosen.append(request)
-                    yield from extend(index + 1, chosen, added)
-                    chosen.pop()
-        return extend(0, [], {})
+                    taken.append((key, amount))
+                else:
+                    chosen[index] = request
+                    if index == last:
+                        yield tuple(chosen)
+                    else:
+                        yield from extend(index + 1)
+                for key, amount in taken:
+                    added[key] -= amount
+        return extend(0)
 
     def tree_can_hold(self, lists, summaries):
         """Placement's pre-check: a tree whose providers together lack the
@@ -240,14 +276,54 @@ def _roundrobin(generators):
         pending.append(generator)
 
 
+def _anchor(lists):
+    return next(iter(lists.values()))[0].anchor
+
+
+def _may_coincide(lists):
+    """Can two combinations of this tree come out the same? Only when one
+    of its groups has two requests on the same providers (the same
+    mappings), which may sum to the same amounts."""
+    for requests in lists.values():
+        mapped = {tuple(sorted(p for ids in r.mappings.values() for p in ids)) for r in requests}
+        if len(mapped) < len(requests):
+            return True
+    return False
+
+
+class CombinedRequest(AllocationRequest):
+    """Several groups' requests in one tree taken together. Its resources
+    and mappings are summed when first read: an answer written from its
+    parts never needs them."""
+    __slots__ = ('parts', '_summed')
+
+    def __init__(self, parts):
+        self.parts = parts
+        self._summed = None
+
+    def _whole(self):
+        if self._summed is None:
+            self._summed = consolidate(self.parts)
+        return self._summed
+
+    anchor = property(lambda self: self.parts[0].anchor)
+    resources = property(lambda self: self._whole().resources)
+    mappings = property(lambda self: self._whole().mappings)
+    use_same_provider = property(lambda self: self._whole().use_same_provider)
+
+    def only_sharing(self, sharing):
+        return all(part.only_sharing(sharing) for part in self.parts)
+
+
 def consolidate(combo):
     """Requests of several groups -> one, summing amounts per provider/class."""
     amounts = {}
-    mappings = collections.defaultdict(set)
+    mappings = {}
     for request in combo:
         for provider_id, class_name, amount in request.resources:
-            amounts[(provider_id, class_name)] = amounts.get((provider_id, class_name), 0) + amount
-        for suffix, providers in request.mappings.items():
-            mappings[suffix] |= providers
+            key = (provider_id, class_name)
+            amounts[key] = amounts.get(key, 0) + amount
+        # Each group maps only its own suffix: no two parts share one.
+        mappings.update(request.mappings)
     return AllocationRequest(combo[0].anchor,
-                             [(p, c, a) for (p, c), a in amounts.items()], dict(mappings))
+                             [(p, c, a) for (p, c), a in amounts.items()], mappings)

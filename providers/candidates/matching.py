@@ -37,6 +37,8 @@ class AllocationRequest:
         return (tuple(sorted(self.resources)),
                 tuple(sorted((s, tuple(sorted(ids))) for s, ids in self.mappings.items())))
 
+    parts = None   # a CombinedRequest's: the groups' requests it takes together
+
     def only_sharing(self, sharing):
         """Does the request use sharing providers only? Only such a request
         can come out identical for several anchor trees."""

@@ -53,25 +53,36 @@ class SearchSettings:
 class CandidateResult:
     """What a search found: the documented result the API, the explorer and
     explain read."""
-    allocation_requests: list    # matching.AllocationRequest
+    allocation_requests: list    # matching.AllocationRequest (lazy: maybe an iterator)
     summaries: list              # summaries.ProviderSummary of the trees they use
     summaries_by_id: dict        # every summary loaded, by provider id
     wide: RequestFindings        # what the research found for the whole request
     findings: dict               # suffix -> GroupFindings, for the groups researched
     stages: list                 # findings.StageRecord of every stage, in order
+    of_trees: object = None      # lazy: the summaries of the trees given (one read)
+
+    @property
+    def streamed(self):
+        """Are the requests an iterator, made as they are read? Then every
+        provider they use is in summaries_by_id already, `summaries` is
+        None, and the answer's summaries are of_trees(the trees the
+        requests used), read once they all were."""
+        return self.summaries is None
 
 
-def select_candidates(query, *, settings=None, explain=False, counted=None):
+def select_candidates(query, *, settings=None, explain=False, counted=None, lazy=False):
     """The allocation candidates for a CandidateQuery.
 
     Unknown resource classes and traits raise ResourceClassNotFound and
     TraitNotFound. With explain=True every constraint is researched even
     once the answer is known to be empty (see research.Research), and, unless
     counted=False, every group's candidates are built to be counted (the
-    GROUP_CANDIDATES stage) even where a limit would take only a few.
+    GROUP_CANDIDATES stage) even where a limit would take only a few. With
+    lazy=True, several groups' candidates may come streamed (see
+    CandidateResult.streamed) when nothing needs them all first.
     """
     search = _Search(query, settings or SearchSettings.from_django(), explain,
-                     explain if counted is None else counted)
+                     explain if counted is None else counted, lazy)
     with no_cycle_collection():
         try:
             combined = search.run()
@@ -79,16 +90,19 @@ def select_candidates(query, *, settings=None, explain=False, counted=None):
             combined = Combined([], None, [])
         requests = combined.requests
         summaries = search.summaries
-        return CandidateResult(requests, summaries.for_answer(requests, combined.summarized),
-                               summaries.by_id, search.research.wide, search.findings,
-                               search.research.records)
+        answer = None
+        if isinstance(requests, list):
+            answer = summaries.for_answer(requests, combined.summarized)
+        return CandidateResult(requests, answer, summaries.by_id, search.research.wide,
+                               search.findings, search.research.records, summaries.of_trees)
 
 
 class _Search:
     """One run of the pipeline: the order of the stages and the records."""
 
-    def __init__(self, query, settings, explain, counted):
+    def __init__(self, query, settings, explain, counted, lazy=False):
         self.query = query
+        self.lazy = lazy
         self.settings = settings
         self.counted = counted
         self.research = Research(query, exhaustive=explain)
@@ -142,7 +156,8 @@ class _Search:
         if len(by_suffix) > 1:
             # Combining checks the capacity of each combination.
             self.summaries.load_for(r for requests in by_suffix.values() for r in requests)
-        combined = combination.candidates(by_suffix, self.findings, self.summaries.by_id)
+        combined = combination.candidates(by_suffix, self.findings, self.summaries.by_id,
+                                          lazy=self.lazy and combination.streams())
         self.records.extend(combined.records)
         return combined
 

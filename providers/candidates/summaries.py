@@ -121,7 +121,11 @@ class Summaries:
         (before 1.29: only the providers in `only`)."""
         if not requests:
             return []
-        roots = self._roots(requests)
+        return self.of_trees(self._roots(requests), only)
+
+    def of_trees(self, roots, only=None):
+        """The summaries of every provider in these trees, with their
+        traits (only: of these providers alone)."""
         self.load(roots)
         answer = [s for s in self.by_id.values()
                   if s.root_id in roots and (only is None or s.id in only)]

@@ -9,7 +9,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import LATEST, UNDEFINED, assert_error, unchanged
+from allocations.api import candidates as candidates_api
+from placement_site import api as placement_api
+from tests.conftest import LATEST, UNDEFINED, assert_error, lasting_headers, unchanged
 
 AGG_A = str(uuid_lib.uuid4())
 AGG_B = str(uuid_lib.uuid4())
@@ -533,6 +535,43 @@ def test_isolated_groups_may_use_the_sharing_provider(api, sharing):
     body = get(api, 'resources1=VCPU:1&resources2=DISK_GB:10&group_policy=isolate')
     assert candidates(body, sharing) == want(SHARED_DISK)
     assert mappings(body, sharing) == [(('1', ('diskless',)), ('2', ('nfs',)))]
+
+
+# ---- streamed answers -------------------------------------------------------------
+
+SEVERAL_GROUPS = 'resources=MEMORY_MB:512&resources1=VCPU:1&resources2=VCPU:1&group_policy=none'
+
+
+@pytest.mark.parametrize('query, version', [
+    ('resources=VCPU:1', '1.10'),                  # one group, the list form
+    (SEVERAL_GROUPS, '1.25'),                      # combined, without mappings
+    (SEVERAL_GROUPS, LATEST),                      # combined, with mappings
+    (SEVERAL_GROUPS + '&limit=2', LATEST),
+])
+def test_a_streamed_answer_is_the_answer_sent_whole(api, nested, monkeypatch, query, version):
+    whole = api.get(f'/allocation_candidates?{query}', version=version)
+    assert not whole.streaming
+    monkeypatch.setattr(placement_api, 'STREAM_AFTER', 1)
+    monkeypatch.setattr(candidates_api, 'CHUNK_CANDIDATES', 1)
+    streamed = api.get(f'/allocation_candidates?{query}', version=version)
+    assert streamed.streaming and streamed.status_code == 200
+    assert streamed.bytes == whole.bytes
+    whole_headers = lasting_headers(whole)
+    assert lasting_headers(streamed) == whole_headers | {'Content-Length': None}
+
+
+def test_a_streamed_answer_summarizes_the_trees_it_used(api, nested, sharing, monkeypatch):
+    cloud = Cloud()
+    for fixture in (nested, sharing):
+        cloud.update(fixture)
+        cloud.root.update(fixture.root)
+    monkeypatch.setattr(placement_api, 'STREAM_AFTER', 1)
+    query = 'resources1=VCPU:1&resources2=VCPU:1&group_policy=none'
+    every = get(api, query)
+    assert summarized(every, cloud) == cloud.tree('cn') | {'flat', 'diskless', 'disk'}
+    (candidate,) = candidates(get(api, query + '&limit=1'), cloud)
+    (tree,) = {cloud.root[name] for name, _, _ in candidate}
+    assert summarized(get(api, query + '&limit=1'), cloud) == cloud.tree(tree)
 
 
 # ---- the answer's shape per microversion -------------------------------------------------

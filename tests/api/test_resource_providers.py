@@ -1,16 +1,27 @@
 """/resource_providers and /resource_providers/{uuid}: create, show, update
 (rename, re-parent), delete, the list filters, and refusal of bad input."""
+import datetime
 import json
 import re
 import uuid as uuid_lib
 from urllib.parse import quote
 
 import pytest
+from django.utils import timezone
 from django.utils.http import http_date
 
+from placement_site import api as placement_api
+from providers.api.views import providers as provider_views
 from providers.models import ResourceProvider
-from tests.conftest import (UNDEFINED, assert_error, assert_not_acceptable, new_uuid, unchanged,
-                            without_event_log)
+from tests.conftest import (
+    UNDEFINED,
+    assert_error,
+    assert_not_acceptable,
+    lasting_headers,
+    new_uuid,
+    unchanged,
+    without_event_log,
+)
 
 
 def names(response):
@@ -393,6 +404,23 @@ def test_list_all(api):
     response = api.get('/resource_providers')
     assert names(response) == {'a', 'b'}
     assert response['Cache-Control'] == 'no-cache'
+
+
+def test_a_streamed_list_is_the_list_sent_whole(api, monkeypatch):
+    for name in 'abcde':
+        api.create_provider(name=name)
+    # The newest change is not the newest provider's: Last-Modified must find it.
+    changed = timezone.now() + datetime.timedelta(days=1)
+    ResourceProvider.objects.filter(name='b').update(updated_at=changed)
+    whole = api.get('/resource_providers')
+    monkeypatch.setattr(placement_api, 'STREAM_AFTER', 1)
+    monkeypatch.setattr(provider_views, 'LIST_CHUNK', 2)
+    streamed = api.get('/resource_providers')
+    assert not whole.streaming and streamed.streaming
+    assert streamed.bytes == whole.bytes
+    assert json.loads(whole.bytes) == json.loads(json.dumps(whole.body))
+    assert lasting_headers(streamed) == lasting_headers(whole) | {'Content-Length': None}
+    assert streamed['Last-Modified'] == whole['Last-Modified'] == http_date(changed.timestamp())
 
 
 AGG_A, AGG_B, AGG_C = (str(uuid_lib.uuid4()) for _ in range(3))

@@ -135,3 +135,26 @@ def test_consolidate():
     combined = consolidate((request(2, '1', 1), request(2, '2', 3), request(4, '', 2)))
     assert sorted(combined.resources) == [(2, VCPU, 4), (4, VCPU, 2)]
     assert combined.mappings == {'1': {2}, '2': {2}, '': {4}}
+
+
+def test_lazy_candidates_are_the_listed_ones_made_as_they_are_read():
+    loaded = summaries({2: (10, 0, 10), 4: (10, 0, 10)})
+    by_suffix = {'1': [request(2, '1'), request(4, '1')], '2': [request(2, '2'), request(4, '2')]}
+    combine = combination(groups('1', '2'), group_policy='none', limit=3)
+    listed = combine.candidates(by_suffix, findings('1', '2'), loaded).requests
+    lazy = combine.candidates(by_suffix, findings('1', '2'), loaded, lazy=True).requests
+    assert not isinstance(lazy, list)
+    made = list(lazy)
+    assert [r.key() for r in made] == [r.key() for r in listed] and len(made) == 3
+    # Each is its groups' requests, summed only when read.
+    assert [tuple(p.mappings for p in r.parts) for r in made][0] == ({'1': {2}}, {'2': {2}})
+
+
+def test_a_combination_that_comes_out_twice_is_kept_once():
+    """Two of the unsuffixed group's requests on the same providers with
+    the same amounts: their combinations with the other group coincide."""
+    loaded = summaries({2: (10, 0, 10), 4: (10, 0, 10)})
+    twice = [AllocationRequest(1, [(2, VCPU, 1), (4, VCPU, 1)], {'': {2, 4}}) for _ in range(2)]
+    combine = combination([RequestGroup(suffix='', resources={VCPU: 2}), *groups('1')])
+    made = combine.merge({'': twice, '1': [request(2, '1')]}, findings('', '1'), loaded)
+    assert keys(made) == [((2, VCPU, 2), (4, VCPU, 1))]

@@ -2,7 +2,14 @@
 import uuid as uuid_lib
 
 from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, accept_json, json_body, query_params, require_json
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    json_body,
+    list_chunks,
+    query_params,
+    require_json,
+)
 from placement_site.validation import normalize_uuid
 from providers import schemas, services
 from providers.api import serializers
@@ -11,6 +18,7 @@ from providers.filters import ProviderFilterSet
 from providers.models import ResourceProvider
 
 RP_POLICY = 'placement:resource_providers:%s'
+LIST_CHUNK = 2000   # providers read and written at a time
 
 
 class ResourceProviderViewSet(PlacementViewSet):
@@ -19,11 +27,16 @@ class ResourceProviderViewSet(PlacementViewSet):
     def list(self, request):
         self.authorize(RP_POLICY % 'list')
         query_params(request, schemas.PROVIDER_LIST_QUERY_BY_VERSION.at(self.version))
-        providers = list(ProviderFilterSet(
-            request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs)
-        body = {'resource_providers': [
-            serializers.provider(request, rp, self.version) for rp in providers]}
-        return self.respond(body, last_modified=serializers.latest(providers))
+        providers = ProviderFilterSet(
+            request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs
+        latest = serializers.Latest()
+        listed = (serializers.provider(request, latest.seen(rp), self.version)
+                  for rp in providers.iterator(chunk_size=LIST_CHUNK))
+        # Streamed (a large cloud's list), the headers go before the newest
+        # provider has been read: then it is asked of the database.
+        return self.respond_chunks(
+            list_chunks('resource_providers', listed, LIST_CHUNK),
+            last_modified=lambda complete: latest.moment if complete else latest.of(providers))
 
     @require_json
     def create(self, request):
