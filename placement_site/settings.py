@@ -48,6 +48,9 @@ MIDDLEWARE = [
     # Placement's request pipeline, outermost first, applied to API paths
     # only (see placement_site.middleware.is_api_path).
     'placement_site.middleware.RequestLogMiddleware',
+    # Large answers gzip-compressed for a client that accepts it (outside
+    # the others: they finish the headers it adds Vary to).
+    'placement_site.compression.GzipMiddleware',
     'placement_site.middleware.CorsMiddleware',
     'placement_site.middleware.AuthMiddleware',
     'placement_site.middleware.MicroversionMiddleware',

@@ -1,12 +1,22 @@
 """HTTP-level behaviour shared by every route: unknown paths, methods,
 content negotiation, body content types, error formats, request ids,
 Location headers and bodiless answers."""
+import gzip
 import json
 import re
 
 import pytest
 
-from tests.conftest import allocation_body, error_of, new_uuid, unchanged, vcpu_provider
+from placement_site import api as placement_api
+from placement_site import compression
+from tests.conftest import (
+    allocation_body,
+    error_of,
+    lasting_headers,
+    new_uuid,
+    unchanged,
+    vcpu_provider,
+)
 
 pytestmark = pytest.mark.any_database
 
@@ -353,3 +363,39 @@ def test_the_browser_pages_keep_them(client, db, path):
     assert all(h in response for h in BROWSER_HEADERS)
     assert "script-src" not in response['Content-Security-Policy']  # default-src 'self' rules
     assert response['Content-Security-Policy'].startswith("default-src 'self';")
+
+
+# ---- gzip ----------------------------------------------------------------------------
+
+@pytest.fixture
+def small_gzip_threshold(monkeypatch):
+    """Every answer of 100 bytes or more counts as large."""
+    monkeypatch.setattr(compression, 'MIN_SIZE', 100)
+
+
+def test_a_large_answer_is_gzipped_for_a_client_that_accepts_it(api, rp, small_gzip_threshold):
+    plain = api.get('/resource_providers')
+    zipped = api.get('/resource_providers', headers={'Accept-Encoding': 'gzip, deflate'})
+    assert 'Content-Encoding' not in plain and 'Accept-Encoding' not in plain.get('Vary', '')
+    assert zipped['Content-Encoding'] == 'gzip'
+    assert 'Accept-Encoding' in zipped['Vary']
+    assert int(zipped['Content-Length']) == len(zipped.content)
+    assert gzip.decompress(zipped.content) == plain.content
+
+
+def test_a_small_answer_is_sent_as_it_is(api, rp):
+    plain = api.get(f'/resource_providers/{rp}')
+    zipped = api.get(f'/resource_providers/{rp}', headers={'Accept-Encoding': 'gzip'})
+    assert 'Content-Encoding' not in zipped
+    assert zipped.content == plain.content
+    assert lasting_headers(zipped) == lasting_headers(plain)
+
+
+def test_a_streamed_answer_is_gzipped_as_it_goes(api, rp, monkeypatch):
+    monkeypatch.setattr(placement_api, 'STREAM_AFTER', 1)
+    plain = api.get('/allocation_candidates?resources=VCPU:1')
+    zipped = api.get('/allocation_candidates?resources=VCPU:1',
+                     headers={'Accept-Encoding': 'gzip'})
+    assert plain.streaming and zipped.streaming
+    assert zipped['Content-Encoding'] == 'gzip'
+    assert gzip.decompress(zipped.bytes) == plain.bytes
