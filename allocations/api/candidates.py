@@ -48,13 +48,26 @@ def _json(value):
     return orjson.dumps(value).decode()
 
 
+class _QuotedUuids(dict):
+    """Provider id -> its uuid as a JSON string, written when first asked
+    (combining may have loaded many more trees than the answer uses)."""
+
+    def __init__(self, summaries_by_id):
+        super().__init__()
+        self.summaries_by_id = summaries_by_id
+
+    def __missing__(self, provider_id):
+        quoted = self[provider_id] = _json(self.summaries_by_id[provider_id].uuid)
+        return quoted
+
+
 class _Writer:
     """The JSON of a candidate's allocations and mappings at a microversion,
     from fragments written once per provider (and amounts) and per
     combined group request."""
 
     def __init__(self, result, version):
-        self.uuid_of = {pk: _json(s.uuid) for pk, s in result.summaries_by_id.items()}
+        self.uuid_of = _QuotedUuids(result.summaries_by_id)
         self.as_dict, self.with_mappings = version.matches((1, 12)), version.matches((1, 34))
         self.root_of = result.wide.root_of
         self.roots = set()       # the trees the candidates written use (streamed results)

@@ -123,18 +123,20 @@ class Combination:
                 by_anchor[request.anchor][suffix].append(request)
         all_suffixes = set(by_suffix)
         granular = len(all_suffixes - {''})
-        trees = [lists for lists in by_anchor.values()
-                 if set(lists) == all_suffixes and self.tree_can_hold(lists, summaries)]
-        generators = [self.products(list(lists.values()), summaries) for lists in trees]
-        # Two combinations come out the same only when they use sharing
-        # providers alone (once per tree they serve), or where a group has
-        # several requests on the same providers: only those are compared.
-        alike = {_anchor(lists) for lists in trees if _may_coincide(lists)}
+        # Each tree is looked at only when combining reaches it: a limit
+        # may be met in the first of a thousand.
+        generators = [self.tree_combinations(lists, summaries)
+                      for lists in by_anchor.values() if set(lists) == all_suffixes]
         sharing = self.wide.sharing
         if self.settings.strategy == 'breadth-first':
             combos = _roundrobin(generators)
         else:
             combos = itertools.chain(*generators)
+        # Two combinations come out the same only when they use sharing
+        # providers alone (once per tree they serve), or in a tree where a
+        # group has several requests on the same providers: only those are
+        # compared.
+        coincide = {}   # anchor -> may two of its combinations coincide?
         seen, made = set(), 0
         for combo in combos:
             if not self.satisfies_group_policy(combo, granular):
@@ -142,51 +144,38 @@ class Combination:
             if not self.satisfies_same_subtree(combo, summaries):
                 continue
             request = CombinedRequest(combo)
-            if sharing or alike:
-                if combo[0].anchor in alike or request.only_sharing(sharing):
-                    key = request.key()
-                    if key in seen:
-                        continue
-                    seen.add(key)
+            anchor = combo[0].anchor
+            may = coincide.get(anchor)
+            if may is None:
+                may = coincide[anchor] = _may_coincide(by_anchor[anchor])
+            if may or (sharing and request.only_sharing(sharing)):
+                key = request.key()
+                if key in seen:
+                    continue
+                seen.add(key)
             yield request
             made += 1
             if 0 <= stop_at <= made:
                 return
 
+    def tree_combinations(self, lists, summaries):
+        """The combinations of one anchor tree's requests ({suffix:
+        requests}) that fit, unless the tree cannot hold what several
+        groups ask of one class."""
+        if self.tree_can_hold(lists, summaries):
+            yield from self.products(list(lists.values()), summaries)
+
     def products(self, lists, summaries):
         """The cartesian product of the groups' requests, pruning prefixes
         that already exceed a provider's capacity or max_unit."""
         lists = [tuple(items) for items in lists]
-        last = len(lists) - 1
-        added = collections.Counter()   # (provider id, class) -> amount the prefix takes
         limits = {}                     # (provider id, class) -> (free, max_unit)
         for items in lists:
             for request in items:
                 for provider_id, class_name, _ in request.resources:
                     capacity, used, max_unit = summaries[provider_id].resources[class_name]
                     limits[(provider_id, class_name)] = (capacity - used, max_unit)
-        chosen = [None] * len(lists)
-
-        def extend(index):
-            for request in lists[index]:
-                taken = []
-                for provider_id, class_name, amount in request.resources:
-                    key = (provider_id, class_name)
-                    total = added[key] + amount
-                    free, max_unit = limits[key]
-                    if total > free or total > max_unit:
-                        break
-                    added[key] = total
-                    taken.append((key, amount))
-                else:
-                    chosen[index] = request
-                    if index == last:
-                        yield tuple(chosen)
-                    else:
-                        yield from extend(index + 1)
-                for key, amount in taken:
-                    added[key] -= amount
-        return extend(0)
+        return _extend(lists, 0, [None] * len(lists), collections.Counter(), limits)
 
     def tree_can_hold(self, lists, summaries):
         """Placement's pre-check: a tree whose providers together lack the
@@ -276,8 +265,30 @@ def _roundrobin(generators):
         pending.append(generator)
 
 
-def _anchor(lists):
-    return next(iter(lists.values()))[0].anchor
+def _extend(lists, index, chosen, added, limits):
+    """products(), from the index-th group on: `chosen` the requests taken
+    so far, `added` what they take of each (provider, class). (A function
+    of the module: a generator closing over itself would be a reference
+    cycle per tree, left for the cycle collector.)"""
+    last = len(lists) - 1
+    for request in lists[index]:
+        taken = []
+        for provider_id, class_name, amount in request.resources:
+            key = (provider_id, class_name)
+            total = added[key] + amount
+            free, max_unit = limits[key]
+            if total > free or total > max_unit:
+                break
+            added[key] = total
+            taken.append((key, amount))
+        else:
+            chosen[index] = request
+            if index == last:
+                yield tuple(chosen)
+            else:
+                yield from _extend(lists, index + 1, chosen, added, limits)
+        for key, amount in taken:
+            added[key] -= amount
 
 
 def _may_coincide(lists):

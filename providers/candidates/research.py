@@ -17,7 +17,8 @@ the answer is known to be empty then match nothing instead of raising.
 import dataclasses
 from types import SimpleNamespace
 
-from django.db.models import CharField, Value
+from django.db import connections
+from django.db.models import CharField, Count, F, Value
 
 from placement_site import exceptions
 from placement_site.queries import storable
@@ -57,6 +58,9 @@ class Research:
     def __init__(self, query, *, exhaustive=False):
         self.query = query
         self.exhaustive = exhaustive
+        # How many trees the answer can take at most (the selector's `limit`
+        # for a lone group), or None: all of them.
+        self.tree_limit = None
         self.records = []
         self.alive = True            # False once the answer is known to be empty
         self.class_ids = {}
@@ -241,14 +245,35 @@ class Research:
                   if found.class_ids[name] is not None}
         fitting, sharing_fitting = {}, {}
         if wanted and not (group.in_tree and found.tree_root is None):
+            trees = self.tree_limit if self._trees_suffice(found, wanted) else None
             fitting, sharing_fitting = providers_with_capacity(
-                wanted, found.tree_root, self._capacity_scope(found), self.wide.sharing)
+                wanted, found.tree_root, self._capacity_scope(found), self.wide.sharing, trees)
+            if trees is not None and self.wide.sharing and len(
+                    {root for pairs in fitting.values() for _, root in pairs}) < trees:
+                # Too few trees hold every class themselves: those sharing
+                # providers serve may make up the rest.
+                fitting, sharing_fitting = providers_with_capacity(
+                    wanted, found.tree_root, None, self.wide.sharing)
         found.capacity, found.capacity_sharing = {}, {}
         for name, amount in group.resources.items():
             class_id = found.class_ids[name]
             found.capacity[name] = self.narrowed(
                 Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
             found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
+
+    def _trees_suffice(self, found, wanted):
+        """May the capacity query read only the first tree_limit trees
+        holding every class of the group? When each such tree gives the
+        group a candidate, whatever else it holds: the group is the
+        request's only one, spreads over its tree (or the cloud is flat),
+        and no trait or aggregate is checked per provider or combination."""
+        group, wide = found.group, self.wide
+        return (self.tree_limit is not None and self.tree_limit >= 0 and not self.exhaustive
+                and len(self.query.groups) == 1 and len(wanted) == len(group.resources)
+                and (found.tree_mode or not (wide.has_trees or wide.sharing))
+                and wide.anchors is None
+                and not (group.required_traits or group.forbidden_traits or group.member_of
+                         or group.forbidden_aggs or group.in_tree))
 
     def _required(self, found):
         found.required_sets = tuple(providers_with_any_trait(ids) for ids in found.required_ids)
@@ -313,18 +338,32 @@ def trees_served(provider_ids):
 
 # ---- one query per constraint ------------------------------------------------------
 
-def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozenset()):
+def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozenset(),
+                            trees=None):
     """({class id: {(provider id, root id)}}, {class id: {sharing provider id}}):
     the providers whose inventory of each class of `wanted` ({class id:
     amount}) can take its amount more (capacity, min/max unit, step size),
     optionally in one tree or among some providers, and which of them are
-    in `sharing`. One query for every class."""
+    in `sharing`. One query for every class; with `trees`, only in the
+    first `trees` trees that have room for every class (the database
+    groups the rows by tree and stops there: on MariaDB, which takes no
+    LIMIT in an IN subquery, in a query of its own)."""
     fitting = Inventory.objects.all()
     if within is not None:
         fitting = fitting.filter(resource_provider_id__in_ids=within)
     fitting = fitting.able_to_fit_any(wanted).with_root()
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
+    if trees is not None:
+        roots = fitting.values('root').annotate(
+            classes=Count('resource_class_id', distinct=True)).filter(
+            classes=len(wanted)).order_by('root').values_list('root', flat=True)[:trees]
+        if connections[fitting.db].vendor == 'mysql':
+            roots = list(roots)
+        # The trees' rows again, found from their roots by index.
+        fitting = Inventory.objects.filter(
+            resource_provider__root_provider_id__in=roots).able_to_fit_any(wanted).annotate(
+            root=F('resource_provider__root_provider_id'))
     by_class = {class_id: set() for class_id in wanted}
     sharing_by_class = {class_id: set() for class_id in wanted}
     for class_id, provider_id, root_id in fitting.values_list(

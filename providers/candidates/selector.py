@@ -116,6 +116,8 @@ class _Search:
         self.summaries = Summaries(wide)
         combination = Combination(query, wide, self.settings)
         one_group = len(query.groups) == 1
+        if one_group and not self.counted:
+            research.tree_limit = combination.stop_at()
         by_suffix = {}
         spread = None  # the unsuffixed group's findings, matched after the others
         for suffix, group in query.groups.items():

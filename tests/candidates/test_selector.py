@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from placement_site import errors, exceptions, microversion
 from providers.candidates import explain_candidates, parse, select_candidates
+from providers.candidates.combine import Combination
 from providers.candidates.findings import Stage
 from providers.candidates.matching import matched_trees, samplable, sample_tree_requests
 from providers.candidates.research import Research
@@ -72,6 +73,32 @@ def test_a_tree_gathers_classes_from_its_providers_and_sharing_ones(cloud):
         Stage.TREES_WITH_CLASSES, Stage.GROUP_CANDIDATES, Stage.COMBINED]
 
 
+def capacity_roots(research, text):
+    found = research.group(query(text).groups[''])
+    return {root for pairs in found.capacity.values() for _, root in pairs}
+
+
+def test_a_limited_lone_group_reads_only_the_trees_the_limit_takes(cloud):
+    """cn1 and cn2 (its NUMA child) have room for 2 VCPU; with a limit of 1
+    the capacity query stops at one of them."""
+    text = 'resources=VCPU:2&limit=1'
+    research = Research(query(text))
+    research.request_wide()
+    assert capacity_roots(research, text) == {cloud['cn1'].pk, cloud['cn2'].pk}
+    research.tree_limit = 1
+    assert len(capacity_roots(research, text)) == 1
+    assert len(select_candidates(query(text)).allocation_requests) == 1
+
+
+def test_too_few_trees_holding_every_class_read_the_sharing_ones_too(cloud):
+    """Only cn1 has VCPU and disk itself; cn2's NUMA node takes its disk
+    from nfs: a limit of 2 still finds both."""
+    assert candidates(cloud, select_candidates(query('resources=VCPU:2,DISK_GB:10&limit=2'))) == [
+        {'cn1': {'VCPU': 2, 'DISK_GB': 10}},
+        {'cn2-numa0': {'VCPU': 2}, 'nfs': {'DISK_GB': 10}},
+    ]
+
+
 @pytest.mark.parametrize('text', [
     'resources=VCPU:2,DISK_GB:10',
     'resources=VCPU:1&limit=1',
@@ -82,6 +109,8 @@ def test_later_stages_leave_the_findings_as_the_research_made_them(cloud, text):
     parsed = query(text)
     research = Research(parsed)
     wide = research.request_wide()
+    if len(parsed.groups) == 1:  # as the selector tells it: a lone group stops at the limit
+        research.tree_limit = Combination(parsed, wide, SearchSettings()).stop_at()
     fresh = {suffix: research.group(group) for suffix, group in parsed.groups.items()}
     result = select_candidates(parsed)
     assert result.allocation_requests
