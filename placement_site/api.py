@@ -324,7 +324,10 @@ def page_after_marker(request, rows, params, default, maximum):
 
 
 # A chunked answer larger than this is streamed (PlacementViewSet.respond_chunks).
-STREAM_AFTER = 1 << 20
+# Below it the answer is written inside the view, where a search keeps the
+# cycle collector off; streamed, it is written with the collector on, which
+# then walks the search's objects (a tenth of a 1 MB answer's time).
+STREAM_AFTER = 8 << 20
 
 
 def _continued(written, chunks):
