@@ -327,8 +327,13 @@ def _explore(query, params):
     suggestions, each with a link re-running the explorer's `params` as
     the suggestion rewrites them."""
     latest = microversion.parse(microversion.MAX_VERSION)
-    explanation = candidates.explain_candidates(candidates.parse(query, latest), counted=False)
+    parsed = candidates.parse(query, latest)
+    explanation = candidates.explain_candidates(parsed, counted=False)
     result = explanation.result
+    if result.allocation_requests and candidates.stops_at_the_limit(parsed, result):
+        # The API's search then reads only the trees it takes, its own
+        # choice among many: show the API's answer.
+        result = candidates.select_candidates(parsed)
     summaries = result.summaries_by_id
     names = dict(ResourceProvider.objects.filter(
         pk__in=[s.id for s in result.summaries]).values_list('pk', 'name'))

@@ -40,7 +40,7 @@ trait and member_of sets), never on the number of providers.
 """
 from providers.candidates.explain import explain_candidates
 from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams, parse
-from providers.candidates.selector import SearchSettings, select_candidates
+from providers.candidates.selector import SearchSettings, select_candidates, stops_at_the_limit
 
 __all__ = ['CandidateQuery', 'RequestGroup', 'RequestWideParams', 'SearchSettings', 'parse',
-           'select_candidates', 'explain_candidates']
+           'select_candidates', 'stops_at_the_limit', 'explain_candidates']

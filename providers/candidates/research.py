@@ -44,6 +44,11 @@ from providers.querysets import (
 CAPACITY_SCOPE_LIMIT = 20000
 
 
+# A limit above this reads every tree (and stays within any database's
+# integers: limit=10**30 is a valid request).
+TREE_LIMIT_MAX = 1_000_000
+
+
 class NoCandidates(Exception):
     """Some stage left nothing: the answer is empty (not an error)."""
 
@@ -61,6 +66,7 @@ class Research:
         # How many trees the answer can take at most (the selector's `limit`
         # for a lone group), or None: all of them.
         self.tree_limit = None
+        self._researched = {}   # a group's constraints -> (its findings, its records)
         self.records = []
         self.alive = True            # False once the answer is known to be empty
         self.class_ids = {}
@@ -165,7 +171,22 @@ class Research:
 
     def group(self, group):
         """Research one request group: its GroupFindings (raises
-        NoCandidates when a stage leaves nothing, unless explaining)."""
+        NoCandidates when a stage leaves nothing, unless explaining). A
+        group asking exactly what an earlier one asked (nova's six groups of
+        one device each) is given that one's findings and records, under
+        its own suffix, without reading them again."""
+        constraints = _constraints(group)
+        twin = self._researched.get(constraints)
+        if twin is not None:
+            findings, records = twin
+            self.records.extend(dataclasses.replace(r, group=group.suffix) for r in records)
+            return dataclasses.replace(findings, group=group)
+        first_record = len(self.records)
+        findings = self._research_group(group)
+        self._researched[constraints] = (findings, self.records[first_record:])
+        return findings
+
+    def _research_group(self, group):
         wide = self.wide
         tree_mode = not group.use_same_provider and bool(wide.sharing or wide.has_trees)
         found = SimpleNamespace(group=group, tree_mode=tree_mode, alive=self.alive)
@@ -262,18 +283,8 @@ class Research:
             found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
 
     def _trees_suffice(self, found, wanted):
-        """May the capacity query read only the first tree_limit trees
-        holding every class of the group? When each such tree gives the
-        group a candidate, whatever else it holds: the group is the
-        request's only one, spreads over its tree (or the cloud is flat),
-        and no trait or aggregate is checked per provider or combination."""
-        group, wide = found.group, self.wide
-        return (self.tree_limit is not None and self.tree_limit >= 0 and not self.exhaustive
-                and len(self.query.groups) == 1 and len(wanted) == len(group.resources)
-                and (found.tree_mode or not (wide.has_trees or wide.sharing))
-                and wide.anchors is None
-                and not (group.required_traits or group.forbidden_traits or group.member_of
-                         or group.forbidden_aggs or group.in_tree))
+        return (not self.exhaustive and len(wanted) == len(found.group.resources)
+                and trees_suffice(self.query, self.wide, found, self.tree_limit))
 
     def _required(self, found):
         found.required_sets = tuple(providers_with_any_trait(ids) for ids in found.required_ids)
@@ -324,6 +335,31 @@ class Research:
         pairs = frozenset(provider_roots(allowed - excluded))
         served = trees_served({p for p, _ in pairs} & self.wide.sharing)
         return dataclasses.replace(found, resourceless=pairs, served=served)
+
+
+def trees_suffice(query, wide, found, tree_limit):
+    """May the capacity query read only the first `tree_limit` trees
+    holding every class of the group (found: its findings so far)? When
+    each such tree gives the group a candidate, whatever else it holds: the
+    group is the request's only one, spreads over its tree (or the cloud is
+    flat), and no trait or aggregate is checked per provider or
+    combination."""
+    group = found.group
+    return (tree_limit is not None and 0 <= tree_limit <= TREE_LIMIT_MAX
+            and len(query.groups) == 1
+            and (found.tree_mode or not (wide.has_trees or wide.sharing))
+            and wide.anchors is None
+            and not (group.required_traits or group.forbidden_traits or group.member_of
+                     or group.forbidden_aggs or group.in_tree))
+
+
+def _constraints(group):
+    """What a group asks, all but its suffix: groups asking the same have
+    the same findings."""
+    return (group.use_same_provider, tuple(sorted(group.resources.items())),
+            tuple(frozenset(s) for s in group.required_traits), frozenset(group.forbidden_traits),
+            tuple(frozenset(s) for s in group.member_of), frozenset(group.forbidden_aggs),
+            group.in_tree)
 
 
 def trees_served(provider_ids):

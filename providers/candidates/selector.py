@@ -30,7 +30,7 @@ from providers.candidates.matching import (
     samplable,
     sample_tree_requests,
 )
-from providers.candidates.research import NoCandidates, Research
+from providers.candidates.research import NoCandidates, Research, trees_suffice
 from providers.candidates.summaries import Summaries
 
 
@@ -95,6 +95,18 @@ def select_candidates(query, *, settings=None, explain=False, counted=None, lazy
             answer = summaries.for_answer(requests, combined.summarized)
         return CandidateResult(requests, answer, summaries.by_id, search.research.wide,
                                search.findings, search.research.records, summaries.of_trees)
+
+
+def stops_at_the_limit(query, result, settings=None):
+    """Would the search for the query (without explain) read only the trees
+    its limit takes? Then which candidates it answers is its own choice,
+    and an explained search (which reads them all) may list others."""
+    if len(query.groups) != 1 or not result.findings:
+        return False
+    stop_at = Combination(query, result.wide,
+                          settings or SearchSettings.from_django()).stop_at()
+    found = next(iter(result.findings.values()))
+    return trees_suffice(query, result.wide, found, stop_at)
 
 
 class _Search:

@@ -2,6 +2,7 @@
 HTTP: parsing a QueryDict, the candidates and summaries for the small
 cloud, the stages in the order they ran, and the funnels explain reads from
 the same research."""
+import dataclasses
 import random
 
 import pytest
@@ -73,7 +74,10 @@ def test_a_tree_gathers_classes_from_its_providers_and_sharing_ones(cloud):
         Stage.TREES_WITH_CLASSES, Stage.GROUP_CANDIDATES, Stage.COMBINED]
 
 
-def capacity_roots(research, text):
+def capacity_roots(text, tree_limit=None):
+    research = Research(query(text))
+    research.request_wide()
+    research.tree_limit = tree_limit
     found = research.group(query(text).groups[''])
     return {root for pairs in found.capacity.values() for _, root in pairs}
 
@@ -82,12 +86,25 @@ def test_a_limited_lone_group_reads_only_the_trees_the_limit_takes(cloud):
     """cn1 and cn2 (its NUMA child) have room for 2 VCPU; with a limit of 1
     the capacity query stops at one of them."""
     text = 'resources=VCPU:2&limit=1'
-    research = Research(query(text))
-    research.request_wide()
-    assert capacity_roots(research, text) == {cloud['cn1'].pk, cloud['cn2'].pk}
-    research.tree_limit = 1
-    assert len(capacity_roots(research, text)) == 1
+    assert capacity_roots(text) == {cloud['cn1'].pk, cloud['cn2'].pk}
+    assert len(capacity_roots(text, tree_limit=1)) == 1
     assert len(select_candidates(query(text)).allocation_requests) == 1
+
+
+def test_groups_asking_the_same_are_researched_once(cloud):
+    parsed = query('resources1=VCPU:2&resources2=VCPU:2&resources3=DISK_GB:10'
+                   '&group_policy=none')
+    research = Research(parsed)
+    research.request_wide()
+    found, reads = {}, {}
+    for suffix, group in parsed.groups.items():
+        with CaptureQueriesContext(connection) as captured:
+            found[suffix] = research.group(group)
+        reads[suffix] = len(captured)
+    assert reads['1'] > 0 and reads['2'] == 0 and reads['3'] > 0
+    assert found['2'] == dataclasses.replace(found['1'], group=parsed.groups['2'])
+    assert [(r.group, r.stage) for r in research.records if r.group != '3'] == [
+        ('1', Stage.CAPACITY), ('2', Stage.CAPACITY)]
 
 
 def test_too_few_trees_holding_every_class_read_the_sharing_ones_too(cloud):
