@@ -62,16 +62,15 @@ class _QuotedUuids(dict):
 
 
 class _Writer:
-    """The JSON of a candidate's allocations and mappings at a microversion,
-    from fragments written once per provider (and amounts) and per
-    combined group request."""
+    """The JSON of a candidate's allocations and mappings at a microversion;
+    a combined candidate's from fragments written once per group request
+    it combines (each is in many candidates)."""
 
     def __init__(self, result, version):
         self.uuid_of = _QuotedUuids(result.summaries_by_id)
         self.as_dict, self.with_mappings = version.matches((1, 12)), version.matches((1, 34))
         self.root_of = result.wide.root_of
         self.roots = set()       # the trees the candidates written use (streamed results)
-        self._providers = {}     # (provider id, ((class, amount), ...)) -> fragment
         self._parts = {}         # id(group request) -> (allocations, mappings, provider ids)
 
     def candidate(self, request):
@@ -121,17 +120,11 @@ class _Writer:
         return allocations, mappings
 
     def _provider(self, provider_id, amounts):
-        key = (provider_id, amounts)
-        fragment = self._providers.get(key)
-        if fragment is None:
-            resources = _json(dict(amounts))
-            uuid = self.uuid_of[provider_id]
-            if self.as_dict:
-                fragment = '%s:{"resources":%s}' % (uuid, resources)
-            else:
-                fragment = '{"resource_provider":{"uuid":%s},"resources":%s}' % (uuid, resources)
-            self._providers[key] = fragment
-        return fragment
+        resources = _json(dict(amounts))
+        uuid = self.uuid_of[provider_id]
+        if self.as_dict:
+            return '%s:{"resources":%s}' % (uuid, resources)
+        return '{"resource_provider":{"uuid":%s},"resources":%s}' % (uuid, resources)
 
 
 def answer_chunks(result, groups, version):
@@ -142,25 +135,28 @@ def answer_chunks(result, groups, version):
 
 def _chunks(result, groups, version):
     writer = _Writer(result, version)
-    chunk = ['{"allocation_requests":[']
-    first = True
-    for request in result.allocation_requests:
-        if first:
-            first = False
-        else:
-            chunk.append(',')
-        chunk.append(writer.candidate(request))
-        if len(chunk) >= 2 * CHUNK_CANDIDATES:
-            yield ''.join(chunk).encode()
-            chunk = []
-    chunk.append('],"provider_summaries":{')
+    yield from _listed('{"allocation_requests":[',
+                       map(writer.candidate, result.allocation_requests), ']')
     summaries = result.summaries
     if result.streamed:
         with replicas.advisory_reads():
             summaries = result.of_trees(writer.roots)
-    chunk.append(','.join(
-        summaries_fragments(summaries, result.summaries_by_id, groups, version)))
-    chunk.append('}}')
+    yield from _listed(',"provider_summaries":{', summaries_fragments(
+        summaries, result.summaries_by_id, groups, version), '}}')
+
+
+def _listed(opening, fragments, closing):
+    """opening, the fragments separated by commas, closing: in bytes
+    chunks of CHUNK_CANDIDATES fragments."""
+    chunk, separator = [opening], ''
+    for fragment in fragments:
+        chunk.append(separator)
+        chunk.append(fragment)
+        separator = ','
+        if len(chunk) >= 2 * CHUNK_CANDIDATES:
+            yield ''.join(chunk).encode()
+            chunk = []
+    chunk.append(closing)
     yield ''.join(chunk).encode()
 
 
