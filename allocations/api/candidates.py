@@ -2,6 +2,7 @@
 views and their answers. Parsing and the search itself live in
 providers.candidates."""
 import contextlib
+import json
 
 import orjson
 from django.utils import timezone
@@ -11,7 +12,6 @@ from placement_site.api import (
     PlacementViewSet,
     accept_json,
     check_query_encoding,
-    fast_dumps,
     versions,
 )
 from providers.candidates import explain, parse, select_candidates
@@ -45,29 +45,33 @@ CHUNK_CANDIDATES = 2000
 
 
 def _json(value):
-    return orjson.dumps(value).decode()
+    """Compact JSON text, as orjson writes it (json for integers beyond 64
+    bits: a capacity with a huge allocation ratio)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(',', ':'))
 
 
-class _QuotedUuids(dict):
-    """Provider id -> its uuid as a JSON string, written when first asked
-    (combining may have loaded many more trees than the answer uses)."""
+class _Uuids(dict):
+    """Provider id -> uuid, taken from the summaries as first asked."""
 
     def __init__(self, summaries_by_id):
         super().__init__()
         self.summaries_by_id = summaries_by_id
 
     def __missing__(self, provider_id):
-        quoted = self[provider_id] = _json(self.summaries_by_id[provider_id].uuid)
-        return quoted
+        uuid = self[provider_id] = self.summaries_by_id[provider_id].uuid
+        return uuid
 
 
 class _Writer:
-    """The JSON of a candidate's allocations and mappings at a microversion;
-    a combined candidate's from fragments written once per group request
-    it combines (each is in many candidates)."""
+    """The JSON of each candidate at a microversion. A combined candidate's
+    is joined from fragments written once per group request it combines
+    (each is in many candidates)."""
 
     def __init__(self, result, version):
-        self.uuid_of = _QuotedUuids(result.summaries_by_id)
+        self.uuid_of = _Uuids(result.summaries_by_id)
         self.as_dict, self.with_mappings = version.matches((1, 12)), version.matches((1, 34))
         self.root_of = result.wide.root_of
         self.roots = set()       # the trees the candidates written use (streamed results)
@@ -84,47 +88,47 @@ class _Writer:
             if len(providers) == total:  # no provider in two groups: nothing to sum
                 # (A group that asks for no resources maps a provider but
                 # allocates nothing.)
-                return self._entry(','.join(w[0] for w in written if w[0]),
-                                   ','.join(w[1] for w in written if w[1]))
-        return self._entry(*self._fragments(request))
+                allocations = ','.join(w[0] for w in written if w[0])
+                if not self.as_dict:
+                    return '{"allocations":[%s]}' % allocations
+                if not self.with_mappings:
+                    return '{"allocations":{%s}}' % allocations
+                return '{"allocations":{%s},"mappings":{%s}}' % (
+                    allocations, ','.join(w[1] for w in written if w[1]))
+        return _json(self._entry(request))
 
-    def _entry(self, allocations, mappings):
+    def _entry(self, request):
+        """The candidate as Placement's JSON object."""
+        uuid_of = self.uuid_of
+        by_provider = {}
+        for provider_id, class_name, amount in request.resources:
+            u = uuid_of[provider_id]
+            if u in by_provider:
+                by_provider[u][class_name] = amount
+            else:
+                by_provider[u] = {class_name: amount}
         if not self.as_dict:
-            return '{"allocations":[%s]}' % allocations
+            return {'allocations': [{'resource_provider': {'uuid': u}, 'resources': r}
+                                    for u, r in by_provider.items()]}
+        entry = {'allocations': {u: {'resources': r} for u, r in by_provider.items()}}
         if self.with_mappings:
-            return '{"allocations":{%s},"mappings":{%s}}' % (allocations, mappings)
-        return '{"allocations":{%s}}' % allocations
+            entry['mappings'] = {suffix: [uuid_of[p] for p in providers]
+                                 for suffix, providers in request.mappings.items()}
+        return entry
 
     def _part(self, part):
         # Keyed by identity: the combined requests' parts live as long as
         # the search that is being written.
         written = self._parts.get(id(part))
         if written is None:
-            allocations, mappings = self._fragments(part)
+            entry = self._entry(part)
+            # The members' text without the brackets around them.
+            allocations = _json(entry['allocations'])[1:-1]
+            mappings = _json(entry['mappings'])[1:-1] if self.with_mappings else ''
             ids = frozenset(p for p, _, _ in part.resources)
             self.roots.update(self.root_of(part, p) for p in ids)
             written = self._parts[id(part)] = (allocations, mappings, ids)
         return written
-
-    def _fragments(self, request):
-        by_provider = {}
-        for provider_id, class_name, amount in request.resources:
-            by_provider.setdefault(provider_id, []).append((class_name, amount))
-        allocations = ','.join(self._provider(p, tuple(amounts))
-                               for p, amounts in by_provider.items())
-        mappings = ''
-        if self.with_mappings:
-            uuid_of = self.uuid_of
-            mappings = ','.join('%s:[%s]' % (_json(suffix), ','.join(uuid_of[p] for p in ids))
-                                for suffix, ids in request.mappings.items())
-        return allocations, mappings
-
-    def _provider(self, provider_id, amounts):
-        resources = _json(dict(amounts))
-        uuid = self.uuid_of[provider_id]
-        if self.as_dict:
-            return '%s:{"resources":%s}' % (uuid, resources)
-        return '{"resource_provider":{"uuid":%s},"resources":%s}' % (uuid, resources)
 
 
 def answer_chunks(result, groups, version):
@@ -177,8 +181,7 @@ def summaries_fragments(summaries, by_id, groups, version):
             entry['parent_provider_uuid'] = (
                 by_id[summary.parent_id].uuid if summary.parent_id else None)
             entry['root_provider_uuid'] = by_id[summary.root_id].uuid
-        entry = fast_dumps(entry)
-        yield '%s:%s' % (_json(summary.uuid), entry if isinstance(entry, str) else entry.decode())
+        yield '%s:%s' % (_json(summary.uuid), _json(entry))
 
 
 class AllocationCandidatesViewSet(PlacementViewSet):
