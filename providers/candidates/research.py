@@ -384,22 +384,15 @@ def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozens
     first `trees` trees that have room for every class (the database
     groups the rows by tree and stops there: on MariaDB, which takes no
     LIMIT in an IN subquery, in a query of its own)."""
-    fitting = Inventory.objects.all()
-    if within is not None:
-        fitting = fitting.filter(resource_provider_id__in_ids=within)
-    fitting = fitting.able_to_fit_any(wanted).with_root()
-    if tree_root is not None:
-        fitting = fitting.filter(root=tree_root)
-    if trees is not None:
-        roots = fitting.values('root').annotate(
-            classes=Count('resource_class_id', distinct=True)).filter(
-            classes=len(wanted)).order_by('root').values_list('root', flat=True)[:trees]
-        if connections[fitting.db].vendor == 'mysql':
-            roots = list(roots)
-        # The trees' rows again, found from their roots by index.
-        fitting = Inventory.objects.filter(
-            resource_provider__root_provider_id__in=roots).able_to_fit_any(wanted).annotate(
-            root=F('resource_provider__root_provider_id'))
+    if trees is not None:  # (for a lone group: no member_of, no in_tree)
+        fitting = _in_first_trees(wanted, trees)
+    else:
+        fitting = Inventory.objects.all()
+        if within is not None:
+            fitting = fitting.filter(resource_provider_id__in_ids=within)
+        fitting = fitting.able_to_fit_any(wanted).with_root()
+        if tree_root is not None:
+            fitting = fitting.filter(root=tree_root)
     by_class = {class_id: set() for class_id in wanted}
     sharing_by_class = {class_id: set() for class_id in wanted}
     for class_id, provider_id, root_id in fitting.values_list(
@@ -408,6 +401,23 @@ def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozens
         if provider_id in sharing:
             sharing_by_class[class_id].add(provider_id)
     return by_class, sharing_by_class
+
+
+def _in_first_trees(wanted, trees):
+    """The inventories able to fit `wanted` in the first `trees` trees with
+    room for every class, annotated with their `root`."""
+    # Grouped by the root joined in, not with_root's per-row lookup: when
+    # aggregating, PostgreSQL hashes the join (82 against 131 ms at 100,000
+    # providers).
+    with_root = F('resource_provider__root_provider_id')
+    roots = Inventory.objects.able_to_fit_any(wanted).annotate(root=with_root).values(
+        'root').annotate(classes=Count('resource_class_id', distinct=True)).filter(
+        classes=len(wanted)).order_by('root').values_list('root', flat=True)[:trees]
+    if connections[roots.db].vendor == 'mysql':
+        roots = list(roots)
+    # The trees' rows again, found from their roots by index.
+    return Inventory.objects.filter(resource_provider__root_provider_id__in=roots).able_to_fit_any(
+        wanted).annotate(root=with_root)
 
 
 def providers_in_aggregates(aggregate_uuids):
