@@ -1,4 +1,5 @@
 """Small query helpers shared by every app."""
+import itertools
 import json
 
 from django.core.exceptions import EmptyResultSet
@@ -7,6 +8,14 @@ from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
 
 from placement_site import exceptions
+
+
+def batched(rows, size):
+    """The rows in lists of `size`, read as they are needed (a streamed
+    answer or export holds one list at a time)."""
+    rows = iter(rows)
+    while batch := list(itertools.islice(rows, size)):
+        yield batch
 
 
 def storable(value):

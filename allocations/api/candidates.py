@@ -2,9 +2,7 @@
 views and their answers. Parsing and the search itself live in
 providers.candidates."""
 import contextlib
-import json
 
-import orjson
 from django.utils import timezone
 
 from placement_site import errors, exceptions, microversion, replicas
@@ -12,6 +10,7 @@ from placement_site.api import (
     PlacementViewSet,
     accept_json,
     check_query_encoding,
+    compact_json,
     versions,
 )
 from providers.candidates import explain, parse, select_candidates
@@ -42,15 +41,6 @@ def unknown_names_refused():
 # uuids, class names, suffixes and trait names are ASCII.
 
 CHUNK_CANDIDATES = 2000
-
-
-def _json(value):
-    """Compact JSON text, as orjson writes it (json for integers beyond 64
-    bits: a capacity with a huge allocation ratio)."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, separators=(',', ':'))
 
 
 class _Uuids(dict):
@@ -95,7 +85,7 @@ class _Writer:
                     return '{"allocations":{%s}}' % allocations
                 return '{"allocations":{%s},"mappings":{%s}}' % (
                     allocations, ','.join(w[1] for w in written if w[1]))
-        return _json(self._entry(request))
+        return compact_json(self._entry(request))
 
     def _entry(self, request):
         """The candidate as Placement's JSON object."""
@@ -123,8 +113,8 @@ class _Writer:
         if written is None:
             entry = self._entry(part)
             # The members' text without the brackets around them.
-            allocations = _json(entry['allocations'])[1:-1]
-            mappings = _json(entry['mappings'])[1:-1] if self.with_mappings else ''
+            allocations = compact_json(entry['allocations'])[1:-1]
+            mappings = compact_json(entry['mappings'])[1:-1] if self.with_mappings else ''
             ids = frozenset(p for p, _, _ in part.resources)
             self.roots.update(self.root_of(part, p) for p in ids)
             written = self._parts[id(part)] = (allocations, mappings, ids)
@@ -181,7 +171,7 @@ def summaries_fragments(summaries, by_id, groups, version):
             entry['parent_provider_uuid'] = (
                 by_id[summary.parent_id].uuid if summary.parent_id else None)
             entry['root_provider_uuid'] = by_id[summary.root_id].uuid
-        yield '%s:%s' % (_json(summary.uuid), _json(entry))
+        yield '%s:%s' % (compact_json(summary.uuid), compact_json(entry))
 
 
 class AllocationCandidatesViewSet(PlacementViewSet):

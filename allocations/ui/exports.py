@@ -3,10 +3,11 @@ filtered, sorted queryset, streamed. Rows are read a chunk at a time and
 written as they are read, so a 100,000-row export holds one chunk in
 memory, never the list."""
 import csv
-import itertools
 import json
 
 from django.http import StreamingHttpResponse
+
+from placement_site.queries import batched
 
 CONTENT_TYPES = {'csv': 'text/csv; charset=utf-8', 'json': 'application/json'}
 CHUNK = 1000
@@ -19,9 +20,7 @@ def wanted(request):
 
 def chunks(queryset, size=CHUNK):
     """The queryset's rows in lists of `size`, read as they are needed."""
-    rows = queryset.iterator(chunk_size=size)
-    while chunk := list(itertools.islice(rows, size)):
-        yield chunk
+    return batched(queryset.iterator(chunk_size=size), size)
 
 
 def streamed(request, filename, columns, rows):
