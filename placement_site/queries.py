@@ -3,7 +3,7 @@ import itertools
 import json
 
 from django.core.exceptions import EmptyResultSet
-from django.db import IntegrityError, OperationalError, models, transaction
+from django.db import IntegrityError, OperationalError, connections, models, router, transaction
 from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
 
@@ -99,6 +99,141 @@ class InIds(Lookup):
 
 models.Field.register_lookup(InIds)
 models.ForeignObject.register_lookup(InIds)  # related fields keep their own lookups
+
+
+class Ids(tuple):
+    """Integer ids a Prepared read binds as one value (field__in_ids): a
+    shape of any length."""
+
+
+class Prepared:
+    """A read whose SQL is compiled once per process and shape, then run
+    with each call's values.
+
+    Building and compiling a queryset cost Django more than running a small
+    query does (0.1 to 2 ms each, where the query takes 0.2), and a candidate
+    search runs about ten whose shape depends on the request's shape alone.
+    `build(*values)` makes the read as a non-flat values_list of `model`; the
+    first time a shape is met it is built from stand-ins for the values
+    (markers) and compiled, and each marker is found again among the
+    parameters. A value is an int, a str, None or a bool (these two part of
+    the shape), a tuple of those (each its own value: `__in`) or Ids (one value: `__in_ids`).
+    Where a shape does not compile to parameters for every value and to
+    rows that need no conversion (a value inlined as LIMIT, ids spread over
+    MySQL's IN list, empty Ids, a converted column), the read is built and
+    run by the ORM every time, as if not prepared."""
+
+    MARKER = 2_146_483_000   # stand-ins count up from here (within 32-bit integers)
+
+    def __init__(self, model, build):
+        self.model = model
+        self.build = build
+        self._compiled = {}   # (alias, shape) -> (sql, params, slots), or None
+
+    def rows(self, *values):
+        """The rows (tuples) of the read for these values."""
+        alias = router.db_for_read(self.model)
+        flat = _flat(values)
+        if not all(_preparable(v) for v in flat):
+            return list(self.build(*values).using(alias))
+        key = (alias, tuple(_shape(v) for v in values))
+        compiled = self._compiled.get(key, False)
+        if compiled is False:
+            compiled = self._compiled[key] = self._compile(alias, values)
+        if compiled is None:
+            return list(self.build(*values).using(alias))
+        sql, params, slots = compiled
+        params = list(params)
+        for index, slot, form in slots:
+            value = flat[slot]
+            if form == 'array':
+                value = list(map(int, value))
+            elif form == 'json':
+                value = json.dumps(list(map(int, value)))
+            params[index] = value
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+    def _compile(self, alias, values):
+        markers, stand_ins = [], []
+        for value in values:
+            stand_ins.append(_stand_in(value, markers, self.MARKER))
+        queryset = self.build(*stand_ins).using(alias)
+        compiler = queryset.query.get_compiler(alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        if compiler.get_converters([column[0] for column in compiler.select]):
+            return None
+        found = {}
+        slots = []
+        for index, param in enumerate(params):
+            for slot, (marker, is_ids) in enumerate(markers):
+                form = _form(param, marker, is_ids)
+                if form:
+                    slots.append((index, slot, form))
+                    found[slot] = True
+        if len(found) != len(markers) or any(str(m) in sql for m, _ in markers):
+            return None
+        return sql, tuple(params), tuple(slots)
+
+
+def _shape(value):
+    if isinstance(value, Ids):
+        return 'ids'
+    if isinstance(value, tuple):
+        return tuple(_shape(v) for v in value)
+    if isinstance(value, bool):
+        return value
+    return None if value is None else type(value).__name__
+
+
+def _flat(values):
+    """The values in marker order."""
+    flat = []
+    for value in values:
+        if isinstance(value, tuple) and not isinstance(value, Ids):
+            flat.extend(v for v in value if v is not None and not isinstance(v, bool))
+        elif value is not None and not isinstance(value, bool):
+            flat.append(value)
+    return flat
+
+
+def _preparable(value):
+    """Not empty Ids (no query at all), nor an integer the ORM would take as
+    out of its field's range (a condition always or never true)."""
+    if isinstance(value, Ids):
+        return bool(value)
+    return not isinstance(value, int) or -2 ** 31 <= value < 2 ** 31
+
+
+def _stand_in(value, markers, base):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, Ids):
+        markers.append((base + len(markers), True))
+        return Ids((markers[-1][0],))
+    if isinstance(value, tuple):
+        return tuple(_stand_in(v, markers, base) for v in value)
+    marker = base + len(markers)
+    markers.append((marker, False))
+    return marker if isinstance(value, int) else f'm{marker}'
+
+
+def _form(param, marker, is_ids):
+    """How a compiled parameter carries a value: the marker itself, or Ids
+    as one array (PostgreSQL) or JSON list (SQLite)."""
+    if is_ids:
+        if param == [marker]:
+            return 'array'
+        if param == f'[{marker}]':
+            return 'json'
+        return None
+    if param == marker or param == f'm{marker}':
+        return 'scalar'
+    return None
 
 
 class FoldsCaseOnMySQL:

@@ -21,7 +21,7 @@ from django.db import connections
 from django.db.models import CharField, Count, F, Value
 
 from placement_site import exceptions
-from placement_site.queries import storable
+from placement_site.queries import Ids, Prepared, storable
 from providers.candidates.findings import (
     GroupFindings,
     RequestFindings,
@@ -31,7 +31,14 @@ from providers.candidates.findings import (
     root_traits_text,
     traits_text,
 )
-from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
+from providers.models import (
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 from providers.querysets import (
     SHARING_TRAIT,
     ids_in_aggregates,
@@ -121,18 +128,12 @@ class Research:
             trait_names |= set(group.forbidden_traits)
             for any_of in group.required_traits:
                 trait_names |= any_of
-        parts = []
-        for model, kind, names in ((ResourceClass, 'class', class_names),
-                                   (Trait, 'trait', trait_names)):
-            names = [n for n in names if storable(n)]
-            if names:
-                parts.append(model.objects.filter(name__in=names).annotate(
-                    kind=Value(kind, output_field=CharField())).values_list(
-                    'kind', 'name', 'id').order_by())
-        if not parts:
+        class_names = tuple(sorted(n for n in class_names if storable(n)))
+        trait_names = tuple(sorted(n for n in trait_names if storable(n)))
+        if not (class_names or trait_names):
             return
         ids = {'class': self.class_ids, 'trait': self.trait_ids}
-        for kind, name, pk in parts[0].union(*parts[1:], all=True):
+        for kind, name, pk in _NAMED.rows(class_names, trait_names):
             ids[kind][name] = pk
 
     # -- request-wide
@@ -141,10 +142,8 @@ class Research:
         """The RequestFindings (raises NoCandidates when root_required
         leaves no root, unless explaining)."""
         self._lookups()
-        has_trees = ResourceProvider.objects.filter(parent_provider__isnull=False).exists()
-        sharing_roots = dict(ResourceProvider.objects.filter(
-            id__in=ids_with_any_trait(Trait.objects.filter(name=SHARING_TRAIT).values('id')),
-        ).values_list('id', 'root_provider_id').order_by())
+        has_trees = bool(_ANY_CHILD.rows())
+        sharing_roots = dict(_SHARING_ROOTS.rows())
         self.wide = RequestFindings(has_trees, sharing_roots)
         anchors = self._root_traits()
         self.wide = RequestFindings(has_trees, sharing_roots, anchors)
@@ -246,15 +245,12 @@ class Research:
             return found.members
         if len(found.members) > CAPACITY_SCOPE_LIMIT:
             return None
-        under = ResourceProvider.objects.filter(
-            root_provider_id__in_ids=found.members).values_list('id', flat=True)
-        scope = found.members | set(under)
+        scope = found.members | {pk for pk, in _UNDER_ROOTS.rows(Ids(found.members))}
         return scope if len(scope) <= CAPACITY_SCOPE_LIMIT else None
 
     def _in_tree(self, found):
         uuid = found.group.in_tree
-        root = ResourceProvider.objects.filter(uuid=uuid).values_list(
-            'root_provider_id', flat=True).first()
+        root = next((root for root, in _ROOT_OF_UUID.rows(uuid)), None)
         found.tree_root = root
         self.narrowed(Stage.IN_TREE, found, set() if root is None else {root}, uuid)
 
@@ -386,17 +382,14 @@ def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozens
     LIMIT in an IN subquery, in a query of its own)."""
     if trees is not None:  # (for a lone group: no member_of, no in_tree)
         fitting = _in_first_trees(wanted, trees)
+        fitting = fitting.values_list(
+            'resource_class_id', 'resource_provider_id', 'root').order_by()
     else:
-        fitting = Inventory.objects.all()
-        if within is not None:
-            fitting = fitting.filter(resource_provider_id__in_ids=within)
-        fitting = fitting.able_to_fit_any(wanted).with_root()
-        if tree_root is not None:
-            fitting = fitting.filter(root=tree_root)
+        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()), tree_root,
+                                None if within is None else Ids(within))
     by_class = {class_id: set() for class_id in wanted}
     sharing_by_class = {class_id: set() for class_id in wanted}
-    for class_id, provider_id, root_id in fitting.values_list(
-            'resource_class_id', 'resource_provider_id', 'root').order_by():
+    for class_id, provider_id, root_id in fitting:
         by_class[class_id].add((provider_id, root_id))
         if provider_id in sharing:
             sharing_by_class[class_id].add(provider_id)
@@ -422,16 +415,57 @@ def _in_first_trees(wanted, trees):
 
 def providers_in_aggregates(aggregate_uuids):
     """Providers in at least one of the aggregates."""
-    return set(ids_in_aggregates(aggregate_uuids))
+    return {pk for pk, in _IN_AGGREGATES.rows(tuple(sorted(aggregate_uuids)))}
 
 
 def providers_with_any_trait(trait_ids):
     """Providers having at least one of the traits."""
-    return set(ids_with_any_trait(trait_ids))
+    return {pk for pk, in _WITH_ANY_TRAIT.rows(tuple(sorted(trait_ids)))}
 
 
 def provider_roots(provider_ids):
     """(provider id, root id) of the providers: the candidates of a group
     that asks for no resources."""
-    return set(ResourceProvider.objects.filter(id__in_ids=provider_ids).values_list(
-        'id', 'root_provider_id').order_by())
+    return set(_ROOTS_OF.rows(Ids(provider_ids)))
+
+
+# ---- the research's reads, compiled once per shape (placement_site.queries.Prepared) --
+
+def _named(class_names, trait_names):
+    """(kind, name, id) of the classes and traits named."""
+    parts = [model.objects.filter(name__in=names).annotate(
+        kind=Value(kind, output_field=CharField())).values_list('kind', 'name', 'id').order_by()
+        for model, kind, names in ((ResourceClass, 'class', class_names),
+                                   (Trait, 'trait', trait_names)) if names]
+    return parts[0].union(*parts[1:], all=True)
+
+
+_NAMED = Prepared(ResourceClass, _named)
+_ANY_CHILD = Prepared(ResourceProvider, lambda: ResourceProvider.objects.filter(
+    parent_provider__isnull=False).values_list('id')[:1])
+_SHARING_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.filter(
+    id__in=ids_with_any_trait(Trait.objects.filter(name=SHARING_TRAIT).values('id')),
+).values_list('id', 'root_provider_id').order_by())
+_UNDER_ROOTS = Prepared(ResourceProvider, lambda roots: ResourceProvider.objects.filter(
+    root_provider_id__in_ids=roots).values_list('id').order_by())
+_ROOT_OF_UUID = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.filter(
+    uuid=uuid).values_list('root_provider_id').order_by()[:1])
+_IN_AGGREGATES = Prepared(ProviderAggregate, lambda uuids: ids_in_aggregates(uuids).values_list(
+    'resource_provider_id'))
+_WITH_ANY_TRAIT = Prepared(ProviderTrait, lambda trait_ids: ids_with_any_trait(
+    trait_ids).values_list('resource_provider_id'))
+_ROOTS_OF = Prepared(ResourceProvider, lambda ids: ResourceProvider.objects.filter(
+    id__in_ids=ids).values_list('id', 'root_provider_id').order_by())
+
+
+def _fitting(class_ids, amounts, tree_root, within):
+    fitting = Inventory.objects.all()
+    if within is not None:
+        fitting = fitting.filter(resource_provider_id__in_ids=within)
+    fitting = fitting.able_to_fit_any(dict(zip(class_ids, amounts))).with_root()
+    if tree_root is not None:
+        fitting = fitting.filter(root=tree_root)
+    return fitting.values_list('resource_class_id', 'resource_provider_id', 'root').order_by()
+
+
+_FITTING = Prepared(Inventory, _fitting)

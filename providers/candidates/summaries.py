@@ -12,8 +12,9 @@ and named from one read of the traits. Constructing Summaries does no I/O.
 import collections
 
 from django.contrib.postgres.aggregates import ArrayAgg
-from django.db import connections
+from django.db import connections, router
 
+from placement_site.queries import Ids, Prepared
 from providers import rules
 from providers.models import Inventory, ProviderTrait, ResourceProvider, Trait
 
@@ -56,21 +57,13 @@ class Summaries:
         if not new_roots:
             return
         self.loaded_roots |= new_roots
-        providers = ResourceProvider.objects.all()
-        inventories = Inventory.objects.all()
-        if len(new_roots) <= WHOLE_TABLE_THRESHOLD:
-            providers = providers.filter(root_provider_id__in_ids=new_roots)
-            inventories = inventories.filter(resource_provider__root_provider_id__in_ids=new_roots)
+        roots = Ids(new_roots) if len(new_roots) <= WHOLE_TABLE_THRESHOLD else None
         added = {}
-        for pk, uuid, parent_id, root_id in providers.values_list(
-                'id', 'uuid', 'parent_provider_id', 'root_provider_id'):
+        for pk, uuid, parent_id, root_id in _PROVIDERS.rows(roots):
             if root_id in new_roots and pk not in self.by_id:
                 added[pk] = ProviderSummary(pk, uuid, parent_id, root_id)
         names = {}  # each class's name once, however many rows carry it
-        for provider_id, name, total, reserved, ratio, max_unit, used in \
-                inventories.values_list(
-                    'resource_provider_id', 'resource_class__name', 'total', 'reserved',
-                    'allocation_ratio', 'max_unit', 'used').order_by('id'):
+        for provider_id, name, total, reserved, ratio, max_unit, used in _INVENTORIES.rows(roots):
             summary = added.get(provider_id)
             if summary is not None:
                 summary.resources[names.setdefault(name, name)] = (
@@ -85,17 +78,12 @@ class Summaries:
         by_id = {s.id: s for s in summaries}
         if not by_id:
             return
-        provider_traits = ProviderTrait.objects.all()
         roots = {s.root_id for s in summaries}
-        if len(roots) <= WHOLE_TABLE_THRESHOLD:
-            provider_traits = provider_traits.filter(
-                resource_provider__root_provider_id__in_ids=roots)
+        roots = Ids(roots) if len(roots) <= WHOLE_TABLE_THRESHOLD else None
         trait_names = self.trait_names()
-        if connections[provider_traits.db].vendor == 'postgresql':
+        if connections[router.db_for_read(ProviderTrait)].vendor == 'postgresql':
             # One row per provider instead of one per trait (~30 per node).
-            for provider_id, trait_ids in provider_traits.values('resource_provider_id').annotate(
-                    ids=ArrayAgg('trait_id', order_by='trait_id')).values_list(
-                    'resource_provider_id', 'ids').order_by():
+            for provider_id, trait_ids in _TRAIT_IDS_AGGREGATED.rows(roots):
                 summary = by_id.get(provider_id)
                 if summary is not None:
                     summary.traits = [trait_names[t] for t in trait_ids]
@@ -104,8 +92,7 @@ class Summaries:
         # whole (trait, provider) index instead of the trees' few providers
         # (15 of a 27 ms answer at 1,000 compute nodes).
         trait_ids = collections.defaultdict(list)
-        for provider_id, trait_id in provider_traits.values_list(
-                'resource_provider_id', 'trait_id').order_by():
+        for provider_id, trait_id in _TRAIT_IDS.rows(roots):
             if provider_id in by_id:
                 trait_ids[provider_id].append(trait_id)
         for provider_id, ids in trait_ids.items():
@@ -113,7 +100,7 @@ class Summaries:
 
     def trait_names(self):
         if self._trait_names is None:
-            self._trait_names = dict(Trait.objects.values_list('id', 'name'))
+            self._trait_names = dict(_TRAIT_NAMES.rows())
         return self._trait_names
 
     def for_answer(self, requests, only=None):
@@ -131,3 +118,27 @@ class Summaries:
                   if s.root_id in roots and (only is None or s.id in only)]
         self._load_traits(answer)
         return answer
+
+
+# ---- the reads, compiled once per shape (placement_site.queries.Prepared); `roots`
+# (Ids) narrows each to some trees, None reads the whole table.
+
+def _in_trees(queryset, roots, root_field):
+    return queryset if roots is None else queryset.filter(**{f'{root_field}__in_ids': roots})
+
+
+_PROVIDERS = Prepared(ResourceProvider, lambda roots: _in_trees(
+    ResourceProvider.objects.all(), roots, 'root_provider_id').values_list(
+    'id', 'uuid', 'parent_provider_id', 'root_provider_id'))
+_INVENTORIES = Prepared(Inventory, lambda roots: _in_trees(
+    Inventory.objects.all(), roots, 'resource_provider__root_provider_id').values_list(
+    'resource_provider_id', 'resource_class__name', 'total', 'reserved', 'allocation_ratio',
+    'max_unit', 'used').order_by('id'))
+_TRAIT_NAMES = Prepared(Trait, lambda: Trait.objects.values_list('id', 'name'))
+_TRAIT_IDS_AGGREGATED = Prepared(ProviderTrait, lambda roots: _in_trees(
+    ProviderTrait.objects.all(), roots, 'resource_provider__root_provider_id').values(
+    'resource_provider_id').annotate(ids=ArrayAgg('trait_id', order_by='trait_id')).values_list(
+    'resource_provider_id', 'ids').order_by())
+_TRAIT_IDS = Prepared(ProviderTrait, lambda roots: _in_trees(
+    ProviderTrait.objects.all(), roots, 'resource_provider__root_provider_id').values_list(
+    'resource_provider_id', 'trait_id').order_by())

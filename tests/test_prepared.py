@@ -1,0 +1,103 @@
+"""placement_site.queries.Prepared: a read compiled once per shape gives the
+rows the ORM gives for every value, and falls back to the ORM where a shape
+cannot be prepared. On each database (ids are bound differently on each)."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from placement_site.queries import Ids, Prepared
+from providers.models import Inventory, ResourceProvider
+
+
+@pytest.fixture
+def cloud(small_cloud):
+    return small_cloud
+
+
+class Counted:
+    """A build function that counts its calls."""
+
+    def __init__(self, build):
+        self.build, self.calls = build, 0
+
+    def __call__(self, *values):
+        self.calls += 1
+        return self.build(*values)
+
+
+def fitting_by_class(class_names, amounts, within):
+    """fitting(), with the classes' amounts matched to their ids."""
+    queryset = Inventory.objects.all()
+    if within is not None:
+        queryset = queryset.filter(resource_provider_id__in_ids=within)
+    wanted = dict(zip(class_names, amounts))
+    return queryset.able_to_fit_any(wanted).values_list(
+        'resource_provider__name', 'used').order_by('resource_provider__name')
+
+
+def test_rows_are_the_orms_for_every_value_and_each_shape_compiles_once(cloud):
+    build = Counted(lambda name, amount: Inventory.objects.filter(
+        resource_provider__name=name, resource_class__name='VCPU').able_to_fit(amount).values_list(
+        'resource_provider__name', 'total').order_by())
+    read = Prepared(Inventory, build)
+    for name, amount in [('cn1', 1), ('cn1', 13), ('cn1', 14), ('cn3', 1), ('cn3', 2)]:
+        assert read.rows(name, amount) == list(build.build(name, amount)), (name, amount)
+    assert build.calls == 1
+    assert read.rows('cn1', 13) == [('cn1', 8)]
+    assert read.rows('cn1', 14) == []
+
+
+def test_ids_are_bound_as_one_value_of_any_length(cloud):
+    ids = {name: rp.id for name, rp in cloud.items()}
+    build = Counted(lambda within: ResourceProvider.objects.filter(
+        id__in_ids=within).values_list('name').order_by('name'))
+    read = Prepared(ResourceProvider, build)
+    assert read.rows(Ids([ids['cn1']])) == [('cn1',)]
+    assert read.rows(Ids([ids['cn3'], ids['nfs'], ids['cn1']])) == [('cn1',), ('cn3',), ('nfs',)]
+    # MySQL spreads the ids over its IN list: not preparable, built each time.
+    assert build.calls == (3 if connection.vendor == 'mysql' else 1)
+
+
+def test_tuples_none_and_bools_are_shapes_of_their_own(cloud):
+    build = Counted(lambda names, parent_is_null: ResourceProvider.objects.filter(
+        name__in=names, parent_provider__isnull=parent_is_null).values_list('name').order_by(
+        'name'))
+    read = Prepared(ResourceProvider, build)
+    assert read.rows(('cn1', 'cn2-numa0'), True) == [('cn1',)]
+    assert read.rows(('cn1', 'cn2-numa0'), False) == [('cn2-numa0',)]
+    assert read.rows(('cn3', 'nfs', 'cn1'), True) == [('cn1',), ('cn3',), ('nfs',)]
+    assert read.rows(('cn3', 'cn2'), True) == [('cn2',), ('cn3',)]
+    assert build.calls == 3   # two lengths, two bools
+
+    within = Counted(fitting_by_class)
+    read = Prepared(Inventory, within)
+    vcpu = cloud['cn1'].inventories.get(resource_class__name='VCPU').resource_class_id
+    assert read.rows((vcpu,), (13,), None) == [('cn1', 3)]
+    assert read.rows((vcpu,), (1,), Ids([cloud['cn3'].id])) == [('cn3', 0)]
+    assert read.rows((vcpu,), (2,), None) == [('cn1', 3), ('cn2-numa0', 0)]
+
+
+def test_empty_ids_read_nothing_without_a_query(cloud):
+    read = Prepared(ResourceProvider, lambda within: ResourceProvider.objects.filter(
+        id__in_ids=within).values_list('name'))
+    with CaptureQueriesContext(connection) as queries:
+        assert read.rows(Ids([])) == []
+    assert len(queries) == 0
+
+
+def test_values_the_orm_reads_its_own_way_are_not_prepared(cloud):
+    # An amount beyond a 32-bit integer field: the ORM drops or keeps the
+    # condition whole instead of comparing.
+    build = Counted(lambda amount: Inventory.objects.filter(min_unit__lte=amount).values_list(
+        'resource_provider__name').order_by('resource_provider__name'))
+    read = Prepared(Inventory, build)
+    assert read.rows(2 ** 40) == list(build.build(2 ** 40))
+    assert len(read.rows(2 ** 40)) == Inventory.objects.count()
+    # A value inlined in the SQL (a LIMIT) cannot be bound: built every time.
+    build = Counted(lambda n: ResourceProvider.objects.values_list('name').order_by('name')[:n])
+    read = Prepared(ResourceProvider, build)
+    assert read.rows(1) == [('cn1',)]
+    assert read.rows(2) == [('cn1',), ('cn2',)]
+    calls = build.calls
+    assert read.rows(3) == [('cn1',), ('cn2',), ('cn2-numa0',)]
+    assert build.calls == calls + 1
