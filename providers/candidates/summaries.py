@@ -82,11 +82,13 @@ class Summaries:
         roots = Ids(roots) if len(roots) <= WHOLE_TABLE_THRESHOLD else None
         trait_names = self.trait_names()
         if connections[router.db_for_read(ProviderTrait)].vendor == 'postgresql':
-            # One row per provider instead of one per trait (~30 per node).
+            # One row per provider instead of one per trait (~30 per node),
+            # sorted here: ordering within each aggregate costs PostgreSQL
+            # a sort per provider (13 against 9 ms for 2,500 providers).
             for provider_id, trait_ids in _TRAIT_IDS_AGGREGATED.rows(roots):
                 summary = by_id.get(provider_id)
                 if summary is not None:
-                    summary.traits = [trait_names[t] for t in trait_ids]
+                    summary.traits = [trait_names[t] for t in sorted(trait_ids)]
             return
         # Sorted here, per provider: ORDER BY trait_id lets MariaDB walk the
         # whole (trait, provider) index instead of the trees' few providers
@@ -137,7 +139,7 @@ _INVENTORIES = Prepared(Inventory, lambda roots: _in_trees(
 _TRAIT_NAMES = Prepared(Trait, lambda: Trait.objects.values_list('id', 'name'))
 _TRAIT_IDS_AGGREGATED = Prepared(ProviderTrait, lambda roots: _in_trees(
     ProviderTrait.objects.all(), roots, 'resource_provider__root_provider_id').values(
-    'resource_provider_id').annotate(ids=ArrayAgg('trait_id', order_by='trait_id')).values_list(
+    'resource_provider_id').annotate(ids=ArrayAgg('trait_id')).values_list(
     'resource_provider_id', 'ids').order_by())
 _TRAIT_IDS = Prepared(ProviderTrait, lambda roots: _in_trees(
     ProviderTrait.objects.all(), roots, 'resource_provider__root_provider_id').values_list(
