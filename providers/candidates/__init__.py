@@ -11,8 +11,10 @@ candidates from those ids in Python. Where each part lives:
                 parse() reads a query string for a microversion (400s).
   research.py   research, every read of the search: one query per
                 constraint through the catalogue's query vocabulary
-                (providers.querysets): request-wide ROOT_TRAITS
-                (root_required) and the sharing providers; per group
+                (providers.querysets), each compiled once per shape
+                (placement_site.queries.Prepared): request-wide one query
+                for the names' ids, the sharing providers and whether
+                there are trees, then ROOT_TRAITS (root_required); per group
                 MEMBER_OF, IN_TREE, CAPACITY (one query for every class),
                 REQUIRED_TRAITS, FORBIDDEN_TRAITS, FORBIDDEN_AGGREGATES,
                 SHARING (the trees sharing providers serve). Stops at the

@@ -18,7 +18,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from django.db import connections
-from django.db.models import CharField, Count, F, Value
+from django.db.models import Count, F, Subquery, Value
 
 from placement_site import exceptions
 from placement_site.queries import Ids, Prepared, storable
@@ -117,10 +117,10 @@ class Research:
             return None
         raise not_found
 
-    def _lookups(self):
-        """Names to ids for every class and trait in the request (one
-        query); unknown names raise when first used, as Placement answers
-        400."""
+    def _read_request_wide(self):
+        """(has_trees, sharing_roots), and the ids of the request's class and
+        trait names (unknown names raise when first used, as Placement
+        answers 400): one query."""
         query = self.query
         class_names = {rc for g in query.groups.values() for rc in g.resources}
         trait_names = set(query.params.root_required) | set(query.params.root_forbidden)
@@ -130,20 +130,23 @@ class Research:
                 trait_names |= any_of
         class_names = tuple(sorted(n for n in class_names if storable(n)))
         trait_names = tuple(sorted(n for n in trait_names if storable(n)))
-        if not (class_names or trait_names):
-            return
+        has_trees, sharing_roots = False, {}
         ids = {'class': self.class_ids, 'trait': self.trait_ids}
-        for kind, name, pk in _NAMED.rows(class_names, trait_names):
-            ids[kind][name] = pk
+        for kind, name, pk, root in _REQUEST_WIDE.rows(class_names, trait_names):
+            if kind == 'sharing':
+                sharing_roots[pk] = root
+            elif kind == 'tree':
+                has_trees = True
+            else:
+                ids[kind][name] = pk
+        return has_trees, sharing_roots
 
     # -- request-wide
 
     def request_wide(self):
         """The RequestFindings (raises NoCandidates when root_required
         leaves no root, unless explaining)."""
-        self._lookups()
-        has_trees = bool(_ANY_CHILD.rows())
-        sharing_roots = dict(_SHARING_ROOTS.rows())
+        has_trees, sharing_roots = self._read_request_wide()
         self.wide = RequestFindings(has_trees, sharing_roots)
         anchors = self._root_traits()
         self.wide = RequestFindings(has_trees, sharing_roots, anchors)
@@ -431,21 +434,29 @@ def provider_roots(provider_ids):
 
 # ---- the research's reads, compiled once per shape (placement_site.queries.Prepared) --
 
-def _named(class_names, trait_names):
-    """(kind, name, id) of the classes and traits named."""
-    parts = [model.objects.filter(name__in=names).annotate(
-        kind=Value(kind, output_field=CharField())).values_list('kind', 'name', 'id').order_by()
-        for model, kind, names in ((ResourceClass, 'class', class_names),
-                                   (Trait, 'trait', trait_names)) if names]
+def _request_wide(class_names, trait_names):
+    """(kind, name, id, root) rows: every sharing provider ('sharing', with
+    its root), the first provider with a parent ('tree', if any), and the
+    classes and traits named ('class', 'trait')."""
+    def rows(queryset, kind, name=Value('')):
+        return queryset.annotate(kind=Value(kind), key=name).values_list(
+            'kind', 'key', 'id', 'root').order_by()
+
+    root = {'root': F('root_provider_id')}
+    parts = [
+        rows(ResourceProvider.objects.filter(id__in=ids_with_any_trait(
+            Trait.objects.filter(name=SHARING_TRAIT).values('id'))).annotate(**root), 'sharing'),
+        # A scalar subquery: SQLite takes no LIMIT in a UNION's parts.
+        rows(ResourceProvider.objects.filter(id=Subquery(ResourceProvider.objects.filter(
+            parent_provider__isnull=False).values('id')[:1])).annotate(**root), 'tree'),
+    ]
+    parts += [rows(model.objects.filter(name__in=names).annotate(root=Value(0)), kind, F('name'))
+              for model, kind, names in ((ResourceClass, 'class', class_names),
+                                         (Trait, 'trait', trait_names)) if names]
     return parts[0].union(*parts[1:], all=True)
 
 
-_NAMED = Prepared(ResourceClass, _named)
-_ANY_CHILD = Prepared(ResourceProvider, lambda: ResourceProvider.objects.filter(
-    parent_provider__isnull=False).values_list('id')[:1])
-_SHARING_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.filter(
-    id__in=ids_with_any_trait(Trait.objects.filter(name=SHARING_TRAIT).values('id')),
-).values_list('id', 'root_provider_id').order_by())
+_REQUEST_WIDE = Prepared(ResourceProvider, _request_wide)
 _UNDER_ROOTS = Prepared(ResourceProvider, lambda roots: ResourceProvider.objects.filter(
     root_provider_id__in_ids=roots).values_list('id').order_by())
 _ROOT_OF_UUID = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.filter(
