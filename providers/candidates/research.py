@@ -18,7 +18,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from django.db import connections
-from django.db.models import Count, F, Subquery, Value
+from django.db.models import Count, F, Q, Subquery, Value
 
 from placement_site import exceptions
 from placement_site.queries import Ids, Prepared, storable
@@ -79,6 +79,7 @@ class Research:
         self.class_ids = {}
         self.trait_ids = {}
         self.wide = RequestFindings()
+        self._provider_roots = None
 
     # -- the record
 
@@ -237,19 +238,21 @@ class Research:
                                       aggregates_text(found.group.member_of))
 
     def _capacity_scope(self, found):
-        """The providers member_of leaves the group (None: all), so the
+        """(the providers member_of leaves the group (None: all), and their
+        roots when known ({provider id: root id}, else None)), so the
         capacity queries weigh the usage of those only: the members, and in
         a tree every provider under a member root (sharing providers count
         only when members, see _sharing). Not when explaining, whose
         funnel counts every provider with capacity."""
         if found.members is None or self.exhaustive:
-            return None
+            return None, None
         if not found.tree_mode:
-            return found.members
+            return found.members, None
         if len(found.members) > CAPACITY_SCOPE_LIMIT:
-            return None
-        scope = found.members | {pk for pk, in _UNDER_ROOTS.rows(Ids(found.members))}
-        return scope if len(scope) <= CAPACITY_SCOPE_LIMIT else None
+            return None, None
+        members = Ids(found.members)
+        roots = dict(_MEMBERS_AND_UNDER.rows(members, members))
+        return (roots.keys(), roots) if len(roots) <= CAPACITY_SCOPE_LIMIT else (None, None)
 
     def _in_tree(self, found):
         uuid = found.group.in_tree
@@ -266,20 +269,31 @@ class Research:
         fitting, sharing_fitting = {}, {}
         if wanted and not (group.in_tree and found.tree_root is None):
             trees = self.tree_limit if self._trees_suffice(found, wanted) else None
+            within, roots = self._capacity_scope(found)
             fitting, sharing_fitting = providers_with_capacity(
-                wanted, found.tree_root, self._capacity_scope(found), self.wide.sharing, trees)
+                wanted, found.tree_root, within, self.wide.sharing, trees,
+                self.provider_roots if within is None else roots)
             if trees is not None and self.wide.sharing and len(
                     {root for pairs in fitting.values() for _, root in pairs}) < trees:
                 # Too few trees hold every class themselves: those sharing
                 # providers serve may make up the rest.
                 fitting, sharing_fitting = providers_with_capacity(
-                    wanted, found.tree_root, None, self.wide.sharing)
+                    wanted, found.tree_root, None, self.wide.sharing, roots=self.provider_roots)
         found.capacity, found.capacity_sharing = {}, {}
         for name, amount in group.resources.items():
             class_id = found.class_ids[name]
             found.capacity[name] = self.narrowed(
                 Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
             found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
+
+    def provider_roots(self):
+        """{provider id: root id}, read once per search when first asked:
+        explaining, of every provider (explain's funnels read them all);
+        else of those whose root is another (a root's is its own id)."""
+        if self._provider_roots is None:
+            self._provider_roots = dict(
+                (_EVERY_ROOT if self.exhaustive else _NOT_OWN_ROOTS).rows())
+        return self._provider_roots
 
     def _trees_suffice(self, found, wanted):
         return (not self.exhaustive and len(wanted) == len(found.group.resources)
@@ -374,7 +388,7 @@ def trees_served(provider_ids):
 # ---- one query per constraint ------------------------------------------------------
 
 def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozenset(),
-                            trees=None):
+                            trees=None, roots=None):
     """({class id: {(provider id, root id)}}, {class id: {sharing provider id}}):
     the providers whose inventory of each class of `wanted` ({class id:
     amount}) can take its amount more (capacity, min/max unit, step size),
@@ -382,11 +396,23 @@ def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozens
     in `sharing`. One query for every class; with `trees`, only in the
     first `trees` trees that have room for every class (the database
     groups the rows by tree and stops there: on MariaDB, which takes no
-    LIMIT in an IN subquery, in a query of its own)."""
+    LIMIT in an IN subquery, in a query of its own). `roots` gives the
+    roots of the providers (those not in it are roots), as a dict or a
+    function returning one, called only if some inventory fits; without
+    it, each row's root is looked up in the query."""
     if trees is not None:  # (for a lone group: no member_of, no in_tree)
         fitting = _in_first_trees(wanted, trees)
         fitting = fitting.values_list(
             'resource_class_id', 'resource_provider_id', 'root').order_by()
+    elif tree_root is None and roots is not None:
+        # The roots from a map, not looked up per row: PostgreSQL's lookup
+        # for each of 3,000 rows cost twice the rest of the query.
+        fitting = _FITTING_PROVIDERS.rows(tuple(wanted), tuple(wanted.values()),
+                                          None if within is None else Ids(within))
+        if fitting and callable(roots):
+            roots = roots()
+        fitting = [(class_id, provider_id, roots.get(provider_id, provider_id))
+                   for class_id, provider_id in fitting]
     else:
         fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()), tree_root,
                                 None if within is None else Ids(within))
@@ -457,8 +483,14 @@ def _request_wide(class_names, trait_names):
 
 
 _REQUEST_WIDE = Prepared(ResourceProvider, _request_wide)
-_UNDER_ROOTS = Prepared(ResourceProvider, lambda roots: ResourceProvider.objects.filter(
-    root_provider_id__in_ids=roots).values_list('id').order_by())
+_MEMBERS_AND_UNDER = Prepared(ResourceProvider, lambda members, roots: (
+    ResourceProvider.objects.filter(Q(id__in_ids=members) | Q(root_provider_id__in_ids=roots))
+    .values_list('id', 'root_provider_id').order_by()))
+# Providers whose root is another (a root's is its own id).
+_NOT_OWN_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.exclude(
+    root_provider_id=F('id')).values_list('id', 'root_provider_id').order_by())
+_EVERY_ROOT = Prepared(ResourceProvider, lambda: ResourceProvider.objects.values_list(
+    'id', 'root_provider_id'))
 _ROOT_OF_UUID = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.filter(
     uuid=uuid).values_list('root_provider_id').order_by()[:1])
 _IN_AGGREGATES = Prepared(ProviderAggregate, lambda uuids: ids_in_aggregates(uuids).values_list(
@@ -480,3 +512,14 @@ def _fitting(class_ids, amounts, tree_root, within):
 
 
 _FITTING = Prepared(Inventory, _fitting)
+
+
+def _fitting_providers(class_ids, amounts, within):
+    fitting = Inventory.objects.all()
+    if within is not None:
+        fitting = fitting.filter(resource_provider_id__in_ids=within)
+    return fitting.able_to_fit_any(dict(zip(class_ids, amounts))).values_list(
+        'resource_class_id', 'resource_provider_id').order_by()
+
+
+_FITTING_PROVIDERS = Prepared(Inventory, _fitting_providers)

@@ -60,6 +60,7 @@ class CandidateResult:
     findings: dict               # suffix -> GroupFindings, for the groups researched
     stages: list                 # findings.StageRecord of every stage, in order
     of_trees: object = None      # lazy: the summaries of the trees given (one read)
+    provider_roots: object = None  # lazy: research.Research.provider_roots
 
     @property
     def streamed(self):
@@ -93,8 +94,10 @@ def select_candidates(query, *, settings=None, explain=False, counted=None, lazy
         answer = None
         if isinstance(requests, list):
             answer = summaries.for_answer(requests, combined.summarized)
-        return CandidateResult(requests, answer, summaries.by_id, search.research.wide,
-                               search.findings, search.research.records, summaries.of_trees)
+        research = search.research
+        return CandidateResult(requests, answer, summaries.by_id, research.wide,
+                               search.findings, research.records, summaries.of_trees,
+                               research.provider_roots)
 
 
 def stops_at_the_limit(query, result, settings=None):

@@ -63,10 +63,8 @@ class Summaries:
             if root_id in new_roots and pk not in self.by_id:
                 added[pk] = ProviderSummary(pk, uuid, parent_id, root_id)
         names = {}  # each class's name once, however many rows carry it
-        # Those providers' own rows by index, not their trees' by a join.
-        providers = None if roots is None else Ids(added)
         for provider_id, name, total, reserved, ratio, max_unit, used in \
-                _INVENTORIES.rows(providers):
+                _INVENTORIES.rows(*_narrowed(roots, added)):
             summary = added.get(provider_id)
             if summary is not None:
                 summary.resources[names.setdefault(name, name)] = (
@@ -82,13 +80,13 @@ class Summaries:
         if not by_id:
             return
         roots = {s.root_id for s in summaries}
-        providers = Ids(by_id) if len(roots) <= WHOLE_TABLE_THRESHOLD else None
+        narrowed = _narrowed(Ids(roots) if len(roots) <= WHOLE_TABLE_THRESHOLD else None, by_id)
         trait_names = self.trait_names()
         if connections[router.db_for_read(ProviderTrait)].vendor == 'postgresql':
             # One row per provider instead of one per trait (~30 per node),
             # sorted here: ordering within each aggregate costs PostgreSQL
             # a sort per provider (13 against 9 ms for 2,500 providers).
-            for provider_id, trait_ids in _TRAIT_IDS_AGGREGATED.rows(providers):
+            for provider_id, trait_ids in _TRAIT_IDS_AGGREGATED.rows(*narrowed):
                 summary = by_id.get(provider_id)
                 if summary is not None:
                     summary.traits = [trait_names[t] for t in sorted(trait_ids)]
@@ -97,7 +95,7 @@ class Summaries:
         # whole (trait, provider) index instead of the trees' few providers
         # (15 of a 27 ms answer at 1,000 compute nodes).
         trait_ids = collections.defaultdict(list)
-        for provider_id, trait_id in _TRAIT_IDS.rows(providers):
+        for provider_id, trait_id in _TRAIT_IDS.rows(*narrowed):
             if provider_id in by_id:
                 trait_ids[provider_id].append(trait_id)
         for provider_id, ids in trait_ids.items():
@@ -129,27 +127,43 @@ class Summaries:
 # or `providers` (Ids) narrows each to some trees or providers, None reads the
 # whole table.
 
-def _in_trees(queryset, roots):
-    return queryset if roots is None else queryset.filter(root_provider_id__in_ids=roots)
+# Up to this many providers, their rows are read by their ids (an index);
+# beyond, planning the long list costs more than joining their trees' roots.
+BY_ID_THRESHOLD = 1000
 
 
-def _of_providers(queryset, providers):
-    return queryset if providers is None else queryset.filter(
-        resource_provider_id__in_ids=providers)
+def _narrowed(roots, providers):
+    """(roots, providers) for a read of some providers' rows (Ids or None
+    for each): by their ids, else by their roots, else the whole table."""
+    if roots is None:
+        return None, None
+    if len(providers) <= BY_ID_THRESHOLD:
+        return None, Ids(providers)
+    return roots, None
+
+
+def _in_trees(queryset, roots, root_field='root_provider_id'):
+    return queryset if roots is None else queryset.filter(**{f'{root_field}__in_ids': roots})
+
+
+def _of(queryset, roots, providers):
+    """Rows of the providers, or of the trees' providers (a join), or all."""
+    if providers is not None:
+        return queryset.filter(resource_provider_id__in_ids=providers)
+    return _in_trees(queryset, roots, 'resource_provider__root_provider_id')
 
 
 _PROVIDERS = Prepared(ResourceProvider, lambda roots: _in_trees(
     ResourceProvider.objects.all(), roots).values_list(
     'id', 'uuid', 'parent_provider_id', 'root_provider_id'))
-_INVENTORIES = Prepared(Inventory, lambda providers: _of_providers(
-    Inventory.objects.all(), providers).values_list(
+_INVENTORIES = Prepared(Inventory, lambda roots, providers: _of(
+    Inventory.objects.all(), roots, providers).values_list(
     'resource_provider_id', 'resource_class__name', 'total', 'reserved', 'allocation_ratio',
     'max_unit', 'used').order_by('id'))
 _TRAIT_NAMES = Prepared(Trait, lambda: Trait.objects.values_list('id', 'name'))
-_TRAIT_IDS_AGGREGATED = Prepared(ProviderTrait, lambda providers: _of_providers(
-    ProviderTrait.objects.all(), providers).values(
-    'resource_provider_id').annotate(ids=ArrayAgg('trait_id')).values_list(
-    'resource_provider_id', 'ids').order_by())
-_TRAIT_IDS = Prepared(ProviderTrait, lambda providers: _of_providers(
-    ProviderTrait.objects.all(), providers).values_list(
+_TRAIT_IDS_AGGREGATED = Prepared(ProviderTrait, lambda roots, providers: _of(
+    ProviderTrait.objects.all(), roots, providers).values('resource_provider_id').annotate(
+    ids=ArrayAgg('trait_id')).values_list('resource_provider_id', 'ids').order_by())
+_TRAIT_IDS = Prepared(ProviderTrait, lambda roots, providers: _of(
+    ProviderTrait.objects.all(), roots, providers).values_list(
     'resource_provider_id', 'trait_id').order_by())

@@ -39,7 +39,6 @@ from providers.candidates.explain import funnel, near_misses, suggestions
 from providers.candidates.explain.funnel import Funnel, Step
 from providers.candidates.explain.wording import STAGE_LABELS, label, summary
 from providers.candidates.selector import select_candidates
-from providers.models import ResourceProvider
 
 __all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'explain_candidates', 'summary']
 
@@ -79,7 +78,7 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
     search stages' GROUP_CANDIDATES): the funnels do not need them."""
     result = select_candidates(query, settings=settings, explain=True, counted=counted)
     params, wide = query.params, result.wide
-    roots_of = dict(ResourceProvider.objects.values_list('id', 'root_provider_id'))
+    roots_of = result.provider_roots()   # every provider's (read once, maybe by the research)
     explained = []
     for suffix in query.groups:
         found = result.findings[suffix]
