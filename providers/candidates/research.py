@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 from django.db import connections
 from django.db.models import Count, F, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from placement_site import exceptions
 from placement_site.queries import Ids, Prepared, storable
@@ -49,6 +50,11 @@ from providers.querysets import (
 # member_of narrows the capacity queries to at most this many providers; a
 # larger IN list costs more than it saves.
 CAPACITY_SCOPE_LIMIT = 20000
+
+
+# The search counts the cloud's trees up to this many (plus one): enough
+# for summaries.Summaries to choose how to read up to 1,000 trees' rows.
+TREES_COUNTED = 2000
 
 
 # A limit above this reads every tree (and stays within any database's
@@ -119,7 +125,7 @@ class Research:
         raise not_found
 
     def _read_request_wide(self):
-        """(has_trees, sharing_roots), and the ids of the request's class and
+        """(has_trees, sharing_roots, trees), and the ids of the request's class and
         trait names (unknown names raise when first used, as Placement
         answers 400): one query."""
         query = self.query
@@ -131,26 +137,28 @@ class Research:
                 trait_names |= any_of
         class_names = tuple(sorted(n for n in class_names if storable(n)))
         trait_names = tuple(sorted(n for n in trait_names if storable(n)))
-        has_trees, sharing_roots = False, {}
+        has_trees, sharing_roots, trees = False, {}, 0
         ids = {'class': self.class_ids, 'trait': self.trait_ids}
         for kind, name, pk, root in _REQUEST_WIDE.rows(class_names, trait_names):
             if kind == 'sharing':
                 sharing_roots[pk] = root
             elif kind == 'tree':
                 has_trees = True
+            elif kind == 'trees':
+                trees = pk
             else:
                 ids[kind][name] = pk
-        return has_trees, sharing_roots
+        return has_trees, sharing_roots, trees
 
     # -- request-wide
 
     def request_wide(self):
         """The RequestFindings (raises NoCandidates when root_required
         leaves no root, unless explaining)."""
-        has_trees, sharing_roots = self._read_request_wide()
-        self.wide = RequestFindings(has_trees, sharing_roots)
+        has_trees, sharing_roots, trees = self._read_request_wide()
+        self.wide = RequestFindings(has_trees, sharing_roots, trees=trees)
         anchors = self._root_traits()
-        self.wide = RequestFindings(has_trees, sharing_roots, anchors)
+        self.wide = RequestFindings(has_trees, sharing_roots, anchors, trees)
         if anchors is not None and not anchors:
             self.dead_end()
         return self.wide
@@ -462,8 +470,9 @@ def provider_roots(provider_ids):
 
 def _request_wide(class_names, trait_names):
     """(kind, name, id, root) rows: every sharing provider ('sharing', with
-    its root), the first provider with a parent ('tree', if any), and the
-    classes and traits named ('class', 'trait')."""
+    its root), the first provider with a parent ('tree', if any), the
+    classes and traits named ('class', 'trait'), and how many trees there
+    are, counted up to TREES_COUNTED + 1 ('trees', the count as its id)."""
     def rows(queryset, kind, name=Value('')):
         return queryset.annotate(kind=Value(kind), key=name).values_list(
             'kind', 'key', 'id', 'root').order_by()
@@ -479,6 +488,12 @@ def _request_wide(class_names, trait_names):
     parts += [rows(model.objects.filter(name__in=names).annotate(root=Value(0)), kind, F('name'))
               for model, kind, names in ((ResourceClass, 'class', class_names),
                                          (Trait, 'trait', trait_names)) if names]
+    # Roots up to the (TREES_COUNTED + 1)th, by index: a bounded count.
+    roots = ResourceProvider.objects.roots()
+    last = roots.order_by('id').values('id')[TREES_COUNTED:TREES_COUNTED + 1]
+    parts.append(roots.filter(id__lte=Coalesce(Subquery(last), Value(2 ** 62))).annotate(
+        kind=Value('trees'), key=Value('')).values('kind', 'key').annotate(
+        n=Count('id'), root=Value(0)).values_list('kind', 'key', 'n', 'root').order_by())
     return parts[0].union(*parts[1:], all=True)
 
 

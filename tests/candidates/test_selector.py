@@ -11,7 +11,7 @@ from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 
 from placement_site import errors, exceptions, microversion
-from providers.candidates import explain_candidates, parse, select_candidates
+from providers.candidates import explain_candidates, parse, select_candidates, summaries
 from providers.candidates.combine import Combination
 from providers.candidates.findings import Stage
 from providers.candidates.matching import matched_trees, samplable, sample_tree_requests
@@ -165,10 +165,11 @@ def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
         select_candidates(query(text))
     with CaptureQueriesContext(connection) as explain_queries:
         explanation = explain_candidates(query(text))
-    # One more for the funnels' roots, one for the near misses' inventories,
-    # looked for because fewer than three trees fit (none close here: cn2
-    # lacks the trait, so no names to read).
-    assert len(explain_queries) == len(search_queries) + 1 + 1
+    # One for the near misses' inventories, looked for because fewer than
+    # three trees fit (none close here: cn2 lacks the trait, so no names to
+    # read). The funnels' roots, every provider's, serve the research too,
+    # where the search reads those of the providers below a root.
+    assert len(explain_queries) == len(search_queries) + 1
     assert candidates(cloud, explanation.result) == [{'cn1': {'VCPU': 2, 'DISK_GB': 10}}]
     funnel, = explanation.funnels
     assert (funnel.unit, funnel.total) == ('trees', 4)
@@ -273,3 +274,31 @@ def test_a_random_limit_with_sharing_only_requests_builds_them_all(cloud):
     result = draw('resources=DISK_GB:10&limit=1', seed=3)
     assert len(result.allocation_requests) == 1
     assert [r.remaining for r in result.stages if r.stage == Stage.GROUP_CANDIDATES] == [2]
+
+
+@pytest.mark.parametrize('text', ['resources=VCPU:1', 'resources=DISK_GB:10&limit=1',
+                                  'resources=VCPU:1&resources_S=DISK_GB:10',
+                                  'resources=VCPU:1,DISK_GB:10&required=COMPUTE_NODE'])
+def test_summaries_read_by_ids_roots_or_whole_tables_are_the_same(cloud, monkeypatch, text):
+    def read():
+        result = select_candidates(query(text))
+        return [(s.uuid, s.parent_id, s.root_id, s.resources, s.traits) for s in result.summaries]
+
+    expected = read()
+    assert expected
+    ways = {'by ids': (1000, 1000, 1000), 'by roots': (1000, 0, 1000),
+            'most of the trees: whole tables': (1000, 1000, 0), 'whole tables': (0, 1000, 1000)}
+    with CaptureQueriesContext(connection) as queries:
+        read()
+    result = select_candidates(query(text))
+    most = 2 * len({s.root_id for s in result.summaries}) >= result.wide.trees
+    for way, (whole_above, by_id_up_to, listed_anyway) in ways.items():
+        monkeypatch.setattr(summaries, 'WHOLE_TABLE_THRESHOLD', whole_above)
+        monkeypatch.setattr(summaries, 'BY_ID_THRESHOLD', by_id_up_to)
+        monkeypatch.setattr(summaries, 'LISTED_ANYWAY', listed_anyway)
+        with CaptureQueriesContext(connection) as read_now:
+            assert read() == expected, way
+        # As many queries, each of its own kind: by ids, roots or neither.
+        assert len(read_now) == len(queries), way
+        if way != 'by ids' and (most or way != 'most of the trees: whole tables'):
+            assert [q['sql'] for q in read_now] != [q['sql'] for q in queries], way
