@@ -124,6 +124,9 @@ class Prepared:
     run by the ORM every time, as if not prepared."""
 
     MARKER = 2_146_483_000   # stand-ins count up from here (within 32-bit integers)
+    # Shapes kept per read, at most: a request's lengths (names, traits,
+    # aggregates) are the client's to vary; later shapes run through the ORM.
+    SHAPES = 256
 
     def __init__(self, model, build):
         self.model = model
@@ -139,7 +142,9 @@ class Prepared:
         key = (alias, tuple(_shape(v) for v in values))
         compiled = self._compiled.get(key, False)
         if compiled is False:
-            compiled = self._compiled[key] = self._compile(alias, values)
+            compiled = self._compile(alias, values)
+            if len(self._compiled) < self.SHAPES:
+                self._compiled[key] = compiled
         if compiled is None:
             return list(self.build(*values).using(alias))
         sql, params, slots = compiled

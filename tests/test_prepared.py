@@ -101,3 +101,15 @@ def test_values_the_orm_reads_its_own_way_are_not_prepared(cloud):
     calls = build.calls
     assert read.rows(3) == [('cn1',), ('cn2',), ('cn2-numa0',)]
     assert build.calls == calls + 1
+
+
+def test_shapes_kept_are_bounded(cloud, monkeypatch):
+    monkeypatch.setattr(Prepared, 'SHAPES', 2)
+    build = Counted(lambda names: ResourceProvider.objects.filter(name__in=names).values_list(
+        'name').order_by('name'))
+    read = Prepared(ResourceProvider, build)
+    for names in [('cn1',), ('cn1', 'cn3'), ('cn1', 'cn3', 'nfs'), ('cn1', 'cn3', 'nfs')]:
+        assert read.rows(names) == sorted((n,) for n in names)
+    assert len(read._compiled) == 2
+    # The third shape is compiled again on each call, not kept.
+    assert build.calls == 2 + 2
