@@ -1,6 +1,7 @@
 """Small query helpers shared by every app."""
 import itertools
 import json
+import re
 
 from django.core.exceptions import EmptyResultSet
 from django.db import IntegrityError, OperationalError, connections, models, router, transaction
@@ -119,9 +120,9 @@ class Prepared:
     parameters. A value is an int, a str, None or a bool (these two part of
     the shape), a tuple of those (each its own value: `__in`) or Ids (one value: `__in_ids`).
     Where a shape does not compile to parameters for every value and to
-    rows that need no conversion (a value inlined as LIMIT, ids spread over
-    MySQL's IN list, empty Ids, a converted column), the read is built and
-    run by the ORM every time, as if not prepared."""
+    rows that need no conversion (a value inlined as LIMIT, empty Ids, a
+    converted column), the read is built and run by the ORM every time, as
+    if not prepared."""
 
     MARKER = 2_146_483_000   # stand-ins count up from here (within 32-bit integers)
     # Shapes kept per read, at most: a request's lengths (names, traits,
@@ -149,13 +150,18 @@ class Prepared:
             return list(self.build(*values).using(alias))
         sql, params, slots = compiled
         params = list(params)
+        spread = {}
         for index, slot, form in slots:
             value = flat[slot]
             if form == 'array':
                 value = list(map(int, value))
             elif form == 'json':
                 value = json.dumps(list(map(int, value)))
+            elif form == 'spread':
+                spread[index] = value = list(map(int, value))
             params[index] = value
+        if spread:
+            sql, params = _spread(sql, params, spread)
         with connections[alias].cursor() as cursor:
             cursor.execute(sql, params)
             return list(cursor.fetchall())
@@ -206,6 +212,26 @@ def _flat(values):
     return flat
 
 
+def _spread(sql, params, spread):
+    """The SQL and parameters with each of the `spread` parameters ({index:
+    ids}) written as one placeholder per id ('%%' is a literal percent
+    sign, not a placeholder)."""
+    pieces = re.split(r'(%%|%s)', sql)
+    written, flat, index = [], [], 0
+    for piece in pieces:
+        if piece != '%s':
+            written.append(piece)
+            continue
+        if index in spread:
+            written.append(', '.join(['%s'] * len(spread[index])))
+            flat.extend(spread[index])
+        else:
+            written.append(piece)
+            flat.append(params[index])
+        index += 1
+    return ''.join(written), flat
+
+
 def _preparable(value):
     """Not empty Ids (no query at all), nor an integer the ORM would take as
     out of its field's range (a condition always or never true)."""
@@ -229,12 +255,15 @@ def _stand_in(value, markers, base):
 
 def _form(param, marker, is_ids):
     """How a compiled parameter carries a value: the marker itself, or Ids
-    as one array (PostgreSQL) or JSON list (SQLite)."""
+    as one array (PostgreSQL), a JSON list (SQLite) or one placeholder each
+    (MySQL's IN list, compiled from one id: `spread`)."""
     if is_ids:
         if param == [marker]:
             return 'array'
         if param == f'[{marker}]':
             return 'json'
+        if param == marker:
+            return 'spread'
         return None
     if param == marker or param == f'm{marker}':
         return 'scalar'
