@@ -258,8 +258,7 @@ class Research:
             return found.members, None
         if len(found.members) > CAPACITY_SCOPE_LIMIT:
             return None, None
-        members = Ids(found.members)
-        roots = dict(_MEMBERS_AND_UNDER.rows(members, members))
+        roots = dict(_MEMBERS_AND_UNDER.rows(Ids(found.members)))
         return (roots.keys(), roots) if len(roots) <= CAPACITY_SCOPE_LIMIT else (None, None)
 
     def _in_tree(self, found):
@@ -415,15 +414,15 @@ def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozens
     elif tree_root is None and roots is not None:
         # The roots from a map, not looked up per row: PostgreSQL's lookup
         # for each of 3,000 rows cost twice the rest of the query.
-        fitting = _FITTING_PROVIDERS.rows(tuple(wanted), tuple(wanted.values()),
-                                          None if within is None else Ids(within))
+        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()),
+                                None if within is None else Ids(within), None, False)
         if fitting and callable(roots):
             roots = roots()
         fitting = [(class_id, provider_id, roots.get(provider_id, provider_id))
                    for class_id, provider_id in fitting]
     else:
-        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()), tree_root,
-                                None if within is None else Ids(within))
+        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()),
+                                None if within is None else Ids(within), tree_root, True)
     by_class = {class_id: set() for class_id in wanted}
     sharing_by_class = {class_id: set() for class_id in wanted}
     for class_id, provider_id, root_id in fitting:
@@ -498,8 +497,8 @@ def _request_wide(class_names, trait_names):
 
 
 _REQUEST_WIDE = Prepared(ResourceProvider, _request_wide)
-_MEMBERS_AND_UNDER = Prepared(ResourceProvider, lambda members, roots: (
-    ResourceProvider.objects.filter(Q(id__in_ids=members) | Q(root_provider_id__in_ids=roots))
+_MEMBERS_AND_UNDER = Prepared(ResourceProvider, lambda members: (
+    ResourceProvider.objects.filter(Q(id__in_ids=members) | Q(root_provider_id__in_ids=members))
     .values_list('id', 'root_provider_id').order_by()))
 # Providers whose root is another (a root's is its own id).
 _NOT_OWN_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.exclude(
@@ -516,25 +515,20 @@ _ROOTS_OF = Prepared(ResourceProvider, lambda ids: ResourceProvider.objects.filt
     id__in_ids=ids).values_list('id', 'root_provider_id').order_by())
 
 
-def _fitting(class_ids, amounts, tree_root, within):
+def _fitting(class_ids, amounts, within, tree_root, rooted):
+    """(class id, provider id[, root id]) of the inventories able to fit the
+    amounts, among `within` or in the tree of `tree_root` if given; with
+    each row's root (looked up per row) if `rooted`."""
     fitting = Inventory.objects.all()
     if within is not None:
         fitting = fitting.filter(resource_provider_id__in_ids=within)
-    fitting = fitting.able_to_fit_any(dict(zip(class_ids, amounts))).with_root()
+    fitting = fitting.able_to_fit_any(dict(zip(class_ids, amounts)))
+    if not rooted:
+        return fitting.values_list('resource_class_id', 'resource_provider_id').order_by()
+    fitting = fitting.with_root()
     if tree_root is not None:
         fitting = fitting.filter(root=tree_root)
     return fitting.values_list('resource_class_id', 'resource_provider_id', 'root').order_by()
 
 
 _FITTING = Prepared(Inventory, _fitting)
-
-
-def _fitting_providers(class_ids, amounts, within):
-    fitting = Inventory.objects.all()
-    if within is not None:
-        fitting = fitting.filter(resource_provider_id__in_ids=within)
-    return fitting.able_to_fit_any(dict(zip(class_ids, amounts))).values_list(
-        'resource_class_id', 'resource_provider_id').order_by()
-
-
-_FITTING_PROVIDERS = Prepared(Inventory, _fitting_providers)
