@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from allocations import services as allocation_services
 from placement_site import policy
 from providers import services
+from providers.candidates import summaries
 from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
 
@@ -174,6 +175,13 @@ def _sign_in_unthrottled(settings):
     refuses: sign-in throttling is off in-process except where a test turns
     it on (tests/test_signin_security.py). Servers the tests start keep it."""
     settings.AXES_ENABLED = False
+
+
+@pytest.fixture(autouse=True)
+def _traits_read_afresh():
+    """Every test's searches start without the traits a worker remembers
+    (providers.candidates.summaries), so its query counts are its own."""
+    summaries.forget_traits()
 
 
 @pytest.fixture(autouse=True)
@@ -427,7 +435,9 @@ def assert_admin_read_only(client, url, obj):
 
 
 def count_queries(action):
-    """How many SQL queries action() makes."""
+    """How many SQL queries action() makes, with no provider's traits
+    remembered (providers.candidates.summaries)."""
+    summaries.forget_traits()
     with CaptureQueriesContext(connection) as captured:
         action()
     return len(captured)

@@ -18,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
 from providers import services, trends
+from providers.candidates import summaries
 from providers.pods import selection as pod_selection
 from providers.pods import services as pod_services
 
@@ -181,6 +182,9 @@ def staff_client():
 
 
 def counted(call):
+    """The queries of a call, with no provider's traits remembered (their
+    worst case: providers.candidates.summaries)."""
+    summaries.forget_traits()
     with CaptureQueriesContext(connection) as captured:
         response = call()
         if getattr(response, 'streaming', False):  # its queries run as it is sent

@@ -7,7 +7,9 @@ returned (after any limit), and, when several groups are combined, those
 being combined: the selector asks for them. Loading is two queries per
 call (providers, inventories with usage and their class names), whatever
 the number of trees; traits are read once, for the answer's providers only,
-and named from one read of the traits. Constructing Summaries does no I/O.
+and named from one read of the traits, unless this process read them at the
+providers' present generations already (_TraitsRead). Constructing
+Summaries does no I/O.
 """
 import collections
 
@@ -25,13 +27,14 @@ LISTED_ANYWAY = 200
 
 
 class ProviderSummary:
-    __slots__ = ('id', 'uuid', 'parent_id', 'root_id', 'resources', 'traits')
+    __slots__ = ('id', 'uuid', 'parent_id', 'root_id', 'version', 'resources', 'traits')
 
-    def __init__(self, id, uuid, parent_id, root_id):
+    def __init__(self, id, uuid, parent_id, root_id, version=None):
         self.id = id
         self.uuid = uuid
         self.parent_id = parent_id
         self.root_id = root_id
+        self.version = version  # (generation, updated_at): see _TraitsRead
         self.resources = {}   # class name -> (capacity, used, max_unit)
         self.traits = []      # names, in trait id order
 
@@ -61,9 +64,10 @@ class Summaries:
         self.loaded_roots |= new_roots
         roots = Ids(new_roots) if self._by_list(new_roots) else None
         added = {}
-        for pk, uuid, parent_id, root_id in _PROVIDERS.rows(roots):
+        for pk, uuid, parent_id, root_id, generation, updated_at in _PROVIDERS.rows(roots):
             if root_id in new_roots and pk not in self.by_id:
-                added[pk] = ProviderSummary(pk, uuid, parent_id, root_id)
+                added[pk] = ProviderSummary(pk, uuid, parent_id, root_id,
+                                            (generation, updated_at))
         names = {}  # each class's name once, however many rows carry it
         for provider_id, name, total, reserved, ratio, max_unit, used in \
                 _INVENTORIES.rows(*_narrowed(roots, added)):
@@ -84,12 +88,18 @@ class Summaries:
 
     def _load_traits(self, summaries):
         """The traits of these summaries, in trait id order (as Placement's
-        (trait, provider) key gives them): ids, named from one read of the
-        traits (aggregating the names instead costs PostgreSQL more than
-        that read)."""
-        by_id = {s.id: s for s in summaries}
+        (trait, provider) key gives them): as this process last read them
+        where the provider's generation is unchanged; else ids, named from
+        one read of the traits (aggregating the names instead costs
+        PostgreSQL more than that read)."""
+        by_id = {s.id: s for s in _TRAITS_READ.recalled(summaries)}
         if not by_id:
             return
+        self._read_traits(by_id)
+        _TRAITS_READ.remember(by_id.values())
+
+    def _read_traits(self, by_id):
+        summaries = by_id.values()
         roots = {s.root_id for s in summaries}
         narrowed = _narrowed(Ids(roots) if self._by_list(roots) else None, by_id)
         trait_names = self.trait_names()
@@ -113,6 +123,7 @@ class Summaries:
             by_id[provider_id].traits = [trait_names[t] for t in sorted(ids)]
 
     def trait_names(self):
+        """{trait id: name}, read once per search."""
         if self._trait_names is None:
             self._trait_names = dict(_TRAIT_NAMES.rows())
         return self._trait_names
@@ -132,6 +143,58 @@ class Summaries:
                   if s.root_id in roots and (only is None or s.id in only)]
         self._load_traits(answer)
         return answer
+
+
+class _TraitsRead:
+    """Each provider's trait names as this process last read them, with the
+    uuid, generation and updated_at they were read at. A provider's traits
+    change only with both of those (providers.services.traits_replace
+    bumps the generation and stamps the time) and a trait is never renamed,
+    so while they are unchanged the names need no read: most of an answer's
+    providers, most of the time (the traits are a third of the summaries'
+    reads). The time tells apart a provider whose id, uuid and generation
+    came back with other traits: a database restored to an older state and
+    written again, or a test's rolled-back rows. Forgotten all at once when
+    full, so a worker's memory stays bounded; identical lists are kept
+    once."""
+
+    def __init__(self, size):
+        self.size = size
+        self._by_id = {}     # provider id -> (uuid, version, trait names)
+        self._lists = {}     # tuple of names -> the one list of them
+
+    def recalled(self, summaries):
+        """Set the traits of the summaries remembered; the others, to read."""
+        by_id, unknown = self._by_id, []
+        for summary in summaries:
+            seen = by_id.get(summary.id)
+            if seen is not None and seen[1] == summary.version and seen[0] == summary.uuid:
+                summary.traits = seen[2]
+            else:
+                unknown.append(summary)
+        return unknown
+
+    def remember(self, summaries):
+        by_id, lists = self._by_id, self._lists
+        for summary in summaries:
+            if len(by_id) >= self.size:
+                self.forget()
+            names = lists.setdefault(tuple(summary.traits), summary.traits)
+            by_id[summary.id] = (summary.uuid, summary.version, names)
+
+    def forget(self):
+        self._by_id.clear()
+        self._lists.clear()
+
+
+# Providers whose traits a worker remembers (about 10 MB at most).
+TRAITS_REMEMBERED = 50_000
+_TRAITS_READ = _TraitsRead(TRAITS_REMEMBERED)
+
+
+def forget_traits():
+    """Read every provider's traits again from the next search on."""
+    _TRAITS_READ.forget()
 
 
 # ---- the reads, compiled once per shape (placement_site.queries.Prepared); `roots`
@@ -166,7 +229,7 @@ def _of(queryset, roots, providers):
 
 _PROVIDERS = Prepared(ResourceProvider, lambda roots: _in_trees(
     ResourceProvider.objects.all(), roots).values_list(
-    'id', 'uuid', 'parent_provider_id', 'root_provider_id'))
+    'id', 'uuid', 'parent_provider_id', 'root_provider_id', 'generation', 'updated_at'))
 _INVENTORIES = Prepared(Inventory, lambda roots, providers: _of(
     Inventory.objects.all(), roots, providers).values_list(
     'resource_provider_id', 'resource_class__name', 'total', 'reserved', 'allocation_ratio',

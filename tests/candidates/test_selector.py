@@ -163,6 +163,7 @@ def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
     text = 'resources=VCPU:2,DISK_GB:10&required=HW_CPU_X86_AVX2'
     with CaptureQueriesContext(connection) as search_queries:
         select_candidates(query(text))
+    summaries.forget_traits()  # each reads the answer's traits
     with CaptureQueriesContext(connection) as explain_queries:
         explanation = explain_candidates(query(text))
     # One for the near misses' inventories, looked for because fewer than
