@@ -118,7 +118,8 @@ class Prepared:
     first time a shape is met it is built from stand-ins for the values
     (markers) and compiled, and each marker is found again among the
     parameters. A value is an int, a str, None or a bool (these two part of
-    the shape), a tuple of those (each its own value: `__in`) or Ids (one value: `__in_ids`).
+    the shape), a tuple of values (each its own value: `__in`) or Ids (one
+    value: `__in_ids`).
     Where a shape does not compile to parameters for every value and to
     rows that need no conversion (a value inlined as LIMIT, empty Ids, a
     converted column), the read is built and run by the ORM every time, as
@@ -201,12 +202,12 @@ def _shape(value):
     return None if value is None else type(value).__name__
 
 
-def _flat(values):
-    """The values in marker order."""
-    flat = []
+def _flat(values, flat=None):
+    """The values in marker order (tuples within tuples too)."""
+    flat = [] if flat is None else flat
     for value in values:
         if isinstance(value, tuple) and not isinstance(value, Ids):
-            flat.extend(v for v in value if v is not None and not isinstance(v, bool))
+            _flat(value, flat)
         elif value is not None and not isinstance(value, bool):
             flat.append(value)
     return flat

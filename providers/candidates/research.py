@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from django.db import connections
 from django.db.models import Count, F, Q, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models.expressions import RawSQL
 
 from placement_site import exceptions
 from placement_site.queries import Ids, Prepared, storable
@@ -86,6 +86,11 @@ class Research:
         self.trait_ids = {}
         self.wide = RequestFindings()
         self._provider_roots = None
+        # Read with the request-wide findings (one query): per aggregate of
+        # a lone member_of set, its members ({id: root}); the providers under
+        # any of them ({id: root}, None if not read); per required trait, the
+        # providers with it.
+        self._members, self._under, self._with_trait = {}, None, {}
 
     # -- the record
 
@@ -125,30 +130,59 @@ class Research:
         raise not_found
 
     def _read_request_wide(self):
-        """(has_trees, sharing_roots, trees), and the ids of the request's class and
+        """(has_trees, sharing_roots, trees), the ids of the request's class and
         trait names (unknown names raise when first used, as Placement
-        answers 400): one query."""
+        answers 400), and the providers of its groups' aggregates and
+        required traits: one query."""
         query = self.query
         class_names = {rc for g in query.groups.values() for rc in g.resources}
         trait_names = set(query.params.root_required) | set(query.params.root_forbidden)
+        aggregates, required = set(), set()
         for group in query.groups.values():
             trait_names |= set(group.forbidden_traits)
             for any_of in group.required_traits:
                 trait_names |= any_of
+                required |= any_of
+            if len(group.member_of) == 1:  # several: their intersection, read apart
+                aggregates |= group.member_of[0]
         class_names = tuple(sorted(n for n in class_names if storable(n)))
         trait_names = tuple(sorted(n for n in trait_names if storable(n)))
         has_trees, sharing_roots, trees = False, {}, 0
         ids = {'class': self.class_ids, 'trait': self.trait_ids}
-        for kind, name, pk, root in _REQUEST_WIDE.rows(class_names, trait_names):
+        linked = {'member': self._members, 'has': self._with_trait}
+        for uuid in aggregates:
+            self._members[uuid] = {}
+        if aggregates:
+            self._under = {}
+        required = tuple(sorted(n for n in required if storable(n)))
+        for name in required:
+            self._with_trait[name] = {}
+        for kind, name, pk, root in _REQUEST_WIDE.rows(
+                class_names, trait_names, tuple(sorted(aggregates)), required):
             if kind == 'sharing':
                 sharing_roots[pk] = root
             elif kind == 'tree':
                 has_trees = True
             elif kind == 'trees':
                 trees = pk
+            elif kind == 'under':
+                self._under[pk] = root
+            elif kind in linked:
+                linked[kind][name][pk] = root
             else:
                 ids[kind][name] = pk
         return has_trees, sharing_roots, trees
+
+    def _read_with(self, read, names):
+        """{provider id: root} of the providers that the request-wide read
+        found for any of the names (aggregates, traits), or None if it did
+        not read them all."""
+        if not all(name in read for name in names):
+            return None
+        found = {}
+        for name in names:
+            found.update(read[name])
+        return found
 
     # -- request-wide
 
@@ -236,7 +270,8 @@ class Research:
         members = None
         sets = []
         for any_of in found.group.member_of:
-            in_set = providers_in_aggregates(any_of)
+            read = self._read_with(self._members, any_of)
+            in_set = set(read) if read is not None else providers_in_aggregates(any_of)
             sets.append(in_set)
             members = in_set if members is None else members & in_set
             if not members and not self.exhaustive:
@@ -258,7 +293,13 @@ class Research:
             return found.members, None
         if len(found.members) > CAPACITY_SCOPE_LIMIT:
             return None, None
-        roots = dict(_MEMBERS_AND_UNDER.rows(Ids(found.members)))
+        member_of = found.group.member_of
+        members = self._read_with(self._members, member_of[0]) if len(member_of) == 1 else None
+        if members is not None:
+            roots = {provider: root for provider, root in self._under.items() if root in members}
+            roots.update(members)
+        else:
+            roots = dict(_MEMBERS_AND_UNDER.rows(Ids(found.members)))
         return (roots.keys(), roots) if len(roots) <= CAPACITY_SCOPE_LIMIT else (None, None)
 
     def _in_tree(self, found):
@@ -307,7 +348,10 @@ class Research:
                 and trees_suffice(self.query, self.wide, found, self.tree_limit))
 
     def _required(self, found):
-        found.required_sets = tuple(providers_with_any_trait(ids) for ids in found.required_ids)
+        found.required_sets = tuple(
+            set(read) if (read := self._read_with(self._with_trait, names)) is not None
+            else providers_with_any_trait(ids)
+            for names, ids in zip(found.group.required_traits, found.required_ids))
         with_all = set.intersection(*found.required_sets)
         self.record(Stage.REQUIRED_TRAITS, found.group.suffix, len(with_all),
                     traits_text(found.group.required_traits))
@@ -467,11 +511,14 @@ def provider_roots(provider_ids):
 
 # ---- the research's reads, compiled once per shape (placement_site.queries.Prepared) --
 
-def _request_wide(class_names, trait_names):
+def _request_wide(class_names, trait_names, aggregates=(), required=()):
     """(kind, name, id, root) rows: every sharing provider ('sharing', with
     its root), the first provider with a parent ('tree', if any), the
-    classes and traits named ('class', 'trait'), and how many trees there
-    are, counted up to TREES_COUNTED + 1 ('trees', the count as its id)."""
+    classes and traits named ('class', 'trait'), how many trees there
+    are, counted up to TREES_COUNTED + 1 ('trees', the count as its id);
+    the providers in each of the aggregates ('member', named by its uuid)
+    and those whose root is in any ('under'), with their roots; the
+    providers with each of the `required` traits ('has', named by it)."""
     def rows(queryset, kind, name=Value('')):
         return queryset.annotate(kind=Value(kind), key=name).values_list(
             'kind', 'key', 'id', 'root').order_by()
@@ -487,13 +534,33 @@ def _request_wide(class_names, trait_names):
     parts += [rows(model.objects.filter(name__in=names).annotate(root=Value(0)), kind, F('name'))
               for model, kind, names in ((ResourceClass, 'class', class_names),
                                          (Trait, 'trait', trait_names)) if names]
-    # Roots up to the (TREES_COUNTED + 1)th, by index: a bounded count.
-    roots = ResourceProvider.objects.roots()
-    last = roots.order_by('id').values('id')[TREES_COUNTED:TREES_COUNTED + 1]
-    parts.append(roots.filter(id__lte=Coalesce(Subquery(last), Value(2 ** 62))).annotate(
-        kind=Value('trees'), key=Value('')).values('kind', 'key').annotate(
-        n=Count('id'), root=Value(0)).values_list('kind', 'key', 'n', 'root').order_by())
+    if aggregates:
+        # The links by aggregate, each with its provider's root; and the
+        # providers whose root is linked to any (by their roots).
+        members = ProviderAggregate.objects.filter(aggregate__uuid__in=aggregates)
+        parts.append(members.annotate(kind=Value('member'), key=F('aggregate__uuid'),
+                                      provider=F('resource_provider_id'),
+                                      root=F('resource_provider__root_provider_id')).values_list(
+            'kind', 'key', 'provider', 'root').order_by())
+        parts.append(rows(ResourceProvider.objects.filter(
+            root_provider_id__in=ids_in_aggregates(aggregates)).annotate(**root), 'under'))
+    if required:
+        parts.append(ProviderTrait.objects.filter(trait__name__in=required).annotate(
+            kind=Value('has'), key=F('trait__name'), provider=F('resource_provider_id'),
+            root=Value(0)).values_list('kind', 'key', 'provider', 'root').order_by())
+    # Up to TREES_COUNTED + 1 roots, counted from the index on parents alone
+    # (a quarter of the time of counting the roots up to the last one's id),
+    # on the row of the first provider: none, no trees.
+    first = ResourceProvider.objects.filter(id=Subquery(
+        ResourceProvider.objects.order_by('id').values('id')[:1]))
+    parts.append(first.annotate(kind=Value('trees'), key=Value(''), n=_BOUNDED_TREE_COUNT,
+                                root=Value(0)).values_list('kind', 'key', 'n', 'root').order_by())
     return parts[0].union(*parts[1:], all=True)
+
+
+_BOUNDED_TREE_COUNT = RawSQL(
+    f'SELECT COUNT(*) FROM (SELECT 1 FROM {ResourceProvider._meta.db_table} '
+    f'WHERE parent_provider_id IS NULL LIMIT {TREES_COUNTED + 1}) roots', ())
 
 
 _REQUEST_WIDE = Prepared(ResourceProvider, _request_wide)

@@ -126,3 +126,32 @@ def test_in_tree_restricts_capacity_and_turns_sharing_off(cloud):
     assert unsuffixed.capacity['DISK_GB'] == {(cloud['cn1'].pk, cloud['cn1'].pk)}
     assert unsuffixed.served == {}
     assert [r.stage for r in found.records] == [Stage.IN_TREE, Stage.CAPACITY, Stage.CAPACITY]
+
+
+def test_aggregates_and_required_traits_read_with_the_request_are_what_their_own_reads_find(
+        cloud, monkeypatch):
+    # Read with the request-wide findings: the members of the aggregates of
+    # lone member_of sets and the trees under them, and the providers of
+    # each required trait. A group of several sets intersects them, read
+    # with the request where the others' lone sets named its aggregates.
+    groups = [RequestGroup(resources={'VCPU': 1, 'DISK_GB': 10}, member_of=[{ROW, STORAGE}],
+                           required_traits=[{'COMPUTE_NODE', 'HW_NUMA_ROOT'}]),
+              RequestGroup(suffix='A', resources={'VCPU': 2}, member_of=[{STORAGE}],
+                           required_traits=[{'HW_NUMA_ROOT'}]),
+              RequestGroup(suffix='B', resources={'DISK_GB': 1},
+                           member_of=[{ROW, STORAGE}, {STORAGE}])]
+
+    def found():
+        with CaptureQueriesContext(connection) as captured:
+            findings = research(*groups, group_policy='none').findings
+        return {suffix: (f.members, f.member_sets, f.capacity, f.required_sets, f.served)
+                for suffix, f in findings.items()}, len(captured)
+
+    together, fewer = found()
+    monkeypatch.setattr(Research, '_read_with', lambda self, read, names: None)
+    apart, more = found()
+    assert together == apart
+    assert together['']
+    # member_of: 1 + 1 + 2 (B's sets); the unsuffixed group's scope; the
+    # required traits of two groups.
+    assert more == fewer + 7
