@@ -72,10 +72,20 @@ def test_a_provider_back_at_its_generation_at_another_time_is_read_again(cloud):
     assert 'HW_CPU_X86_SSE' in traits_of(search()[0], cn1)
 
 
-def test_a_full_memory_is_forgotten_at_once(cloud, monkeypatch):
+def test_an_answer_larger_than_the_memory_is_not_remembered(cloud, monkeypatch):
     monkeypatch.setattr(summaries._TRAITS_READ, 'size', 1)
     first, cold = search()
     assert len(first) == 2
-    assert len(summaries._TRAITS_READ._by_id) == 1  # the second forgot the first
-    again, queries = search()
-    assert (again, queries) == (first, cold)
+    assert summaries._TRAITS_READ._by_id == {}
+    assert search() == (first, cold)
+
+
+def test_a_full_memory_is_forgotten_at_once(cloud, monkeypatch):
+    monkeypatch.setattr(summaries._TRAITS_READ, 'size', 2)
+    answer, _ = search()
+    assert len(summaries._TRAITS_READ._by_id) == 2
+    another = summaries.ProviderSummary(10**9, 'another', None, 10**9, (1, 'then'))
+    summaries._TRAITS_READ.remember([another])
+    assert list(summaries._TRAITS_READ._by_id) == [another.id]
+    _, queries = search()
+    assert queries == search_cold()[1]
