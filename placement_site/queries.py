@@ -179,15 +179,22 @@ class Prepared:
             return None
         if compiler.get_converters([column[0] for column in compiler.select]):
             return None
-        found = {}
+        # Each parameter is matched to its marker by lookup: a client's
+        # 10,000 aggregates make as many markers and parameters.
+        slot_of = {marker: (slot, is_ids) for slot, (marker, is_ids) in enumerate(markers)}
+        found = set()
         slots = []
         for index, param in enumerate(params):
-            for slot, (marker, is_ids) in enumerate(markers):
-                form = _form(param, marker, is_ids)
-                if form:
-                    slots.append((index, slot, form))
-                    found[slot] = True
-        if len(found) != len(markers) or any(str(m) in sql for m, _ in markers):
+            marker = _marker_in(param)
+            if marker not in slot_of:
+                continue
+            slot, is_ids = slot_of[marker]
+            form = _form(param, marker, is_ids)
+            if form:
+                slots.append((index, slot, form))
+                found.add(slot)
+        inlined = {int(number) for number in re.findall(r'\d+', sql)}
+        if len(found) != len(markers) or not inlined.isdisjoint(slot_of):
             return None
         return sql, tuple(params), tuple(slots)
 
@@ -252,6 +259,15 @@ def _stand_in(value, markers, base):
     marker = base + len(markers)
     markers.append((marker, False))
     return marker if isinstance(value, int) else f'm{marker}'
+
+
+def _marker_in(param):
+    """The marker a compiled parameter may carry (see _form), or None."""
+    if isinstance(param, list) and len(param) == 1:
+        param = param[0]
+    if isinstance(param, str) and param[:1] in ('m', '[') and param[1:].strip(']').isdigit():
+        return int(param[1:].strip(']'))
+    return param if isinstance(param, int) and not isinstance(param, bool) else None
 
 
 def _form(param, marker, is_ids):
