@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
-from placement_site.queries import retried, storable
+from placement_site.queries import retried, retried_write, storable
 from providers import events
 from providers import services as provider_services
 from providers import rules
@@ -58,6 +58,7 @@ def allocations_replace(requests):
                    before_retry=forget_consumers, exhausted=exceptions.ProviderConcurrentUpdate)
 
 
+@retried_write
 def allocations_delete(*, consumer_uuid):
     """Remove all allocations of a consumer, and the consumer.
 
@@ -86,6 +87,7 @@ def allocations_delete(*, consumer_uuid):
     return True
 
 
+@retried_write
 def reshape(*, inventories, requests, reserved_can_be_total=True):
     """Move inventory and the allocations against it between providers,
     atomically (POST /reshaper).

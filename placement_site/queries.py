@@ -1,14 +1,22 @@
 """Small query helpers shared by every app."""
+import dataclasses
+import functools
 import itertools
 import json
+import logging
+import random
 import re
+import time
 
 from django.core.exceptions import EmptyResultSet
-from django.db import IntegrityError, OperationalError, connections, models, router, transaction
+from django.db import (DatabaseError, IntegrityError, OperationalError, ProgrammingError,
+                       connections, models, router, transaction)
 from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
 
 from placement_site import exceptions
+
+LOG = logging.getLogger('placement.database')
 
 
 def batched(rows, size):
@@ -42,27 +50,121 @@ def is_retryable(exc):
     return 'database is locked' in str(exc)
 
 
+def is_broken_trigger(exc):
+    """MariaDB's 1064 "Trigger ... has an error in its body" on a Galera
+    node (10.11, several writers): loading the triggers of a table failed
+    under load, though the trigger is sound, and the connection that met it
+    fails again. Closed and rerun, the write succeeds (docs/ha.md)."""
+    cause = exc.__cause__
+    return (cause is not None and type(cause).__module__.startswith('MySQLdb')
+            and bool(cause.args) and cause.args[0] == 1064
+            and 'has an error in its body' in str(cause.args[-1]))
+
+
+def _forget_broken_triggers(exc):
+    """Close the node's open instances of our tables with triggers (FLUSH
+    LOCAL TABLES, not replicated; it takes the RELOAD privilege), so that
+    the rerun loads their triggers afresh; without the privilege, a new
+    connection at least."""
+    LOG.warning('Rerunning a write after MariaDB failed to load a trigger: %s', exc)
+    connection = transaction.get_connection()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute('SELECT DISTINCT event_object_table FROM information_schema.triggers '
+                           'WHERE trigger_schema = DATABASE()')
+            tables = [row[0] for row in cursor.fetchall()]
+            if tables:
+                cursor.execute('FLUSH LOCAL TABLES ' + ', '.join(f'`{t}`' for t in tables))
+    except DatabaseError as failed:
+        LOG.warning('Could not flush the tables with triggers: %s', failed)
+        connection.close()
+
+
 RETRY_ATTEMPTS = 10
+# An aborted write is rerun for at least this long, however many times: on a
+# Galera cluster every writer that touches a shared provider (a disk pool)
+# collides with the others at commit, tens of times a second.
+RETRY_SECONDS = 5.0
+# Seconds slept before the n-th rerun after an abort, at most (a random part
+# of it, so that writers that collided do not collide again in step).
+RETRY_BACKOFF = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 
 def retried(write, *, also=(), before_retry=None, exhausted=exceptions.ConcurrentUpdate,
-            attempts=RETRY_ATTEMPTS):
-    """Run `write()` in one transaction, again from fresh reads when it lost
-    a race: a unique constraint (a concurrent writer created the same row),
-    a deadlock, serialization failure or busy lock (is_retryable), or one of
-    `also`. `before_retry()` resets what the failed attempt left behind;
-    after `attempts`, `exhausted()` is raised."""
-    for attempt in range(attempts):
+            attempts=RETRY_ATTEMPTS, integrity=True):
+    """Run `write()` in one transaction, again from fresh reads when the
+    database aborted it (is_retryable: a deadlock, serialization failure,
+    lock wait timeout or busy lock, or a Galera cluster's certification
+    failure) or it lost a race: a unique constraint (a concurrent writer
+    created the same row; unless integrity=False) or one of `also`.
+    `before_retry()` resets what the failed attempt left behind. After
+    `attempts` lost races, or `attempts` aborts and RETRY_SECONDS,
+    `exhausted()` is raised."""
+    retry_on = (OperationalError, ProgrammingError, *also,
+                *((IntegrityError,) if integrity else ()))
+    started, lost, aborted = time.monotonic(), 0, 0
+    while True:
         try:
             with transaction.atomic():
                 return write()
-        except (IntegrityError, OperationalError, *also) as exc:
-            if isinstance(exc, OperationalError) and not is_retryable(exc):
-                raise
-            if attempt == attempts - 1:
-                raise exhausted()
+        except retry_on as exc:
+            was_aborted = isinstance(exc, (OperationalError, ProgrammingError))
+            if was_aborted:
+                if is_broken_trigger(exc):
+                    _forget_broken_triggers(exc)
+                elif isinstance(exc, ProgrammingError) or not is_retryable(exc):
+                    raise
+                aborted += 1
+                if aborted >= attempts and time.monotonic() - started > RETRY_SECONDS:
+                    raise exhausted()
+            else:
+                lost += 1
+                if lost >= attempts:
+                    raise exhausted()
             if before_retry is not None:
                 before_retry()
+            if was_aborted:
+                backoff = RETRY_BACKOFF[min(aborted, len(RETRY_BACKOFF)) - 1]
+                time.sleep(random.uniform(0, backoff))
+
+
+def retried_write(service):
+    """Decorator: the service is one transaction, run again whole when the
+    database aborted it (is_retryable): with several writers to a Galera
+    cluster any write can fail its certification at commit, and PostgreSQL
+    and MySQL break deadlocks the same way. A lost race a service detects
+    itself (a stale generation) is not rerun: it is the client's 409.
+
+    Each rerun starts from the arguments as they were given: the model rows
+    and dataclasses among them (also in a list, or as a dict's keys and
+    values), which a service updates as it writes (a provider's generation),
+    are put back first. Called inside another transaction, the service is
+    part of it, and it is that one which is rerun."""
+    @functools.wraps(service)
+    def run(*args, **kwargs):
+        if transaction.get_connection().in_atomic_block:
+            return service(*args, **kwargs)
+        saved = [(row, dict(row.__dict__)) for row in _rows_among([*args, *kwargs.values()])]
+
+        def put_back():
+            for row, state in saved:
+                row.__dict__.clear()
+                row.__dict__.update(state)
+        return retried(lambda: service(*args, **kwargs), before_retry=put_back,
+                       integrity=False)
+    return run
+
+
+def _rows_among(values):
+    found = []
+    for value in values:
+        if isinstance(value, dict):
+            found += _rows_among([*value.keys(), *value.values()])
+        elif isinstance(value, (list, tuple)):
+            found += _rows_among(value)
+        elif isinstance(value, models.Model) or dataclasses.is_dataclass(value):
+            found.append(value)
+    return found
 
 
 def count_of(model, field):

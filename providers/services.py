@@ -15,6 +15,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from placement_site import exceptions
+from placement_site.queries import retried_write
 from placement_site.validation import normalize_uuid
 from providers import events, querysets, rules
 from providers.models import (INVENTORY_FIELDS, Aggregate, Inventory, ProviderAggregate, ProviderTrait,
@@ -50,6 +51,7 @@ def claim_generation(provider):
 
 # ---- providers -----------------------------------------------------------
 
+@retried_write
 def provider_create(*, name, uuid=None, parent_provider_uuid=None):
     """Create a provider, at the root of a new tree or under a parent."""
     provider_uuid = normalize_uuid(uuid) if uuid else str(uuid_lib.uuid4())
@@ -100,6 +102,7 @@ def _refuse_duplicates(provider_uuid, name, exclude_pk=None):
         raise exceptions.DuplicateProvider(duplicate=f'name: {name}')
 
 
+@retried_write
 def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_reparenting=False):
     """Rename and/or move a provider. Moving a subtree updates the root of
     every provider in it. Before 1.37 a provider may only gain a parent."""
@@ -174,6 +177,7 @@ def subtree_provider_ids(provider):
     return found
 
 
+@retried_write
 def provider_delete(*, provider):
     """Delete a provider with its inventories, traits and aggregate links.
 
@@ -280,6 +284,7 @@ def _wanted_inventories(provider, inventories, reserved_can_be_total):
     return wanted, names_by_id
 
 
+@retried_write
 def inventories_replace(*, provider, inventories, reserved_can_be_total=True, check_usage=True):
     """Make the provider's inventories exactly `inventories`
     ({class name: record}): add, update and delete as needed.
@@ -359,6 +364,7 @@ def _one_inventory(provider, resource_class, record, reserved_can_be_total):
     return record, class_id
 
 
+@retried_write
 def inventory_add(*, provider, resource_class, record, reserved_can_be_total=True):
     """Add one inventory the provider does not have yet."""
     record, class_id = _one_inventory(provider, resource_class, record, reserved_can_be_total)
@@ -376,6 +382,7 @@ def inventory_add(*, provider, resource_class, record, reserved_can_be_total=Tru
     return inventory
 
 
+@retried_write
 def inventory_update(*, provider, resource_class, record, reserved_can_be_total=True):
     """Change one inventory the provider has."""
     record, class_id = _one_inventory(provider, resource_class, record, reserved_can_be_total)
@@ -396,6 +403,7 @@ def inventory_update(*, provider, resource_class, record, reserved_can_be_total=
     return inventory
 
 
+@retried_write
 def inventory_delete(*, provider, resource_class):
     """Delete one inventory; refused while consumers hold some of it."""
     class_id = querysets.resource_class_ids([resource_class])[resource_class]
@@ -412,6 +420,7 @@ def inventory_delete(*, provider, resource_class):
 
 # ---- traits ----------------------------------------------------------------
 
+@retried_write
 def traits_replace(*, provider, trait_names):
     """Make the provider's traits exactly `trait_names` (all must exist)."""
     wanted_names = querysets.trait_ids(trait_names)
@@ -434,6 +443,7 @@ def traits_replace(*, provider, trait_names):
                                 payload={'added': added, 'removed': removed})
 
 
+@retried_write
 def trait_ensure(*, name):
     """Create a custom trait unless it exists. Returns (trait, created)."""
     trait = Trait.objects.filter(name=name).first()
@@ -446,6 +456,7 @@ def trait_ensure(*, name):
         return Trait.objects.get(name=name), False
 
 
+@retried_write
 def trait_delete(*, trait):
     """Delete a custom trait no provider carries."""
     _delete_custom(trait, ProviderTrait.objects.filter(trait_id=trait.pk),
@@ -471,6 +482,7 @@ def _delete_custom(row, users, *, standard, in_use):
 
 # ---- aggregates --------------------------------------------------------------
 
+@retried_write
 def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
     """Make the provider's aggregates exactly `aggregate_uuids`, creating
     unknown aggregates. Before microversion 1.19 OpenStack Placement did not
@@ -506,6 +518,7 @@ def aggregates_replace(*, provider, aggregate_uuids, bump_generation=True):
             payload={'added': added, 'removed': removed})
 
 
+@retried_write
 def aggregate_ensure(agg_uuid):
     """The id of the aggregate, created if it is new (a concurrent creator
     may win: then theirs)."""
@@ -518,6 +531,7 @@ def aggregate_ensure(agg_uuid):
 
 # ---- resource classes -----------------------------------------------------------
 
+@retried_write
 def resource_class_create(*, name):
     """Create a custom resource class (CUSTOM_*), numbered from 10000."""
     if ResourceClass.objects.filter(name=name).exists():
@@ -535,6 +549,7 @@ def resource_class_create(*, name):
     raise exceptions.ConcurrentUpdate(f'Could not allocate an id for resource class {name}')
 
 
+@retried_write
 def resource_class_ensure(*, name):
     """Create a custom resource class unless it exists. Returns (rc, created)."""
     existing = ResourceClass.objects.filter(name=name).first()
@@ -546,6 +561,7 @@ def resource_class_ensure(*, name):
         return ResourceClass.objects.get(name=name), False
 
 
+@retried_write
 def resource_class_rename(*, resource_class, name):
     """Rename a custom resource class (microversions 1.2 to 1.6)."""
     if not resource_class.is_custom:
@@ -562,6 +578,7 @@ def resource_class_rename(*, resource_class, name):
     return resource_class
 
 
+@retried_write
 def resource_class_delete(*, resource_class):
     """Delete a custom resource class no inventory uses."""
     _delete_custom(resource_class, Inventory.objects.filter(resource_class_id=resource_class.pk),

@@ -1,10 +1,18 @@
-"""placement_site.queries.retried: the one retry-in-a-transaction loop of
-the services (allocations, pods)."""
+"""placement_site.queries.retried and retried_write: the one
+retry-in-a-transaction loop of every write service."""
+import inspect
+import uuid
+
 import pytest
 from django.db import IntegrityError, OperationalError
 
+from allocations import services as allocation_services
 from placement_site import exceptions
-from placement_site.queries import retried
+from placement_site.queries import retried, retried_write
+from providers import services as provider_services
+from providers.models import Inventory, ResourceProvider
+from providers.pods import services as pod_services
+from providers.services import claim_generation, inventories_replace
 
 
 def losing(times, error):
@@ -47,3 +55,79 @@ def test_races_lost_every_time_end_in_the_exhausted_error(db):
     with pytest.raises(exceptions.ConcurrentUpdate):
         retried(write, attempts=3)
     assert len(calls) == 3
+
+
+# ---- retried_write: every write service, rerun whole ---------------------------------
+
+ABORTED = OperationalError('database is locked')   # retryable, as Galera's 1213 is
+
+
+def make_provider():
+    return ResourceProvider.objects.create(uuid=str(uuid.uuid4()), name=str(uuid.uuid4()))
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_aborted_write_service_is_rerun_from_its_arguments():
+    """The first attempt claimed the generation (the row said 1, the
+    provider object 1) and was aborted: the rerun starts from generation 0
+    again, as given, and commits once."""
+    provider = make_provider()
+    attempts = []
+
+    @retried_write
+    def rename(*, provider, name):
+        attempts.append(provider.generation)
+        claim_generation(provider)
+        ResourceProvider.objects.filter(pk=provider.pk).update(name=name)
+        if len(attempts) == 1:
+            raise ABORTED
+        return provider.generation
+    assert rename(provider=provider, name='renamed') == 1
+    assert attempts == [0, 0]
+    assert ResourceProvider.objects.values_list('generation', 'name').get(pk=provider.pk) == \
+        (1, 'renamed')
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_stale_generation_is_not_rerun_and_changes_nothing():
+    provider = make_provider()
+    ResourceProvider.objects.filter(pk=provider.pk).update(generation=5)   # another writer
+    with pytest.raises(exceptions.ProviderConcurrentUpdate):
+        inventories_replace(provider=provider, inventories={'VCPU': {'total': 8}})
+    assert not Inventory.objects.filter(resource_provider=provider).exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_inside_a_larger_transaction_the_larger_one_is_rerun():
+    calls = []
+
+    @retried_write
+    def part():
+        calls.append(1)
+        raise ABORTED
+
+    def whole():
+        calls.append('whole')
+        if calls.count('whole') == 1:
+            part()
+        return 'done'
+    assert retried(whole) == 'done'
+    assert calls == ['whole', 1, 'whole']
+
+
+WRITE_MODULES = [provider_services, allocation_services, pod_services]
+
+
+@pytest.mark.parametrize('module', WRITE_MODULES, ids=lambda m: m.__name__)
+def test_every_write_service_reruns_what_the_database_aborts(module):
+    """No write path without the rerun: a public service that opens a
+    transaction is wrapped by retried_write or runs through retried()."""
+    bare = []
+    for name, function in inspect.getmembers(module, inspect.isfunction):
+        if name.startswith('_') or function.__module__ != module.__name__:
+            continue
+        source = inspect.getsource(function)
+        if 'transaction.atomic' in source:
+            if not hasattr(function, '__wrapped__') and 'retried(' not in source:
+                bare.append(name)
+    assert bare == []

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.queries import retried
+from placement_site.queries import retried, retried_write
 from placement_site.validation import normalize_uuid
 from providers import querysets
 from providers import services as provider_services
@@ -76,6 +76,7 @@ def pod_update(*, pod, aggregate_uuid=None, **changes):
     return Pod.objects.with_aggregate().get(pk=pod.pk)
 
 
+@retried_write
 def pod_delete(*, pod):
     """Delete a pod that nobody was ever bound to (bindings are history)."""
     with transaction.atomic():
@@ -197,6 +198,7 @@ def binding_bind(*, project_id, affinity=GENERAL_PURPOSE, pod):
     return retried(write)
 
 
+@retried_write
 def binding_end(*, binding):
     """An admin unbinds: the binding ends with the reason 'admin'."""
     with transaction.atomic():
