@@ -116,9 +116,11 @@ _SQLALCHEMY_ONLY = {'charset', 'plugin'}
 
 
 def _mysql(parts, connect_timeout):
-    options = {}
+    options, extra = {}, {}
     for key, value in parse_qsl(parts.query):
-        if key not in _SQLALCHEMY_ONLY:
+        if key == 'wsrep_sync_wait':
+            extra['WSREP_SYNC_WAIT'] = _wsrep_sync_wait(value)
+        elif key not in _SQLALCHEMY_ONLY:
             options[key] = int(value) if value.isdigit() else value  # e.g. connect_timeout
     options.update({
         'charset': 'utf8mb4',
@@ -129,8 +131,19 @@ def _mysql(parts, connect_timeout):
     })
     # Our tables get a binary collation from a migration (names are
     # case-sensitive, as on PostgreSQL); the test database starts with one.
-    return _server('django.db.backends.mysql', parts, options, connect_timeout=connect_timeout,
-                   TEST={'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'})
+    return _server('placement_site.mysql_backend', parts, options,
+                   connect_timeout=connect_timeout,
+                   TEST={'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'}, **extra)
+
+
+def _wsrep_sync_wait(value):
+    """?wsrep_sync_wait=N (oslo.db's mysql_wsrep_sync_wait): on a Galera
+    cluster written through several nodes, the reads of which kinds wait
+    until this node has applied every write the cluster committed before
+    them (1: reads; placement_site.mysql_backend, docs/ha.md)."""
+    if not value.isdigit() or int(value) > 15:
+        raise ValueError(f'DATABASE_URL: wsrep_sync_wait must be 0 to 15, not {value!r}')
+    return int(value)
 
 
 def _server(engine, parts, options, *, connect_timeout=None, several_hosts=False, **extra):

@@ -88,7 +88,7 @@ MYSQL_OPTIONS = {
 
 
 def mysql_database(name, user, password, host, port, **options):
-    return {'ENGINE': 'django.db.backends.mysql', 'NAME': name, 'USER': user,
+    return {'ENGINE': 'placement_site.mysql_backend', 'NAME': name, 'USER': user,
             'PASSWORD': password, 'HOST': host, 'PORT': port,
             'OPTIONS': {**options, **MYSQL_OPTIONS, 'connect_timeout': options.get('connect_timeout', 5)},
             'CONN_MAX_AGE': 600,
@@ -123,6 +123,17 @@ def test_mysql_url_options_cannot_loosen_strict_mode():
         "mysql://u:p@h/n?init_command=SET+sql_mode%3D''&isolation_level=read+uncommitted",
         data_dir='/x')
     assert db['OPTIONS'] == {**MYSQL_OPTIONS, 'connect_timeout': 5}
+
+
+def test_a_galera_url_can_make_reads_wait_for_the_clusters_writes():
+    """oslo.db's mysql_wsrep_sync_wait, as a URL option: for the backend
+    (placement_site.mysql), never passed to the driver."""
+    db = config.database_from_url('mysql://u:p@haproxy/placement?wsrep_sync_wait=1',
+                                  data_dir='/x')
+    assert db['WSREP_SYNC_WAIT'] == 1
+    assert db['OPTIONS'] == {**MYSQL_OPTIONS, 'connect_timeout': 5}
+    with pytest.raises(ValueError, match='wsrep_sync_wait must be 0 to 15'):
+        config.database_from_url('mysql://u:p@h/placement?wsrep_sync_wait=yes', data_dir='/x')
 
 
 @pytest.mark.parametrize('url, message', [
