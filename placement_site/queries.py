@@ -74,7 +74,10 @@ def _forget_broken_triggers(exc):
                            'WHERE trigger_schema = DATABASE()')
             tables = [row[0] for row in cursor.fetchall()]
             if tables:
-                cursor.execute('FLUSH LOCAL TABLES ' + ', '.join(f'`{t}`' for t in tables))
+                # Waiting for the tables' users at most 2 s: statements
+                # queue behind a waiting FLUSH.
+                cursor.execute('SET STATEMENT lock_wait_timeout = 2 FOR FLUSH LOCAL TABLES '
+                               + ', '.join(f'`{t}`' for t in tables))
     except DatabaseError as failed:
         LOG.warning('Could not flush the tables with triggers: %s', failed)
         connection.close()
