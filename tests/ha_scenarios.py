@@ -181,7 +181,7 @@ def api_server_killed(deployment, *, seconds=10, clients=10):
         killing = time.monotonic()
         os.killpg(victim.process.pid, signal.SIGKILL)
         victim.process.wait()
-        wait_for(lambda: not any(Path(f'/proc/{pid}').exists() for pid in processes),
+        wait_for(lambda: not any(_alive(pid) for pid in processes),
                  'the API server to be gone', interval=0.005)
         killed = time.monotonic()   # requests sent from now on met no process of it
         load.wait_for(40, after=killed + 1)
@@ -202,6 +202,15 @@ def api_server_killed(deployment, *, seconds=10, clients=10):
         'trigger_reruns': deployment.log_lines(TRIGGER_RERUN) - reruns,
         'problems': problems, 'nodes_agree': agree, 'failures': _examples(failed),
     }
+
+
+def _alive(pid):
+    """Is the process still running (neither gone nor a zombie)?"""
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return False
+    return '\nState:\tZ' not in status
 
 
 def _statuses(answers):
