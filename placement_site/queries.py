@@ -83,6 +83,19 @@ def _forget_broken_triggers(exc):
         connection.close()
 
 
+def _catch_up():
+    """On a Galera node with causal reads (?wsrep_sync_wait=N), one read
+    outside the transaction before a rerun: the node first applies what
+    the cluster committed, so the rerun does not read the state its last
+    attempt lost on (a writer on a shared provider could lose again and
+    again)."""
+    connection = transaction.get_connection()
+    if connection.in_atomic_block or not connection.settings_dict.get('WSREP_SYNC_WAIT'):
+        return
+    with connection.cursor() as cursor:
+        cursor.execute('SELECT 1')
+
+
 RETRY_ATTEMPTS = 10
 # An aborted write is rerun for at least this long, however many times: on a
 # Galera cluster every writer that touches a shared provider (a disk pool)
@@ -129,6 +142,7 @@ def retried(write, *, also=(), before_retry=None, exhausted=exceptions.Concurren
             if was_aborted:
                 backoff = RETRY_BACKOFF[min(aborted, len(RETRY_BACKOFF)) - 1]
                 time.sleep(random.uniform(0, backoff))
+                _catch_up()
 
 
 def retried_write(service):

@@ -29,6 +29,7 @@ KINDS = ('claim', 'delete', 'post', 'inventory', 'traits', 'aggregates')
 ROUND = ('claim', 'claim', 'delete', 'claim', 'post', 'delete', 'inventory', 'claim',
          'delete', 'traits', 'claim', 'delete', 'aggregates', 'delete')
 OK = {200, 204}
+CLOSE = {**HEADERS, 'Connection': 'close'}
 
 
 @dataclass
@@ -159,7 +160,10 @@ class Load:
                 time.sleep(self.pause)
 
     def _send(self, session, method, url, answer, body=None):
-        reply = session.request(method, url, json=body, headers=HEADERS, timeout=self.timeout)
+        # A connection per request: a kept-alive one that the server closes
+        # as idle just when the next request goes out is reset, whatever the
+        # database does (gunicorn keeps idle connections 2 s).
+        reply = session.request(method, url, json=body, headers=CLOSE, timeout=self.timeout)
         answer.status, answer.body = reply.status_code, reply.text[:2000]
         if reply.status_code >= 400:
             try:

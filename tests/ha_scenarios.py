@@ -23,6 +23,9 @@ SYNC_WAIT = '?wsrep_sync_wait=1'
 # What the services log when they rerun a write that met MariaDB's broken
 # trigger (placement_site.queries.is_broken_trigger).
 TRIGGER_RERUN = 'failed to load a trigger'
+# Seconds after an API server's processes are gone during which a request
+# may still reach its closing socket.
+GRACE = 0.25
 
 
 class Deployment:
@@ -190,14 +193,20 @@ def api_server_killed(deployment, *, seconds=10, clients=10):
         answers = load.stop()
     failed = ha_load.failures(answers)
     problems, agree = deployment.books(answers)
+
+    def in_flight(answer):
+        return answer.sent < killed + GRACE and answer.done >= killing
     return {
         'scenario': 'API server killed', 'clients': clients, **ha_load.summary(answers),
         # Requests of any server outstanding when the kill began, or sent
-        # before its processes were gone: a failure must be one of them.
-        'in_flight_at_kill': sum(1 for a in answers if a.sent < killed and a.done >= killing),
+        # until its processes were gone (and the kernel had closed its
+        # socket: GRACE): a failure must be one of them.
+        'in_flight_at_kill': sum(1 for a in answers if in_flight(a)),
         'failed_statuses': _statuses(failed),
-        'failed_in_flight': sum(1 for a in failed if a.sent < killed and a.done >= killing),
-        'failed_otherwise': sum(1 for a in failed if not (a.sent < killed and a.done >= killing)),
+        'failed_in_flight': sum(1 for a in failed if in_flight(a)),
+        'failed_otherwise': sum(1 for a in failed if not in_flight(a)),
+        'failed_sent_after_gone_s': sorted(round(a.sent - killed, 3) for a in failed
+                                           if a.sent >= killed),
         'kill_s': round(killed - killing, 3),
         'trigger_reruns': deployment.log_lines(TRIGGER_RERUN) - reruns,
         'problems': problems, 'nodes_agree': agree, 'failures': _examples(failed),
