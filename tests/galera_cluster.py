@@ -26,8 +26,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import MySQLdb
-
 from tests.servers import wait_for
 
 PROVIDER = '/usr/lib/galera/libgalera_smm.so'
@@ -37,6 +35,13 @@ PACKAGES = {'mariadbd': 'mariadb-server', PROVIDER: 'galera-4', 'rsync': 'rsync'
             'haproxy': 'haproxy', 'lsof': 'lsof', 'ss': 'iproute2', 'socat': 'socat'}
 SYNCED = 4   # wsrep_local_state of a node in sync
 USER, PASSWORD = 'placement', 'placement'
+
+
+def _driver():
+    """MySQLdb, imported when a node is first asked (scripts/galera-tests.sh
+    installs it; the suite on SQLite collects this module without it)."""
+    import MySQLdb
+    return MySQLdb
 
 
 def install():
@@ -170,7 +175,7 @@ class Node:
         return self.process is not None and self.process.poll() is None
 
     def connect(self, **kwargs):
-        return MySQLdb.connect(host='127.0.0.1', port=self.port, user='root',
+        return _driver().connect(host='127.0.0.1', port=self.port, user='root',
                                connect_timeout=3, **kwargs)
 
     def sql(self, statement, *params, db=None):
@@ -192,7 +197,7 @@ class Node:
         try:
             return int(self.status('wsrep_local_state')) == SYNCED and \
                 self.status('wsrep_cluster_status') == 'Primary'
-        except MySQLdb.Error:
+        except _driver().Error:
             return False
 
     def wait_synced(self, timeout=180):
