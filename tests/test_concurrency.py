@@ -178,7 +178,9 @@ def test_writers_creating_the_same_new_projects_in_any_order_all_succeed(server)
 @pytest.mark.skipif(connection.vendor != 'mysql', reason="MySQL's lock wait timeout")
 def test_a_lock_wait_timeout_is_a_conflict_not_a_server_error(api):
     """MySQL gives up waiting for a row lock where PostgreSQL waits on: the
-    writer hears 409 concurrent_update, as when it loses on a generation."""
+    write is rerun (retried_write, at least 10 times and 5 s), and while the
+    lock stays held the writer hears 409 concurrent_update in the view's
+    words, as when it loses on a generation; nothing is written."""
     rp = api.create_provider('cn-locked')['uuid']
     provider_id = ResourceProvider.objects.get(uuid=rp).pk
     holder = connections.create_connection('default')
@@ -196,6 +198,6 @@ def test_a_lock_wait_timeout_is_a_conflict_not_a_server_error(api):
         holder.close()
         with connection.cursor() as cursor:
             cursor.execute('SET SESSION innodb_lock_wait_timeout = DEFAULT')
-    assert_error(answer, 409, 'Update conflict: Another thread concurrently updated the data. '
+    assert_error(answer, 409, 'update conflict: Another thread concurrently updated the data. '
                               'Please retry your update', code='placement.concurrent_update')
     assert api.get(f'/resource_providers/{rp}/inventories').body['inventories'] == {}
