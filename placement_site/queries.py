@@ -101,6 +101,10 @@ RETRY_ATTEMPTS = 10
 # Galera cluster every writer that touches a shared provider (a disk pool)
 # collides with the others at commit, tens of times a second.
 RETRY_SECONDS = 5.0
+# ... but none starts this long after the first: a write that waited out
+# innodb_lock_wait_timeout (50 s by default) is answered, not rerun past
+# gunicorn's worker timeout.
+RETRY_CEILING_SECONDS = 20.0
 # Seconds slept before the n-th rerun after an abort, at most (a random part
 # of it, so that writers that collided do not collide again in step).
 RETRY_BACKOFF = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
@@ -114,8 +118,8 @@ def retried(write, *, also=(), before_retry=None, exhausted=exceptions.Concurren
     failure) or it lost a race: a unique constraint (a concurrent writer
     created the same row; unless integrity=False) or one of `also`.
     `before_retry()` resets what the failed attempt left behind. After
-    `attempts` lost races, or `attempts` aborts and RETRY_SECONDS,
-    `exhausted()` is raised."""
+    `attempts` lost races, or `attempts` aborts and RETRY_SECONDS (or
+    RETRY_CEILING_SECONDS in all), `exhausted()` is raised."""
     retry_on = (OperationalError, ProgrammingError, *also,
                 *((IntegrityError,) if integrity else ()))
     started, lost, aborted = time.monotonic(), 0, 0
@@ -131,7 +135,9 @@ def retried(write, *, also=(), before_retry=None, exhausted=exceptions.Concurren
                 elif isinstance(exc, ProgrammingError) or not is_retryable(exc):
                     raise
                 aborted += 1
-                if aborted >= attempts and time.monotonic() - started > RETRY_SECONDS:
+                elapsed = time.monotonic() - started
+                if ((aborted >= attempts and elapsed > RETRY_SECONDS)
+                        or elapsed > RETRY_CEILING_SECONDS):
                     raise exhausted()
             else:
                 lost += 1

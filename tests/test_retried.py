@@ -7,7 +7,7 @@ import pytest
 from django.db import IntegrityError, OperationalError, ProgrammingError
 
 from allocations import services as allocation_services
-from placement_site import exceptions
+from placement_site import exceptions, queries
 from placement_site.queries import retried, retried_write
 from providers import services as provider_services
 from providers.models import Inventory, ResourceProvider
@@ -154,5 +154,15 @@ def test_a_write_that_met_mariadbs_broken_trigger_is_rerun_and_a_syntax_error_is
     ours = driver_error(ProgrammingError, 'You have an error in your SQL syntax')
     write, calls = losing(1, ours)
     with pytest.raises(ProgrammingError):
+        retried(write)
+    assert len(calls) == 1
+
+
+def test_no_rerun_starts_after_the_ceiling(db, monkeypatch):
+    """A write that waited out a long lock wait timeout is answered, not
+    rerun past the server's worker timeout."""
+    monkeypatch.setattr(queries, 'RETRY_CEILING_SECONDS', 0.0)
+    write, calls = losing(99, OperationalError('database is locked'))
+    with pytest.raises(exceptions.ConcurrentUpdate):
         retried(write)
     assert len(calls) == 1
