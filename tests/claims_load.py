@@ -71,12 +71,13 @@ class Answer:
     error: str = ''
 
 
-class ClaimsLoad:
-    """`clients` threads claiming for new consumers, one after another,
-    until stop(). After an error a client pauses `pause` seconds."""
+class Clients:
+    """`clients` threads each running `_client(index)` until stop(), the
+    answers they record kept in order (the HA runs' load too:
+    tests/ha_load.py)."""
 
-    def __init__(self, server, cloud, clients=8, pause=0.05):
-        self.server, self.cloud, self.clients, self.pause = server, cloud, clients, pause
+    def __init__(self, clients, join_timeout=90):
+        self.clients, self.join_timeout = clients, join_timeout
         self.answers = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -92,8 +93,28 @@ class ClaimsLoad:
     def stop(self):
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout=90)
+            thread.join(timeout=self.join_timeout)
         return self.answers
+
+    def record(self, answer):
+        with self._lock:
+            self.answers.append(answer)
+
+    def count(self, condition):
+        with self._lock:
+            return sum(1 for a in self.answers if condition(a))
+
+    def _client(self, index):
+        raise NotImplementedError
+
+
+class ClaimsLoad(Clients):
+    """`clients` threads claiming for new consumers, one after another,
+    until stop(). After an error a client pauses `pause` seconds."""
+
+    def __init__(self, server, cloud, clients=8, pause=0.05):
+        super().__init__(clients)
+        self.server, self.cloud, self.pause = server, cloud, pause
 
     def _client(self, index):
         session = requests.Session()
@@ -112,17 +133,12 @@ class ClaimsLoad:
                 answer.error = f'{type(exc).__name__}: {exc}'
                 session = requests.Session()
             answer.done = time.monotonic()
-            with self._lock:
-                self.answers.append(answer)
+            self.record(answer)
             if answer.status != 204:
                 time.sleep(self.pause)
 
     def acknowledged(self):
         return {a.consumer for a in self.answers if a.status == 204}
-
-    def count(self, condition):
-        with self._lock:
-            return sum(1 for a in self.answers if condition(a))
 
 
 def wait_for_claims(load, count, timeout=60, after=0.0):

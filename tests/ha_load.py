@@ -13,14 +13,13 @@ so is every 5xx but the 503 of a database that is away."""
 import collections
 import itertools
 import json
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 
 import requests
 
-from tests.claims_load import CLAIM, ROWS_PER_CLAIM, SHARED_CLAIM
+from tests.claims_load import CLAIM, ROWS_PER_CLAIM, SHARED_CLAIM, Clients
 from tests.servers import HEADERS
 
 KINDS = ('claim', 'delete', 'post', 'inventory', 'traits', 'aggregates')
@@ -89,41 +88,21 @@ class Answer:
     generation: int = None   # its generation after the write
 
 
-class Load:
+class Load(Clients):
     """`clients` threads running ROUND until stop(). Client i sends its
     n-th request to targets[(i + n) % len(targets)]: with one API server
     per Galera node, consecutive requests of a client (a read of a
     generation, then the write) go through different nodes."""
 
     def __init__(self, targets, cloud, clients=10, pause=0.05, timeout=60):
-        self.targets, self.cloud, self.clients = list(targets), cloud, clients
+        super().__init__(clients, join_timeout=timeout + 30)
+        self.targets, self.cloud = list(targets), cloud
         self.pause, self.timeout = pause, timeout
-        self.answers = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = []
-
-    def start(self):
-        for index in range(self.clients):
-            thread = threading.Thread(target=self._client, args=(index,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
 
     def run_for(self, seconds):
         self.start()
         time.sleep(seconds)
         return self.stop()
-
-    def stop(self):
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=self.timeout + 30)
-        return self.answers
-
-    def count(self, condition):
-        with self._lock:
-            return sum(1 for a in self.answers if condition(a))
 
     def wait_for(self, count, *, after=0.0, timeout=60):
         """Until `count` writes sent after `after` (monotonic) succeeded."""
@@ -154,8 +133,7 @@ class Load:
                 answer.error = f'{type(exc).__name__}: {exc}'
                 session = requests.Session()
             answer.done = time.monotonic()
-            with self._lock:
-                self.answers.append(answer)
+            self.record(answer)
             if answer.status not in OK:
                 time.sleep(self.pause)
 
