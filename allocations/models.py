@@ -39,6 +39,10 @@ class ConsumerType(models.Model):
     Consumers written before 1.38 have no type and are reported as 'unknown'.
     """
     UNKNOWN = 'unknown'
+    # The types nova writes: a server, and the migration record that holds
+    # the source host's allocations while the server moves.
+    INSTANCE = 'INSTANCE'
+    MIGRATION = 'MIGRATION'
 
     name = models.CharField(max_length=255, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

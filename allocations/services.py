@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from allocations import audit
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
 from placement_site.queries import retried, retried_write, storable
@@ -85,6 +86,45 @@ def allocations_delete(*, consumer_uuid):
                       consumer=(consumer.uuid, consumer.generation, None),
                       payload={'allocations': {}})
     return True
+
+
+@retried_write
+def allocations_remove_orphaned(*, consumer_uuid, generation, lacking_inventory_only=False):
+    """The orphan audit's repair (manage.py placement_audit --delete): all
+    the consumer's allocations (and the consumer), or only those of classes
+    their provider has no inventory of, removed as PUT /allocations/{uuid}
+    of the rest would (providers and consumer bumped, one event).
+
+    At the consumer's `generation` as the audit read it, so allocations
+    written since are never lost (ConsumerGenerationConflict); what lacks
+    inventory is found again under the locks. Returns how many allocations
+    went (0: the consumer is gone, or none lacks inventory any more)."""
+    with transaction.atomic():
+        consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
+        if consumer is None:
+            return 0
+        if consumer.generation != generation:
+            raise exceptions.ConsumerGenerationConflict(expected=consumer.generation,
+                                                        got=generation)
+        held = Allocation.objects.filter(consumer_id=consumer.pk)
+        # Locked before their inventories are read, in the order every writer
+        # locks (consumers, then providers by id).
+        _lock_providers(held.values_list('resource_provider_id', flat=True))
+        going = set((audit.lacking_inventory(held) if lacking_inventory_only else held)
+                    .values_list('pk', flat=True))
+        if not going:
+            return 0
+        kept = collections.defaultdict(dict)
+        for pk, provider_uuid, class_name, used in held.values_list(
+                'pk', 'resource_provider__uuid', 'resource_class__name', 'used'):
+            if pk not in going:
+                kept[provider_uuid][class_name] = used
+        project_id, user_id, consumer_type = Consumer.objects.filter(pk=consumer.pk).values_list(
+            'project__external_id', 'user__external_id', 'consumer_type__name').get()
+        _replace([ConsumerAllocations(
+            consumer_uuid=consumer_uuid, allocations=dict(kept), project_id=project_id,
+            user_id=user_id, generation=generation, consumer_type=consumer_type)])
+    return len(going)
 
 
 @retried_write

@@ -30,7 +30,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Count, Exists, F, OuterRef, Q, Window
 from oslo_policy import policy as oslo_policy
 
-from allocations import usage_totals
+from allocations import audit, usage_totals
 from allocations.models import Allocation, Consumer, Project, User
 from placement_site import policy
 from providers import rules
@@ -150,7 +150,7 @@ def check_over_capacity():
     """No inventory holds more than its capacity, (total - reserved) *
     allocation_ratio. Placement accepts an inventory change that leaves
     allocations above the new capacity, so this is a warning."""
-    over = Inventory.objects.filter(used__gt=rules.capacity_sql())
+    over = Inventory.objects.over_capacity()
     totals = over.aggregate(inventories=Count('pk'),
                             providers=Count('resource_provider', distinct=True))
     if not totals['inventories']:
@@ -210,9 +210,7 @@ def check_consumers_without_allocations():
 
 def check_allocations_without_inventory():
     """Every allocation is of a class its provider has inventory of."""
-    inventory = Inventory.objects.filter(resource_provider_id=OuterRef('resource_provider_id'),
-                                         resource_class_id=OuterRef('resource_class_id'))
-    orphaned = Allocation.objects.filter(~Exists(inventory))
+    orphaned = audit.lacking_inventory()
     totals = orphaned.aggregate(allocations=Count('pk'),
                                 providers=Count('resource_provider', distinct=True),
                                 consumers=Count('consumer', distinct=True))

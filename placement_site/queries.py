@@ -223,8 +223,18 @@ class InIds(Lookup):
         return f'{lhs} IN ({", ".join(["%s"] * len(self.rhs))})', [*params, *self.rhs]
 
 
+class InStrings(InIds):
+    """`field__in_strings=values`: InIds for strings, such as the consumer
+    uuids of a cloud's whole list of servers (tens of thousands)."""
+    lookup_name = 'in_strings'
+
+    def get_prep_lookup(self):
+        return list(map(str, self.rhs))
+
+
 models.Field.register_lookup(InIds)
 models.ForeignObject.register_lookup(InIds)  # related fields keep their own lookups
+models.Field.register_lookup(InStrings)
 
 
 class Ids(tuple):

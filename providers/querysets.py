@@ -120,6 +120,11 @@ class InventoryQuerySet(models.QuerySet):
         return self.annotate(
             utilization=Cast(F('used'), FloatField()) / NullIf(rules.capacity_sql(), 0.0))
 
+    def over_capacity(self):
+        """Inventories holding more than their capacity: Placement accepts an
+        inventory change that leaves allocations above the new capacity."""
+        return self.filter(used__gt=rules.capacity_sql())
+
     def able_to_fit(self, amount):
         """Inventories where `amount` more units fit: within min_unit,
         max_unit and step_size, and used + amount <= capacity."""

@@ -1,0 +1,208 @@
+"""The orphan audit (`manage.py placement_audit` and the dashboards' audit
+page): allocations and consumers left behind by failed moves, evacuations
+and hand-edited databases, which inflate usage and block deleting a
+compute service.
+
+Each finding is a selector: a queryset of the rows found, filtered and
+counted by the database whatever the size of the cloud, so only the rows
+found leave it. What `--delete` removes goes through allocations.services,
+as an API write would.
+
+Which servers the cloud still runs is not Placement's to know: the
+operator gives the list (`openstack server list --all-projects -f value
+-c ID`), and INSTANCE consumers missing from it are orphans.
+"""
+import datetime
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from allocations.models import Allocation, Consumer, ConsumerType
+from placement_site.queries import InStrings, count_of
+from placement_site.validation import is_uuid_like, normalize_uuid
+from providers import rules
+from providers.models import Inventory, ResourceProvider
+
+# A consumer written this little before the live list was taken may be a
+# server the list does not show yet: it is never judged by the list.
+LIVE_LIST_MARGIN = datetime.timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One kind of trouble. `rows` is what the database found: dicts of the
+    paths in `fields`, in a stable order (for paging); `fields` pairs each
+    column's name in the output with its path. `deleted` says what
+    `--delete` does with the rows ('' when they are only reported)."""
+    key: str
+    title: str
+    meaning: str
+    fields: tuple
+    rows: QuerySet
+    deleted: str = ''
+
+    @property
+    def columns(self):
+        return [name for name, _path in self.fields]
+
+    def listed(self, rows):
+        """`rows` (some of self.rows) under the output's column names."""
+        return [{name: row[path] for name, path in self.fields} for row in rows]
+
+
+# ---- the selectors -----------------------------------------------------------------------
+
+def consumers_on_several_trees():
+    """Consumers other than migrations holding allocations in more than one
+    provider tree, sharing providers aside (an instance's disk on an NFS
+    pool is in the pool's tree by design). During a move nova holds the
+    source host with the MIGRATION consumer and the destination with the
+    instance, so an instance on two trees is a move that went wrong.
+    Consumers of unknown type (written before microversion 1.38) count as
+    not migrations."""
+    own_trees = (Allocation.objects.filter(consumer_id=OuterRef('pk'))
+                 .exclude(resource_provider__in=ResourceProvider.objects.sharing().values('pk'))
+                 .order_by().values('consumer_id')
+                 .annotate(n=Count('resource_provider__root_provider_id', distinct=True))
+                 .values('n'))
+    return (Consumer.objects.exclude(consumer_type__name=ConsumerType.MIGRATION)
+            .annotate(trees=Subquery(own_trees)).filter(trees__gt=1))
+
+
+def lacking_inventory(allocations=None):
+    """Allocations (of `allocations`, else all) of a class their provider
+    has no inventory of: Placement refuses to delete inventory in use, so
+    the database was changed behind it, or a reshape was cut short."""
+    inventory = Inventory.objects.filter(resource_provider_id=OuterRef('resource_provider_id'),
+                                         resource_class_id=OuterRef('resource_class_id'))
+    return (Allocation.objects if allocations is None else allocations).filter(~Exists(inventory))
+
+
+def consumers_without_owner():
+    """Consumers whose project or user has an empty external id: their
+    usage counts for nobody (GET /usages, quotas)."""
+    return Consumer.objects.filter(Q(project__external_id='') | Q(user__external_id=''))
+
+
+def inventories_over_capacity():
+    """Inventories whose allocations exceed (total - reserved) *
+    allocation_ratio (providers.rules)."""
+    return Inventory.objects.over_capacity().annotate(capacity=rules.capacity_sql())
+
+
+def instances_not_live(live_uuids, listed_at):
+    """INSTANCE consumers holding allocations that are not among
+    `live_uuids` (normalized uuids, not empty), leaving out those written
+    since LIVE_LIST_MARGIN before `listed_at`, when the list was taken."""
+    judged_before = listed_at - LIVE_LIST_MARGIN
+    return (Consumer.objects
+            .filter(consumer_type__name=ConsumerType.INSTANCE, created_at__lt=judged_before)
+            .filter(Q(updated_at__isnull=True) | Q(updated_at__lt=judged_before))
+            .filter(Exists(Allocation.objects.filter(consumer_id=OuterRef('pk'))))
+            .exclude(InStrings(F('uuid'), sorted(live_uuids))))
+
+
+# ---- the findings, as the command and the page show them ----------------------------------
+
+def _consumer_rows(consumers, *more):
+    """The consumers' rows as findings about consumers show them (a
+    consumer without a type is 'unknown', as the API reports it)."""
+    return consumers.annotate(
+        type_name=Coalesce('consumer_type__name', Value(ConsumerType.UNKNOWN)),
+    ).values('uuid', 'type_name', 'project__external_id', 'user__external_id', 'generation',
+             *more).order_by('pk')
+
+
+CONSUMER_FIELDS = (('consumer_uuid', 'uuid'), ('consumer_type', 'type_name'),
+                   ('project_id', 'project__external_id'), ('user_id', 'user__external_id'),
+                   ('generation', 'generation'))
+
+SEVERAL_TREES = 'several_trees'
+WITHOUT_INVENTORY = 'without_inventory'
+WITHOUT_OWNER = 'without_owner'
+OVER_CAPACITY = 'over_capacity'
+NOT_LIVE = 'not_live'
+
+
+def findings(live_uuids=None, listed_at=None):
+    """Every finding, in the order they are reported; the live list's
+    only when a list is given."""
+    found = [
+        Finding(SEVERAL_TREES, 'Consumers on more than one tree',
+                'Consumers that are not migrations hold allocations in more than one '
+                'provider tree (sharing providers aside): a move or evacuation that went '
+                'wrong left the source host held. Ask nova which host the server is on '
+                '(`openstack server show`) and write its allocations again on that host '
+                'alone (PUT /allocations/{uuid} at its generation).',
+                CONSUMER_FIELDS + (('trees', 'trees'),),
+                _consumer_rows(consumers_on_several_trees(), 'trees')),
+        Finding(WITHOUT_INVENTORY, 'Allocations without inventory',
+                'Allocations of a resource class their provider has no inventory of any '
+                'more: the database was changed behind Placement or a reshape was cut '
+                'short. The provider\'s usage and capacity do not count them, the '
+                'project\'s usage does.',
+                (('consumer_uuid', 'consumer__uuid'), ('generation', 'consumer__generation'),
+                 ('provider_uuid', 'resource_provider__uuid'),
+                 ('provider_name', 'resource_provider__name'),
+                 ('resource_class', 'resource_class__name'), ('used', 'used')),
+                lacking_inventory().values(
+                    'consumer__uuid', 'consumer__generation', 'resource_provider__uuid',
+                    'resource_provider__name', 'resource_class__name', 'used',
+                ).order_by('consumer_id', 'pk'),
+                deleted='these allocations (the consumer keeps its others)'),
+        Finding(WITHOUT_OWNER, 'Consumers without project or user',
+                'Consumers whose project or user id is empty: their usage counts for no '
+                'project (GET /usages, quotas). Write their allocations again with the '
+                'right project_id and user_id.',
+                CONSUMER_FIELDS, _consumer_rows(consumers_without_owner())),
+        Finding(OVER_CAPACITY, 'Usage over capacity',
+                'Inventories whose allocations exceed (total - reserved) * '
+                'allocation_ratio, after an inventory change Placement accepted: nothing '
+                'more of the class fits there until enough is freed.',
+                (('provider_uuid', 'resource_provider__uuid'),
+                 ('provider_name', 'resource_provider__name'),
+                 ('resource_class', 'resource_class__name'), ('used', 'used'),
+                 ('capacity', 'capacity'), ('total', 'total'), ('reserved', 'reserved'),
+                 ('allocation_ratio', 'allocation_ratio')),
+                inventories_over_capacity().values(
+                    'resource_provider__uuid', 'resource_provider__name',
+                    'resource_class__name', 'used', 'capacity', 'total', 'reserved',
+                    'allocation_ratio').order_by('resource_provider_id', 'resource_class_id')),
+    ]
+    if live_uuids is not None:
+        found.append(Finding(
+            NOT_LIVE, 'Instances not in the live list',
+            'INSTANCE consumers holding allocations that the given list of live servers '
+            'does not name: servers deleted, or moved away, while nova could not free '
+            'their allocations.',
+            CONSUMER_FIELDS + (('allocations', 'allocation_count'), ('created_at', 'created_at')),
+            _consumer_rows(instances_not_live(live_uuids, listed_at).annotate(
+                allocation_count=count_of(Allocation, 'consumer')),
+                'allocation_count', 'created_at'),
+            deleted="all the consumer's allocations, and the consumer"))
+    return found
+
+
+# ---- the live list ------------------------------------------------------------------------
+
+class BadLiveList(ValueError):
+    pass
+
+
+def read_live_list(lines):
+    """The normalized uuids of a live list: one per line, blank lines and
+    `#` comments ignored. Anything else is refused (BadLiveList naming the
+    line), and so is a list without a uuid: a list of names, or an empty
+    one, would make every instance an orphan."""
+    found = set()
+    for number, line in enumerate(lines, 1):
+        text = line.split('#', 1)[0].strip()
+        if not text:
+            continue
+        if not is_uuid_like(text):
+            raise BadLiveList(f'line {number} is not a uuid: {text[:80]!r}')
+        found.add(normalize_uuid(text))
+    if not found:
+        raise BadLiveList('the list names no server: refusing to judge every instance an orphan')
+    return found
