@@ -133,7 +133,7 @@ def findings(live_uuids=None, listed_at=None):
                 'Consumers that are not migrations hold allocations in more than one '
                 'provider tree (sharing providers aside): a move or evacuation that went '
                 'wrong left the source host held. Ask nova which host the server is on '
-                '(`openstack server show`) and write its allocations again on that host '
+                '(openstack server show) and write its allocations again on that host '
                 'alone (PUT /allocations/{uuid} at its generation).',
                 CONSUMER_FIELDS + (('trees', 'trees'),),
                 _consumer_rows(consumers_on_several_trees(), 'trees')),

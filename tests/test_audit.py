@@ -33,7 +33,8 @@ def allocate(allocations, *, consumer_type='INSTANCE', project='p', user='u', co
     through the service as the API writes it; its uuid."""
     consumer = consumer or str(uuid.uuid4())
     allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
-        consumer_uuid=consumer, allocations={rp.uuid: amounts for rp, amounts in allocations.items()},
+        consumer_uuid=consumer,
+        allocations={rp.uuid: amounts for rp, amounts in allocations.items()},
         project_id=project, user_id=user, generation=generation, consumer_type=consumer_type)])
     return consumer
 
@@ -47,6 +48,10 @@ def written_long_ago():
 
 @pytest.fixture
 def cloud(db):
+    return build_cloud()
+
+
+def build_cloud():
     """Two compute trees (cn1 with a NUMA node), an NFS pool sharing with
     both; instances on each (disk on the pool), and a migration holding
     cn2 while its instance holds cn1, and another on both trees at once."""
@@ -230,7 +235,8 @@ def test_the_live_list_is_read_from_a_file_or_standard_input(cloud, tmp_path, mo
     rps, instances, _migrations = cloud
     gone = allocate({rps['cn2']: {'VCPU': 1}})
     written_long_ago()
-    text = f'# servers\n{instances[0].upper()}\n\n{instances[1].replace("-", "")}  \n{instances[2]}\n'
+    text = (f'# servers\n{instances[0].upper()}\n\n{instances[1].replace("-", "")}  \n'
+            f'{instances[2]}\n')
     for args, stdin in [(['--live', '-'], text),
                         (['--live', live_file(tmp_path, [text])], None)]:
         code, output = run(*args, '--format', 'json', stdin=stdin, monkeypatch=monkeypatch)
@@ -261,6 +267,10 @@ def test_yes_without_delete_is_refused(cloud):
 
 @pytest.fixture
 def orphans(cloud):
+    return build_orphans(cloud)
+
+
+def build_orphans(cloud):
     """Every kind on the cloud: `gone` is an instance nova no longer has;
     `trimmed` lost cn2's DISK_GB inventory (and keeps its VCPU there);
     `pool_user` lost the pool's inventory it alone held there."""

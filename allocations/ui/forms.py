@@ -1,8 +1,10 @@
-"""The dashboards' forms: usage filters and the candidate explorer's request."""
+"""The dashboards' forms: usage filters, the candidate explorer's request
+and the audit's live list."""
 from django import forms
 from django.core.validators import RegexValidator
 from django.http import QueryDict
 
+from allocations import audit
 from placement_site import errors
 from placement_site.querystring import parse_resources
 from providers.pods.schemas import AFFINITY_PATTERN
@@ -70,3 +72,16 @@ class ExplorerForm(forms.Form):
                 for item in value:
                     query.appendlist(f'{key}{suffix}', item)
         return query
+
+
+class LiveListForm(forms.Form):
+    """The servers the cloud runs, for the audit's "not in the live list"."""
+    servers = forms.CharField(
+        widget=forms.Textarea(attrs={'rows': 6, 'spellcheck': 'false'}), label='Live servers',
+        help_text='one uuid per line, from openstack server list --all-projects -f value -c ID')
+
+    def clean_servers(self):
+        try:
+            return audit.read_live_list(self.cleaned_data['servers'].splitlines())
+        except audit.BadLiveList as error:
+            raise forms.ValidationError(str(error)) from error

@@ -17,4 +17,5 @@ urlpatterns = [
     path('pods/<str:uuid>/', views.pod_detail, name='pod'),
     path('usage/', views.usage, name='usage'),
     path('explorer/', views.explorer, name='explorer'),
+    path('audit/', views.audit_page, name='audit'),
 ]

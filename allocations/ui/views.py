@@ -1,18 +1,20 @@
 """Dashboards for cloud admins: the cloud's capacity and usage, providers,
-pools, pods, usage by owner and the candidate explorer; and a project's
-own page for its members and readers. Server-rendered, a fixed number of
-queries per page; who sees what is placement_site.viewers'."""
+pools, pods, usage by owner, the candidate explorer and the orphan audit;
+and a project's own page for its members and readers. Server-rendered, a
+fixed number of queries per page; who sees what is placement_site.viewers'."""
 import collections
 import dataclasses
 
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 
+from allocations import audit
 from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
-from allocations.ui.forms import ExplorerForm, UsageFilter
+from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import errors, exceptions, microversion, replicas
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
@@ -367,3 +369,32 @@ def _explore(query, params):
             'link': '?' + suggestion.rewrite(params).urlencode(safe=':,!'),
         } for suggestion in explanation.suggestions],
     }
+
+
+# ---- the orphan audit -------------------------------------------------------------------
+
+LIVE_ROWS = 500   # instances not in a posted live list shown (the command lists them all)
+
+
+@cloud_pages
+@replicas.advisory
+def audit_page(request):
+    """allocations.audit's findings: a count of each and one finding's rows
+    a page at a time. The live list comes in a POST (a cloud's servers are
+    too many for a link); its answer shows the first LIVE_ROWS orphans.
+    Nothing here deletes: that is `manage.py placement_audit --delete`."""
+    form = LiveListForm(request.POST or None)
+    live = form.cleaned_data['servers'] if form.is_valid() else None
+    findings = audit.findings(live, timezone.now())
+    counts = {finding.key: finding.rows.count() for finding in findings}
+    chosen = audit.NOT_LIVE if live is not None else request.GET.get('finding')
+    shown = next((f for f in findings if f.key == chosen), None) or next(
+        (f for f in findings if counts[f.key]), findings[0])
+    page = shown.rows[:LIVE_ROWS] if live is not None else page_of(request, shown.rows)
+    return render(request, 'ui/audit.html', {
+        'findings': [(finding, counts[finding.key]) for finding in findings],
+        'shown': shown, 'page': page, 'form': form, 'live': live,
+        'rows': [[(column, row[column]) for column in shown.columns]
+                 for row in shown.listed(page)],
+        'live_rows': LIVE_ROWS, 'margin_minutes': int(audit.LIVE_LIST_MARGIN.total_seconds() / 60),
+    })
