@@ -278,6 +278,7 @@ def measure(api, staff, pool):
         'UI pool export': f'/ui/pools/{SHARED}/?export=json',
         'UI tree export': f'/ui/trees/{node}/?export=csv',
         'UI project export': '/ui/projects/project-a/?export=csv',
+        'UI audit': '/ui/audit/',
         'admin pods': '/admin/pods/pod/',
         'admin pod': f'/admin/pods/pod/{pod.pk}/change/',
         'admin pod bindings': '/admin/pods/podbinding/',
@@ -293,6 +294,8 @@ def measure(api, staff, pool):
     for path in pages.values():
         staff.get(path)
     counts.update({kind: counted(lambda: staff.get(path)) for kind, path in pages.items()})
+    counts['UI audit with a live list'] = counted(
+        lambda: staff.post('/ui/audit/', {'servers': consumer}))
 
     new = api.create_provider('baseline')['uuid']
 
