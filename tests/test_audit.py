@@ -354,7 +354,7 @@ def test_delete_yes_exits_0_once_all_it_found_is_deleted(cloud, tmp_path):
     written_long_ago()
     live = live_file(tmp_path, instances)
     code, output = run('--live', live, '--delete', '--yes')
-    assert code == 0 and 'Deleted' in output
+    assert code == 0 and 'Deleted' in output and 'Everything found was deleted.' in output
     assert run('--live', live)[0] == 0
 
 

@@ -177,8 +177,11 @@ def as_table(report, code):
             columns += ['removed', 'reason']
         parts.append(grid(columns, plan['consumers'], title=title) if plan['consumers']
                      else f'{title}: nothing.')
-    parts.append('Nothing found.' if not code else
-                 'Findings remain (exit code 1); docs/audit.md says what each means.')
+    if code:
+        parts.append('Findings remain (exit code 1); docs/audit.md says what each means.')
+    else:
+        parts.append('Everything found was deleted.' if any(rows for _f, rows in findings)
+                     else 'Nothing found.')
     return '\n\n'.join(parts)
 
 
