@@ -12,7 +12,8 @@ inventories (providers.books.ClassUsage).
 request shape (`resources=VCPU:4,MEMORY_MB:8192,...`, Placement's
 unsuffixed group) that GET /allocation_candidates would grant one after
 another using only the group's providers; providers.fits.count_fits says
-how it is counted.
+how it is counted. tree_fit_counts counts it for each tree alone, with the
+sharing providers serving it (a hypervisor's count on GET /metrics).
 
 The database does the sums: each group's books, and for every tree no
 sharing provider reaches, min over the classes of the slots its providers
@@ -28,7 +29,7 @@ from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, Outer
 from django.db.models.lookups import GreaterThanOrEqual
 
 from providers import books, changes, scopes
-from providers.fits import Fit, count_fits
+from providers.fits import Fit, count_fits, count_lone_tree
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.pods.models import Pod
 from providers.rules import slots_sql, takes_sql
@@ -192,6 +193,52 @@ def _count_reached(rows, index, shape, sharing, served):
     return count_fits(own, pools, reach, list(shape))
 
 
+def tree_fit_counts(scope, shapes):
+    """{root id: [Fit per shape]} for the trees of a per-tree scope
+    (scopes.trees(), perhaps narrowed) holding some of the shapes' classes:
+    how many more fit each tree alone, on its own providers and the sharing
+    providers serving it (fits.count_lone_tree), as a search within the tree
+    would grant them one after another. Each tree is offered a sharing
+    provider whole, so the trees' counts may add up to more than the
+    cloud's (fit_counts counts each slot once). Three queries, none but
+    the books' version while nothing has changed."""
+    return changes.remembered(
+        scope.db, ('tree fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
+        lambda: _counted_tree_fits(scope, shapes))
+
+
+def _counted_tree_fits(scope, shapes):
+    classes = sorted({class_id for shape in shapes for class_id in shape})
+    if not classes:
+        return {}
+    scope = scope.narrowed(resource_class_id__in=classes)
+    # A tree no sharing provider reaches: its per-tree minimum, in SQL (its
+    # group is the tree alone).
+    found = {root: [Fit(int(count or 0)) for count in counts] for root, *counts in
+             _per_tree_minimum_sums(scope.excluding_trees(*scopes.reached_roots()), shapes)}
+    reached = _reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
+    own = collections.defaultdict(collections.Counter)     # (root, shape) -> class -> slots
+    pools = collections.defaultdict(collections.Counter)   # (sharing id, shape) -> ...
+    trees, root_of = set(), {}
+    for _, root, provider, class_id, *sums in reached:
+        trees.add(root)
+        if provider is not None:
+            root_of[provider] = root
+        for index, slots in enumerate(sums):
+            offered = own[root, index] if provider is None else pools[provider, index]
+            offered[class_id] += int(slots or 0)
+    served = scopes.served_trees() if root_of else {}
+    pooled = collections.defaultdict(collections.Counter)  # (root, shape) -> class -> slots
+    for (provider, index), slots in pools.items():
+        # Trees of the scope only: a served tree left out of it counts none.
+        for root in (served.get(provider, set()) | {root_of[provider]}) & trees:
+            pooled[root, index].update(slots)
+    for root in trees:
+        found[root] = [Fit(count_lone_tree(own[root, index], pooled[root, index], shape))
+                       for index, shape in enumerate(shapes)]
+    return found
+
+
 # ---- the answer ---------------------------------------------------------------------------
 
 @dataclass
@@ -219,16 +266,22 @@ def flavor_fits(flavors, scope, groups):
     """{group key: {flavor name: Fit}} for the flavors ([Flavor]) in the
     groups ([Group] of the scope): four queries. A flavor naming a class
     nobody has fits nowhere."""
-    names = {name for flavor in flavors for name in flavor.resources}
-    class_ids = dict(_class_ids(names))
-    counted = [f for f in flavors if all(name in class_ids for name in f.resources)]
-    fits = fit_counts(scope, [{class_ids[name]: amount for name, amount in f.resources.items()}
-                              for f in counted])
+    counted, shapes = flavor_shapes(flavors)
+    fits = fit_counts(scope, shapes)
     found = {}
     for group in groups:
         counts = dict(zip((f.name for f in counted), fits[group.grp]))
         found[group.key] = {f.name: counts.get(f.name, Fit(0)) for f in flavors}
     return found
+
+
+def flavor_shapes(flavors):
+    """([Flavor], [{class id: amount}]): the flavors whose classes all
+    exist, and their shapes (one query)."""
+    class_ids = dict(_class_ids({name for flavor in flavors for name in flavor.resources}))
+    counted = [f for f in flavors if all(name in class_ids for name in f.resources)]
+    return counted, [{class_ids[name]: amount for name, amount in f.resources.items()}
+                     for f in counted]
 
 
 def why_none_fit(flavors, scope, groups, fits):

@@ -87,6 +87,17 @@ def count_fits(own, pools, reach, classes):
     return Fit(total, exact)
 
 
+def count_lone_tree(own, pooled, classes):
+    """How many claims fit one tree when no other tree draws on the sharing
+    providers serving it: own[class], the slots of the tree's providers;
+    pooled[class], those of the sharing providers serving it. Each claim
+    takes a class's amount from any one of them and classes do not move
+    each other, so the scarcest class decides: min over the classes of own
+    + pooled (0 for a class neither offers). Exact; count_fits() starts
+    from it as each tree's bound."""
+    return min((own.get(c, 0) + pooled.get(c, 0) for c in classes), default=0)
+
+
 def _components(trees, reach):
     """[(trees, sharing providers)] connected through sharing."""
     parent = {}
@@ -125,11 +136,10 @@ class _ComponentFit:
     def solve(self):
         shared = [c for c in self.classes
                   if any(self.pools[p][c] for p in self.providers)]
-        bound = {}
-        for tree in self.trees:
-            bound[tree] = min(self.own[tree][c] + sum(self.pools[p][c]
-                                                      for p in self._pooled(tree, c))
-                              for c in self.classes)
+        bound = {tree: count_lone_tree(
+            self.own[tree], {c: sum(self.pools[p][c] for p in self._pooled(tree, c))
+                             for c in self.classes}, self.classes)
+            for tree in self.trees}
         claims = {t: n for t, n in bound.items() if n}
         for class_id in shared:
             claims = self._carried(claims, class_id, shared)
