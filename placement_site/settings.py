@@ -260,6 +260,9 @@ PLACEMENT_TREND_INTERVAL_MINUTES = config.env_int('PLACEMENT_TREND_INTERVAL_MINU
 # transaction: callables (dotted paths) given the moment, returning the rows
 # they wrote.
 PLACEMENT_TREND_SERIES = ['allocations.project_trends.snapshot_take']
+# Series of their own the apps add to GET /metrics, after the catalogue's:
+# callables (dotted paths) reading at the scrape and returning the text.
+PLACEMENT_METRICS_SERIES = ['allocations.metrics.project_usage']
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

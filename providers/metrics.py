@@ -6,25 +6,31 @@ resource class) and HELP texts, so dashboards and alerts built on it keep
 working; then ours: capacity and free per provider and class (with the same
 labels, so PromQL can divide one by the other), and total, reserved,
 capacity, used and free per pool (aggregate, read as the pool pages read it:
-providers.books.pool_books) and for the whole cloud.
+providers.books.pool_books) and for the whole cloud; then os-capacity's
+series (providers.os_capacity); last those other apps read, named by
+settings.PLACEMENT_METRICS_SERIES (allocations' per-project usage, which
+this app may not read).
 
-A scrape costs four queries whatever the size of the cloud: the
-inventories with their providers' and classes' names, the aggregates, the
-pools and the cloud. Rows are read into compact tuples and the text is
+A scrape costs a fixed number of queries whatever the size of the cloud:
+the inventories with their providers' and classes' names, the aggregates,
+the pools and the cloud (four), os-capacity's reads and the other apps'.
+Rows are read into compact tuples and the text is
 streamed out family by family, gzip-compressed as it goes when the scraper
 accepts it (Prometheus does): a cloud of 100,000 providers has over a
 million samples, 90 MB of text and 5 MB compressed.
 """
 import logging
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.http import StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
+from django.utils.module_loading import import_string
 
 from placement_site import metrics as site_metrics
 from placement_site.compression import accepts_gzip, gzipped
 from placement_site.metrics import family, labels, number
-from providers import books, rules, scopes
+from providers import books, os_capacity, rules, scopes
 from providers.models import Aggregate, Inventory
 
 LOG = logging.getLogger(__name__)
@@ -64,9 +70,10 @@ def scrape(request):
 
 
 def read_catalogue():
-    """What the series show, in four queries: inventory rows as (rendered
-    labels, total, reserved, allocation ratio, used), and the books of
-    every pool and of the cloud."""
+    """What the series show: inventory rows as (rendered labels, total,
+    reserved, allocation ratio, used), the books of every pool and of the
+    cloud (four queries), os-capacity's flavor counts, and the other apps'
+    series, read now and written as the answer streams."""
     inventories = Inventory.objects.order_by('resource_provider_id', 'resource_class_id')
     rows = [
         (labels(hostname=provider, resourcetype=resource_class), total, reserved, ratio, used)
@@ -82,7 +89,8 @@ def read_catalogue():
     cloud_rows = [(labels(resourcetype=name), usage)
                   for name, usage in books.scope_books(scopes.cloud()).get(
                       scopes.CLOUD, {}).items()]
-    return rows, pool_rows, cloud_rows
+    others = [import_string(path)() for path in settings.PLACEMENT_METRICS_SERIES]
+    return rows, pool_rows, cloud_rows, os_capacity.read(), others
 
 
 def series(request_text, catalogue):
@@ -92,7 +100,7 @@ def series(request_text, catalogue):
     yield from family(f'{COMPAT}up', 'up', [('', 0 if catalogue is None else 1)])
     if catalogue is None:
         return
-    rows, pool_rows, cloud_rows = catalogue
+    rows, pool_rows, cloud_rows, flavor_capacity, others = catalogue
     yield from family(f'{COMPAT}resource_total', 'resource_total',
                       ((label, str(total)) for label, total, _, _, _ in rows))
     yield from family(f'{COMPAT}resource_allocation_ratio', 'resource_allocation_ratio',
@@ -122,3 +130,6 @@ def series(request_text, catalogue):
         yield from family(
             f'placement_cloud_{suffix}', f'{help_text} per resource class over the whole cloud.',
             ((label, number(value(usage))) for label, usage in cloud_rows))
+    yield from os_capacity.series(flavor_capacity, rows)
+    for chunks in others:
+        yield from chunks
