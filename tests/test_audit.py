@@ -246,6 +246,20 @@ def test_the_live_list_is_read_from_a_file_or_standard_input(cloud, tmp_path, mo
         assert consumers_of(rows) == [gone]
 
 
+def test_a_cloud_sized_live_list_is_one_query(cloud):
+    """A list of 100,000 servers is bound as one value (PostgreSQL's array,
+    SQLite's JSON list; MySQL's IN list is built by the client): no limit
+    on SQL variables stands in the way."""
+    rps, instances, _migrations = cloud
+    gone = allocate({rps['cn2']: {'VCPU': 1}})
+    written_long_ago()
+    live = {str(uuid.uuid4()) for _ in range(100_000)} | set(instances)
+    (finding,) = [f for f in audit.findings(live, timezone.now()) if f.key == 'not_live']
+    with CaptureQueriesContext(connection) as captured:
+        assert consumers_of(finding.listed(finding.rows)) == [gone]
+    assert len(captured) == 1
+
+
 @pytest.mark.parametrize('text, error', [
     ('not-a-uuid\n', "line 1 is not a uuid: 'not-a-uuid'"),
     ('# nothing\n\n', 'the list names no server'),
