@@ -12,8 +12,8 @@ inventories (providers.books.ClassUsage).
 request shape (`resources=VCPU:4,MEMORY_MB:8192,...`, Placement's
 unsuffixed group) that GET /allocation_candidates would grant one after
 another using only the group's providers; providers.fits.count_fits says
-how it is counted. tree_fit_counts counts it for each tree alone, with the
-sharing providers serving it (a hypervisor's count on GET /metrics).
+how it is counted. tree_fit_counts counts it for each tree alone too, with
+the sharing providers serving it (a hypervisor's count on GET /metrics).
 
 The database does the sums: each group's books, and for every tree no
 sharing provider reaches, min over the classes of the slots its providers
@@ -193,15 +193,24 @@ def _count_reached(rows, index, shape, sharing, served):
     return count_fits(own, pools, reach, list(shape))
 
 
-def tree_fit_counts(scope, shapes):
-    """{root id: [Fit per shape]} for the trees of a per-tree scope
-    (scopes.trees(), perhaps narrowed) holding some of the shapes' classes:
-    how many more fit each tree alone, on its own providers and the sharing
-    providers serving it (fits.count_lone_tree), as a search within the tree
-    would grant them one after another. Each tree is offered a sharing
+@dataclass(frozen=True)
+class TreeFits:
+    """How many more of each shape fit a per-tree scope's trees: `total`,
+    [Fit per shape] in all of them together, each shared slot counted once
+    (what fit_counts answers for the group of them); `trees`, {root id:
+    [count per shape]} in each tree alone, on its own providers and the
+    sharing providers serving it (fits.count_lone_tree), for the trees
+    holding some of the shapes' classes. Each tree is offered a sharing
     provider whole, so the trees' counts may add up to more than the
-    cloud's (fit_counts counts each slot once). Three queries, none but
-    the books' version while nothing has changed."""
+    total."""
+    total: list
+    trees: dict
+
+
+def tree_fit_counts(scope, shapes):
+    """TreeFits of the shapes ([{class id: amount}]) in a per-tree scope
+    (scopes.trees(), perhaps narrowed): three queries, none but the books'
+    version while nothing has changed (providers.changes)."""
     return changes.remembered(
         scope.db, ('tree fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
         lambda: _counted_tree_fits(scope, shapes))
@@ -210,33 +219,40 @@ def tree_fit_counts(scope, shapes):
 def _counted_tree_fits(scope, shapes):
     classes = sorted({class_id for shape in shapes for class_id in shape})
     if not classes:
-        return {}
+        return TreeFits([Fit(0) for _ in shapes], {})
     scope = scope.narrowed(resource_class_id__in=classes)
     # A tree no sharing provider reaches: its per-tree minimum, in SQL (its
-    # group is the tree alone).
-    found = {root: [Fit(int(count or 0)) for count in counts] for root, *counts in
+    # group is the tree alone); they add up to the total.
+    trees = {root: [int(count or 0) for count in counts] for root, *counts in
              _per_tree_minimum_sums(scope.excluding_trees(*scopes.reached_roots()), shapes)}
+    total = [Fit(sum(counts[index] for counts in trees.values())) for index in range(len(shapes))]
     reached = _reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
+    if not reached:
+        return TreeFits(total, trees)
+    rows = [row[1:] for row in reached]   # (root, sharing provider or None, class id, sums...)
+    sharing = {provider for _, provider, *_ in rows if provider is not None}
+    served = scopes.served_trees() if sharing else {}
     own = collections.defaultdict(collections.Counter)     # (root, shape) -> class -> slots
     pools = collections.defaultdict(collections.Counter)   # (sharing id, shape) -> ...
-    trees, root_of = set(), {}
-    for _, root, provider, class_id, *sums in reached:
-        trees.add(root)
+    seen, root_of = {root for root, *_ in rows}, {}
+    for root, provider, class_id, *sums in rows:
         if provider is not None:
             root_of[provider] = root
         for index, slots in enumerate(sums):
             offered = own[root, index] if provider is None else pools[provider, index]
             offered[class_id] += int(slots or 0)
-    served = scopes.served_trees() if root_of else {}
     pooled = collections.defaultdict(collections.Counter)  # (root, shape) -> class -> slots
     for (provider, index), slots in pools.items():
         # Trees of the scope only: a served tree left out of it counts none.
-        for root in (served.get(provider, set()) | {root_of[provider]}) & trees:
+        for root in (served.get(provider, set()) | {root_of[provider]}) & seen:
             pooled[root, index].update(slots)
-    for root in trees:
-        found[root] = [Fit(count_lone_tree(own[root, index], pooled[root, index], shape))
+    for root in seen:
+        trees[root] = [count_lone_tree(own[root, index], pooled[root, index], shape)
                        for index, shape in enumerate(shapes)]
-    return found
+    for index, shape in enumerate(shapes):
+        fit = _count_reached(rows, index, shape, sharing, served)
+        total[index] = Fit(total[index].count + fit.count, fit.exact)
+    return TreeFits(total, trees)
 
 
 # ---- the answer ---------------------------------------------------------------------------

@@ -9,12 +9,12 @@ labels and HELP texts, for the flavors of PLACEMENT_CAPACITY_FLAVORS:
 
 - openstack_free_capacity_by_flavor_total{flavor_name, public}: how many
   more of the flavor fit in the cloud, one after another, counted exactly
-  (providers.capacity.fit_counts: each shared slot counted once).
+  (each shared slot once, as the dashboards count it).
 - openstack_free_capacity_hypervisor_by_flavor{hypervisor, flavor_name,
   az_aggregate, project_aggregate}: how many more fit each compute node, a
-  tree named by its root, alone with the sharing providers serving it
-  (providers.capacity.tree_fit_counts); only where at least one fits, as
-  os-capacity writes it.
+  tree named by its root, alone with the sharing providers serving it;
+  only where at least one fits, as os-capacity writes it. Both counts come
+  from providers.capacity.tree_fit_counts.
 - openstack_project_filter_aggregate{project_id, aggregate}: the pods
   projects are bound to (our tenant isolation: os-capacity reads nova's
   aggregates with filter_tenant_id).
@@ -33,9 +33,9 @@ needs the allocations (allocations.metrics writes it);
 openstack_project_quota needs nova's quotas and is left out.
 docs/metrics.md says where and why our numbers differ from os-capacity's.
 
-Reads: the flavors' classes, the two fit counts (three queries each, none
-but the books' version while nothing has changed), the roots' names, their
-pods and the pods' bindings: a fixed number whatever the size of the cloud.
+Reads: the flavors' classes, the counts (three queries, none but the
+books' version while nothing has changed), the roots' names, their pods and
+the pods' bindings: a fixed number whatever the size of the cloud.
 """
 import collections
 from dataclasses import dataclass
@@ -45,7 +45,6 @@ from django.db.models import Exists, OuterRef
 
 from placement_site.metrics import family, labels, number
 from providers import capacity, rules, scopes
-from providers.fits import Fit
 from providers.flavors import configured_flavors
 from providers.models import ProviderAggregate, ProviderTrait, ResourceProvider
 from providers.pods.models import PodBinding
@@ -59,8 +58,8 @@ SEVERAL_POD_NAMES = 'multiple'
 class FlavorCapacity:
     """What the os-capacity series show, read inside the request."""
     flavors: tuple
-    totals: dict        # flavor name -> Fit in the cloud
-    hypervisors: list   # (rendered labels but the flavor's, {flavor name: Fit}), by name
+    totals: dict        # flavor name -> how many more fit the cloud
+    hypervisors: list   # (rendered labels but the flavor's, {flavor name: count}), by name
     bindings: list      # (project id, pod name), sorted
 
 
@@ -75,20 +74,22 @@ def read():
     """FlavorCapacity of the configured flavors over the enabled trees."""
     flavors = configured_flavors()
     counted, shapes = capacity.flavor_shapes(flavors)   # a flavor of unknown classes fits none
-    in_cloud = capacity.fit_counts(scopes.cloud().excluding_trees(disabled_roots()), shapes)
-    totals = {flavor.name: Fit(0) for flavor in flavors}
-    totals.update(zip((flavor.name for flavor in counted), in_cloud[scopes.CLOUD]))
-    per_tree = capacity.tree_fit_counts(scopes.trees().excluding_trees(disabled_roots()), shapes)
+    found = capacity.tree_fit_counts(scopes.trees().excluding_trees(disabled_roots()), shapes)
+    totals = {flavor.name: 0 for flavor in flavors}
+    totals.update(zip((flavor.name for flavor in counted), (fit.count for fit in found.total)))
+    flavor_names = [flavor.name for flavor in counted]
     zones, pods = _pods_of_roots()
+    placed = {}   # (zone, pod) -> its labels, rendered once
     hypervisors = []
     for root, name in ResourceProvider.objects.roots().values_list('id', 'name').order_by('name'):
-        fits = {flavor.name: fit for flavor, fit in zip(counted, per_tree.get(root, ()))
-                if fit.count}
+        fits = {flavor: n for flavor, n in zip(flavor_names, found.trees.get(root, ())) if n}
         if fits:
-            names = pods.get(root, ())
-            pod = names[0] if len(names) == 1 else SEVERAL_POD_NAMES if names else ''
-            head = labels(hypervisor=name, az_aggregate=zones.get(root, ''), project_aggregate=pod)
-            hypervisors.append((head[:-1], fits))
+            bound = pods.get(root, ())
+            where = (zones.get(root, ''),
+                     bound[0] if len(bound) == 1 else SEVERAL_POD_NAMES if bound else '')
+            if where not in placed:
+                placed[where] = labels(az_aggregate=where[0], project_aggregate=where[1])[1:-1]
+            hypervisors.append((f'{labels(hypervisor=name)[:-1]},{placed[where]}', fits))
     bindings = sorted(set(PodBinding.objects.open().values_list('project_id', 'pod__name')))
     return FlavorCapacity(flavors, totals, hypervisors, bindings)
 
@@ -125,24 +126,25 @@ def series(found, rows):
         'openstack_free_capacity_by_flavor_total',
         'Free capacity if you fill the cloud full of each flavor',
         ((labels(flavor_name=flavor.name, public='True'),
-          number(found.totals[flavor.name].count)) for flavor in found.flavors))
+          str(found.totals[flavor.name])) for flavor in found.flavors))
     flavor_labels = {flavor.name: labels(flavor_name=flavor.name)[1:] for flavor in found.flavors}
     yield from family(
         'openstack_free_capacity_hypervisor_by_flavor',
         'Free capacity for each hypervisor if you fill remaining space full of each flavor',
-        ((f'{head},{flavor_labels[name]}', number(fit.count))
-         for head, fits in found.hypervisors for name, fit in fits.items()))
+        ((f'{head},{flavor_labels[name]}', str(count))
+         for head, fits in found.hypervisors for name, count in fits.items()))
     yield from family(
         'openstack_project_filter_aggregate',
         'Mapping of project_ids to aggregates in the host free capacity info.',
         ((labels(project_id=project, aggregate=pod), '1') for project, pod in found.bindings))
+    relabelled = [hypervisor_labels(label) for label, *_ in rows]
     yield from family(
         'openstack_hypervisor_placement_allocated',
         'Currently allocated resource for each provider in placement.',
-        ((hypervisor_labels(label), str(used)) for label, _, _, _, used in rows))
+        ((label, str(row[4])) for label, row in zip(relabelled, rows)))
     yield from family(
         'openstack_hypervisor_placement_allocatable_capacity',
         'The total allocatable resource in the placement inventory.',
-        ((hypervisor_labels(label), number(rules.capacity(total, reserved, ratio)))
-         for label, total, reserved, ratio, _ in rows))
+        ((label, number(rules.capacity(total, reserved, ratio)))
+         for label, (_, total, reserved, ratio, _) in zip(relabelled, rows)))
 

@@ -20,6 +20,8 @@ import uuid
 import pytest
 from django.test import Client
 
+from providers import capacity, os_capacity, scopes
+from providers.flavors import parse_flavors
 from providers.pods import services as pod_services
 from tests.conftest import new_uuid
 from tests.test_metrics import of, parse
@@ -285,3 +287,12 @@ def test_a_flavor_of_an_unknown_class_fits_nowhere(api, cloud, settings):
     samples = scrape(settings, 'gpu=VCPU:1,CUSTOM_GPU:1;' + AGREE)
     assert our_totals(samples) == {'gpu': 0, 'small': 62, 'large': 3}
     assert {flavor for _, flavor in our_per_host(samples)} == {'small', 'large'}
+
+
+def test_the_total_is_the_dashboards_count_of_the_cloud(cloud):
+    """The total comes with the per-tree counts (one read of the trees), and
+    is what providers.capacity.fit_counts answers for the cloud."""
+    _, shapes = capacity.flavor_shapes(parse_flavors(';'.join((AGREE, DISK, PINNED))))
+    for excluded in ((), (os_capacity.disabled_roots(),)):
+        assert capacity.tree_fit_counts(scopes.trees().excluding_trees(*excluded), shapes).total \
+            == capacity.fit_counts(scopes.cloud().excluding_trees(*excluded), shapes)[scopes.CLOUD]
