@@ -3,7 +3,7 @@ whatever the number of providers or consumers."""
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
-from allocations.models import Allocation, ConsumerType
+from allocations.models import Allocation, Consumer, ConsumerType
 from placement_site.queries import storable
 from providers.models import Inventory
 
@@ -20,6 +20,14 @@ def allocations_of_consumer(consumer_uuid):
         'resource_class__name',
         'consumer__uuid', 'consumer__generation', 'consumer__consumer_type__name',
         'consumer__project__external_id', 'consumer__user__external_id'))
+
+
+def consumer_generation(consumer_uuid):
+    """The consumer's generation, None when it does not exist (1 query)."""
+    if not storable(consumer_uuid):
+        return None
+    return Consumer.objects.filter(uuid=consumer_uuid).values_list(
+        'generation', flat=True).first()
 
 
 def allocations_on_provider(provider):

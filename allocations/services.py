@@ -60,16 +60,21 @@ def allocations_replace(requests):
 
 
 @retried_write
-def allocations_delete(*, consumer_uuid):
+def allocations_delete(*, consumer_uuid, generation=NOT_CHECKED):
     """Remove all allocations of a consumer, and the consumer.
 
     Returns False when the consumer holds no allocations. As in OpenStack
     Placement, freeing capacity does not bump the providers' generations.
+    `generation`: only while the consumer is at it (If-Match named it).
     """
     if not storable(consumer_uuid):
         return False
     with transaction.atomic():
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
+        found = None if consumer is None else consumer.generation
+        if generation is not NOT_CHECKED and found != generation:
+            raise exceptions.ConsumerGenerationConflict(
+                expected='null' if found is None else found, got=generation)
         if consumer is None:
             return False
         # Locked (in id order, as writers lock them) so that the generations

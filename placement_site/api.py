@@ -24,7 +24,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.versioning import BaseVersioning
 from rest_framework.views import set_rollback
 
-from placement_site import errors, exceptions, microversion, outages, policy
+from placement_site import conditional, errors, exceptions, microversion, outages, policy
 from placement_site.middleware import render_error
 from placement_site.queries import batched, is_retryable
 from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
@@ -53,7 +53,7 @@ def exception_handler(exc, context):
     """DRF's single error path: Placement errors in Placement's format."""
     request = context['request']._request
     if isinstance(exc, errors.PlacementError):
-        error = exc
+        error = conditional.stale_write(request, exc)
     elif isinstance(exc, drf_exceptions.MethodNotAllowed):
         view = context['view']
         allowed = [m.upper() for m in getattr(view, 'action_map', {}) if m != 'head']
@@ -64,7 +64,9 @@ def exception_handler(exc, context):
         error = errors.not_found()
     elif isinstance(exc, exceptions.PlacementDomainError):
         # A refusal the view did not word itself: its own status and code.
-        error = errors.PlacementError(exc.status, str(exc), code=exc.code)
+        error = conditional.stale_write(request, errors.PlacementError(
+            exc.status, str(exc), code=exc.code,
+            stale=isinstance(exc, exceptions.ConcurrentUpdate)))
     elif outages.is_unavailable(exc):
         return None  # the database is away: DatabaseOutageMiddleware answers 503
     elif isinstance(exc, OperationalError) and is_retryable(exc):
@@ -389,14 +391,21 @@ class PlacementViewSet(viewsets.ViewSet):
         policy.authorize(self.context, rule, target)
 
     def respond(self, body, *, status=200, last_modified=None, location=None,
-                cache_headers=True):
-        """A JSON answer; Last-Modified and Cache-Control from 1.15."""
+                cache_headers=True, etag=None):
+        """A JSON answer; Last-Modified and Cache-Control from 1.15. With the
+        resource's `etag`, a read whose If-None-Match names it is 304."""
+        if etag is not None and self.request.method == 'GET' and (
+                self.conditions.not_modified(etag)):
+            return self.no_content(status=304, etag=etag, last_modified=last_modified,
+                                   cache_headers=cache_headers)
         response = HttpResponse(json.dumps(body), status=status,
                                 content_type='application/json')
         if cache_headers:
             self._cache_headers(response, last_modified)
         if location:
             response['Location'] = self.request.build_absolute_uri(location)
+        if etag is not None:
+            response['ETag'] = etag
         return response
 
     def respond_chunks(self, chunks, *, last_modified=None):
@@ -424,7 +433,7 @@ class PlacementViewSet(viewsets.ViewSet):
         return response
 
     def no_content(self, *, status=204, location=None, last_modified=None,
-                   cache_headers=False):
+                   cache_headers=False, etag=None):
         """An answer without a body (and without a content type)."""
         response = HttpResponse(status=status)
         del response['Content-Type']
@@ -432,7 +441,25 @@ class PlacementViewSet(viewsets.ViewSet):
             response['Location'] = self.request.build_absolute_uri(location)
         if cache_headers:
             self._cache_headers(response, last_modified)
+        if etag is not None:
+            response['ETag'] = etag
         return response
+
+    @property
+    def conditions(self):
+        """The request's If-Match / If-None-Match (placement_site.conditional)."""
+        return conditional.conditions(self.request._request)
+
+    def check_preconditions(self, etag):
+        """Before a write: 412 unless If-Match / If-None-Match hold for the
+        resource's current `etag` (None when it does not exist; or a function
+        giving it, called only when the request has either header). True
+        when If-Match held: the body may then leave out its generation."""
+        return self.conditions.check_write(etag)
+
+    def generation_optional(self, schema, name):
+        """The body's schema, `name` (its generation) optional with If-Match."""
+        return conditional.generation_optional(self.request._request, schema, name)
 
     def _cache_headers(self, response, last_modified):
         if self.version.matches(CACHE_HEADERS_MICROVERSION):

@@ -55,6 +55,8 @@ _STATUSES = {
           'browser\n(content of type ${HTTP_ACCEPT}. <br /><br />\n${detail}'),
     409: ('Conflict',
           'There was a conflict when trying to complete your request.', _STANDARD),
+    # Ours: If-Match named a state the resource has left (placement_site.conditional).
+    412: ('Precondition Failed', 'Request precondition failed.', _STANDARD),
     413: ('Request Entity Too Large',
           'The body of your request was too large for this server.', _STANDARD),
     415: ('Unsupported Media Type', '',
@@ -76,16 +78,19 @@ class PlacementError(Exception):
 
     `detail` is the human sentence; `code` the error code shown from 1.23;
     `vary` is False for the few answers Placement sends without a Vary
-    header (unknown routes, missing providers).
+    header (unknown routes, missing providers); `stale` marks a generation
+    conflict, answered 412 instead when the request carried If-Match.
     """
 
-    def __init__(self, status, detail='', *, code=DEFAULT, headers=None, vary=True):
+    def __init__(self, status, detail='', *, code=DEFAULT, headers=None, vary=True,
+                 stale=False):
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.code = code
         self.headers = headers or {}
         self.vary = vary
+        self.stale = stale
 
 
 def bad_request(detail, **kwargs):
@@ -102,6 +107,12 @@ def not_found(detail='', **kwargs):
 
 def conflict(detail, **kwargs):
     return PlacementError(409, detail, **kwargs)
+
+
+def stale(detail):
+    """409 concurrent_update: the generation the client wrote over has
+    changed (412 for a request with If-Match)."""
+    return PlacementError(409, detail, code=CONCURRENT_UPDATE, stale=True)
 
 
 def _strip_tags(text):

@@ -49,6 +49,22 @@ def claim_generation(provider):
     provider.updated_at = now
 
 
+def lock_as_read(provider):
+    """Lock the provider's row while it is still as the caller read it (its
+    generation, name and place in a tree: what its ETag names), or fail.
+
+    Renaming, moving and deleting a provider do not claim its generation;
+    a request with If-Match still must not write over a change it never saw.
+    """
+    # An UPDATE that changes nothing, not SELECT ... FOR UPDATE: SQLite
+    # takes its write lock only for a write.
+    if not ResourceProvider.objects.filter(
+            pk=provider.pk, generation=provider.generation, name=provider.name,
+            parent_provider_id=provider.parent_provider_id,
+            root_provider_id=provider.root_provider_id).update(generation=F('generation')):
+        raise exceptions.ProviderConcurrentUpdate()
+
+
 # ---- providers -----------------------------------------------------------
 
 @retried_write
@@ -103,10 +119,14 @@ def _refuse_duplicates(provider_uuid, name, exclude_pk=None):
 
 
 @retried_write
-def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_reparenting=False):
+def provider_update(*, provider, name=None, parent_provider_uuid=..., allow_reparenting=False,
+                    as_read=False):
     """Rename and/or move a provider. Moving a subtree updates the root of
-    every provider in it. Before 1.37 a provider may only gain a parent."""
+    every provider in it. Before 1.37 a provider may only gain a parent.
+    as_read: only while it is as `provider` was read (lock_as_read)."""
     with transaction.atomic():
+        if as_read:
+            lock_as_read(provider)
         updates = {}
         if name is not None and name != provider.name:
             _refuse_duplicates(provider.uuid, name, exclude_pk=provider.pk)
@@ -178,12 +198,15 @@ def subtree_provider_ids(provider):
 
 
 @retried_write
-def provider_delete(*, provider):
+def provider_delete(*, provider, as_read=False):
     """Delete a provider with its inventories, traits and aggregate links.
 
-    Refused while it has child providers or allocations.
+    Refused while it has child providers or allocations. as_read: only
+    while it is as `provider` was read (lock_as_read).
     """
     with transaction.atomic():
+        if as_read:
+            lock_as_read(provider)
         locked = ResourceProvider.objects.select_for_update().filter(pk=provider.pk).first()
         if locked is None:
             raise exceptions.ResourceProviderNotFound(uuid=provider.uuid)
@@ -421,14 +444,19 @@ def inventory_delete(*, provider, resource_class):
 # ---- traits ----------------------------------------------------------------
 
 @retried_write
-def traits_replace(*, provider, trait_names):
-    """Make the provider's traits exactly `trait_names` (all must exist)."""
+def traits_replace(*, provider, trait_names, as_read=False):
+    """Make the provider's traits exactly `trait_names` (all must exist).
+    Unchanged traits leave the generation alone; as_read: even then, only
+    while the provider is as `provider` was read (lock_as_read)."""
     wanted_names = querysets.trait_ids(trait_names)
     wanted = set(wanted_names.values())
     existing_names = dict(ProviderTrait.objects.filter(
         resource_provider_id=provider.pk).values_list('trait__name', 'trait_id'))
     existing = set(existing_names.values())
     if wanted == existing:
+        if as_read:
+            with transaction.atomic():
+                lock_as_read(provider)
         return
     with transaction.atomic():
         claim_generation(provider)

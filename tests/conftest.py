@@ -349,8 +349,8 @@ def error_of(response):
 
 
 ERROR_TITLES = {400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found',
-                405: 'Method Not Allowed', 409: 'Conflict', 413: 'Request Entity Too Large',
-                415: 'Unsupported Media Type'}
+                405: 'Method Not Allowed', 409: 'Conflict', 412: 'Precondition Failed',
+                413: 'Request Entity Too Large', 415: 'Unsupported Media Type'}
 UNDEFINED = 'placement.undefined_code'
 
 

@@ -5,7 +5,7 @@ import collections
 from django.utils import timezone
 
 from allocations import querysets, schemas, services
-from placement_site import errors, exceptions
+from placement_site import conditional, errors, exceptions
 from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
                                 require_json, versions)
 from placement_site.validation import is_uuid_like, normalize_uuid
@@ -37,6 +37,18 @@ def consumer_allocations_body(allocations, version):
         if version.matches((1, 38)):
             body['consumer_type'] = consumer.consumer_type_name
     return body
+
+
+def consumer_etag(consumer_uuid, generation):
+    """/allocations/{consumer_uuid}: every write of the consumer's
+    allocations bumps its generation. A consumer without allocations has
+    none, and no ETag: for preconditions it does not exist (If-None-Match: *
+    creates it only if new). The providers' generations its answer shows
+    are not part of it: writes to a provider for other consumers leave this
+    consumer's ETag, as its generation, alone."""
+    if generation is None:
+        return None
+    return conditional.etag('consumer', consumer_uuid, generation)
 
 
 def provider_allocations_body(provider, allocations, version):
@@ -72,7 +84,7 @@ def write(requests, not_found_message):
     try:
         services.allocations_replace(requests)
     except exceptions.ConsumerGenerationConflict as exc:
-        raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
+        raise errors.stale(str(exc))
     except exceptions.ProviderForAllocationNotFound as exc:
         raise errors.bad_request(str(exc))
     except exceptions.NotFound as exc:
@@ -92,8 +104,10 @@ class AllocationViewSet(PlacementViewSet):
     def retrieve(self, request, consumer_uuid):
         self.authorize(POLICY % 'list')
         allocations = querysets.allocations_of_consumer(consumer_uuid)
+        generation = allocations[0].consumer.generation if allocations else None
         return self.respond(consumer_allocations_body(allocations, self.version),
-                            last_modified=latest(allocations))
+                            last_modified=latest(allocations),
+                            etag=consumer_etag(consumer_uuid, generation))
 
     @require_json
     def update(self, request, consumer_uuid):
@@ -101,10 +115,17 @@ class AllocationViewSet(PlacementViewSet):
         if not is_uuid_like(consumer_uuid):
             raise errors.bad_request(f'Malformed consumer_uuid: {consumer_uuid}')
         consumer_uuid = normalize_uuid(consumer_uuid)
-        data = json_body(request, schemas.ALLOCATIONS_PUT_BY_VERSION.at(self.version))
-        write([request_for_consumer(consumer_uuid, data, self.version)],
-              f'Unable to allocate inventory for consumer {consumer_uuid}: {{error}}')
-        return self.no_content()
+        data = json_body(request, self.generation_optional(
+            schemas.ALLOCATIONS_PUT_BY_VERSION.at(self.version), 'consumer_generation'))
+        wanted = request_for_consumer(consumer_uuid, data, self.version)
+        if self.conditions:
+            generation = querysets.consumer_generation(consumer_uuid)
+            self.check_preconditions(consumer_etag(consumer_uuid, generation))
+            if 'consumer_generation' not in data:
+                wanted.generation = generation   # what they held for: the write checks it
+        write([wanted], f'Unable to allocate inventory for consumer {consumer_uuid}: {{error}}')
+        return self.no_content(etag=consumer_etag(
+            consumer_uuid, wanted.consumer.generation if wanted.allocations else None))
 
     @versions('1.13')
     @require_json
@@ -118,7 +139,16 @@ class AllocationViewSet(PlacementViewSet):
 
     def destroy(self, request, consumer_uuid):
         self.authorize(POLICY % 'delete')
-        if not services.allocations_delete(consumer_uuid=consumer_uuid):
+        generation = services.NOT_CHECKED
+        if self.conditions:
+            generation = querysets.consumer_generation(consumer_uuid)
+            self.check_preconditions(consumer_etag(consumer_uuid, generation))
+        try:
+            deleted = services.allocations_delete(consumer_uuid=consumer_uuid,
+                                                  generation=generation)
+        except exceptions.ConsumerGenerationConflict as exc:
+            raise errors.stale(str(exc))
+        if not deleted:
             raise errors.not_found(f"No allocations for consumer '{consumer_uuid}'")
         return self.no_content()
 

@@ -2,6 +2,7 @@
 from django.db.models import Max
 from django.db.models.functions import Coalesce
 
+from placement_site import conditional
 from providers.models import INVENTORY_FIELDS
 
 
@@ -29,6 +30,28 @@ def provider(request, rp, version):
         data['parent_provider_uuid'] = rp.parent_provider_uuid
         data['root_provider_uuid'] = rp.root_provider_uuid
     return data
+
+
+# ---- ETags (placement_site.conditional) ------------------------------------
+
+def provider_etag(rp):
+    """/resource_providers/{uuid}: renaming or moving a provider leaves its
+    generation alone (as in Placement), so the ETag names those too."""
+    return conditional.etag('provider', rp.uuid, rp.generation, rp.name,
+                            rp.parent_provider_uuid, rp.root_provider_uuid)
+
+
+def generation_etag(rp):
+    """Its inventories and traits (/inventories[/{class}], /traits): every
+    change to them bumps the provider's generation, which the ETag names."""
+    return conditional.etag('provider generation', rp.uuid, rp.generation)
+
+
+def aggregates_etag(rp, aggregate_uuids):
+    """/aggregates: before 1.19 they change without a generation bump, so the
+    ETag names them too."""
+    return conditional.etag('aggregates', rp.uuid, rp.generation,
+                            tuple(sorted(aggregate_uuids)))
 
 
 def inventory(inv, generation=None):

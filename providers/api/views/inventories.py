@@ -21,7 +21,8 @@ class InventoryViewSet(PlacementViewSet):
 
     def _send_all(self, provider, inventories):
         response = self.respond(serializers.inventories(inventories, provider.generation),
-                                last_modified=serializers.latest(inventories))
+                                last_modified=serializers.latest(inventories),
+                                etag=serializers.generation_etag(provider))
         if not inventories:
             # Placement dates an empty inventory with nothing, not with now.
             del response['Last-Modified']
@@ -29,7 +30,8 @@ class InventoryViewSet(PlacementViewSet):
 
     def _send_one(self, provider, inventory, status=200, location=None):
         return self.respond(serializers.inventory(inventory, provider.generation), status=status,
-                            last_modified=inventory.last_modified, location=location)
+                            last_modified=inventory.last_modified, location=location,
+                            etag=serializers.generation_etag(provider))
 
     def _reserved_can_be_total(self):
         return self.version.matches((1, 26))
@@ -48,12 +50,13 @@ class InventoryViewSet(PlacementViewSet):
         data = json_body(request, schemas.INVENTORY_POST)
         resource_class = data.pop('resource_class')
         data.pop('resource_provider_generation', None)
+        self.check_preconditions(serializers.generation_etag(provider))
         try:
             inventory = services.inventory_add(
                 provider=provider, resource_class=resource_class, record=data,
                 reserved_can_be_total=self._reserved_can_be_total())
         except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(f'Update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+            raise errors.stale(f'Update conflict: {exc}')
         except (exceptions.InvalidInventoryCapacity, exceptions.NotFound) as exc:
             raise errors.bad_request(
                 f'Unable to create inventory for resource provider {provider.uuid}: {exc}')
@@ -65,10 +68,11 @@ class InventoryViewSet(PlacementViewSet):
     def replace(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'update')
         provider = find_provider(uuid)
-        data = json_body(request, schemas.INVENTORIES_PUT)
-        if data['resource_provider_generation'] != provider.generation:
-            raise errors.conflict('resource provider generation conflict',
-                                  code=errors.CONCURRENT_UPDATE)
+        data = json_body(request, self.generation_optional(
+            schemas.INVENTORIES_PUT, 'resource_provider_generation'))
+        self.check_preconditions(serializers.generation_etag(provider))
+        if data.get('resource_provider_generation', provider.generation) != provider.generation:
+            raise errors.stale('resource provider generation conflict')
         try:
             inventories = services.inventories_replace(
                 provider=provider, inventories=data['inventories'],
@@ -80,7 +84,7 @@ class InventoryViewSet(PlacementViewSet):
             raise errors.bad_request(
                 f'Unknown resource class in inventory for resource provider {provider.uuid}: {exc}')
         except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+            raise errors.stale(f'update conflict: {exc}')
         except exceptions.InventoryInUse as exc:
             raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
         return self._send_all(provider, inventories)
@@ -89,14 +93,14 @@ class InventoryViewSet(PlacementViewSet):
     def destroy_all(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'delete')
         provider = find_provider(uuid)
+        self.check_preconditions(serializers.generation_etag(provider))
         try:
             services.inventories_replace(provider=provider, inventories={})
         except exceptions.ConcurrentUpdate:
-            raise errors.conflict(
+            raise errors.stale(
                 f'Unable to delete inventory for resource provider {provider.uuid} because the '
-                'inventory was updated by another process. Please retry your request.',
-                code=errors.CONCURRENT_UPDATE)
-        return self.no_content()
+                'inventory was updated by another process. Please retry your request.')
+        return self.no_content(etag=serializers.generation_etag(provider))
 
     @accept_json
     def retrieve(self, request, uuid, resource_class):
@@ -113,10 +117,11 @@ class InventoryViewSet(PlacementViewSet):
     def update(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'update')
         provider = find_provider(uuid)
-        data = json_body(request, schemas.INVENTORY_PUT)
-        if data.pop('resource_provider_generation') != provider.generation:
-            raise errors.conflict('resource provider generation conflict',
-                                  code=errors.CONCURRENT_UPDATE)
+        data = json_body(request, self.generation_optional(
+            schemas.INVENTORY_PUT, 'resource_provider_generation'))
+        self.check_preconditions(serializers.generation_etag(provider))
+        if data.pop('resource_provider_generation', provider.generation) != provider.generation:
+            raise errors.stale('resource provider generation conflict')
         try:
             inventory = services.inventory_update(
                 provider=provider, resource_class=resource_class, record=data,
@@ -126,7 +131,7 @@ class InventoryViewSet(PlacementViewSet):
         except exceptions.InventoryBelowUsage as exc:
             raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
         except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+            raise errors.stale(f'update conflict: {exc}')
         except exceptions.InventoryNotFound as exc:
             raise errors.bad_request(
                 'No inventory record with resource class for resource provider '
@@ -139,12 +144,16 @@ class InventoryViewSet(PlacementViewSet):
     def destroy(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'delete')
         provider = find_provider(uuid)
+        self.check_preconditions(serializers.generation_etag(provider))
+        detail = f'Unable to delete inventory of class {resource_class}: {{}}'
         try:
             services.inventory_delete(provider=provider, resource_class=resource_class)
-        except (exceptions.ConcurrentUpdate, exceptions.InventoryInUse) as exc:
-            raise errors.conflict(f'Unable to delete inventory of class {resource_class}: {exc}',
-                                  code=errors.CONCURRENT_UPDATE)
+        except exceptions.InventoryInUse as exc:
+            # Placement's code for it too, but not a stale generation: no 412.
+            raise errors.conflict(detail.format(exc), code=errors.CONCURRENT_UPDATE)
+        except exceptions.ConcurrentUpdate as exc:
+            raise errors.stale(detail.format(exc))
         except exceptions.NotFound as exc:
             raise errors.not_found(
                 f'No inventory of class {resource_class} found for delete: {exc}')
-        return self.no_content()
+        return self.no_content(etag=serializers.generation_etag(provider))

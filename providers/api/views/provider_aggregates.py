@@ -4,6 +4,7 @@ from django.utils import timezone
 from placement_site import errors, exceptions
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
 from providers import schemas, services
+from providers.api import serializers
 from providers.api.views.shared import find_provider
 
 
@@ -16,7 +17,8 @@ class ProviderAggregatesViewSet(PlacementViewSet):
         if self.version.matches((1, 19)):
             body['resource_provider_generation'] = provider.generation
         # Placement records no time for aggregate membership: "now".
-        return self.respond(body, last_modified=timezone.now())
+        return self.respond(body, last_modified=timezone.now(),
+                            etag=serializers.aggregates_etag(provider, aggregate_uuids))
 
     @accept_json
     @versions('1.1')
@@ -31,18 +33,24 @@ class ProviderAggregatesViewSet(PlacementViewSet):
         self.authorize(self.POLICY % 'update')
         with_generation = self.version.matches((1, 19))
         provider = find_provider(uuid)
-        data = json_body(request, schemas.AGGREGATES_PUT_BY_VERSION.at(self.version))
+        data = json_body(request, self.generation_optional(
+            schemas.AGGREGATES_PUT_BY_VERSION.at(self.version), 'resource_provider_generation'))
+        guarded = self.check_preconditions(lambda: serializers.aggregates_etag(
+            provider, provider.aggregates.values_list('uuid', flat=True)))
         if with_generation:
-            if data['resource_provider_generation'] != provider.generation:
-                raise errors.conflict(
+            if data.get('resource_provider_generation', provider.generation) != (
+                    provider.generation):
+                raise errors.stale(
                     "Resource provider's generation already changed. Please update the "
-                    'generation and try again.', code=errors.CONCURRENT_UPDATE)
+                    'generation and try again.')
             aggregate_uuids = data['aggregates']
         else:
             aggregate_uuids = data
         try:
+            # Before 1.19 Placement leaves the generation alone here; with
+            # If-Match it is claimed all the same, so a racing write is seen.
             services.aggregates_replace(provider=provider, aggregate_uuids=aggregate_uuids,
-                                        bump_generation=with_generation)
+                                        bump_generation=with_generation or guarded)
         except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(f'Update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
+            raise errors.stale(f'Update conflict: {exc}')
         return self._send(provider, aggregate_uuids)

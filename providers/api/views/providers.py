@@ -53,28 +53,34 @@ class ResourceProviderViewSet(PlacementViewSet):
             raise errors.bad_request(
                 f'Unable to create resource provider "{data["name"]}", {provider_uuid}: {exc}')
         location = serializers.provider_url(request, provider.uuid)
+        etag = serializers.provider_etag(provider)
         if self.version.matches((1, 20)):
             return self.respond(serializers.provider(request, provider, self.version),
-                                last_modified=provider.last_modified, location=location)
-        return self.no_content(status=201, location=location)
+                                last_modified=provider.last_modified, location=location,
+                                etag=etag)
+        return self.no_content(status=201, location=location, etag=etag)
 
     @accept_json
     def retrieve(self, request, uuid):
         self.authorize(RP_POLICY % 'show')
         provider = find_provider(uuid)
         return self.respond(serializers.provider(request, provider, self.version),
-                            last_modified=provider.last_modified)
+                            last_modified=provider.last_modified,
+                            etag=serializers.provider_etag(provider))
 
     @require_json
     def update(self, request, uuid):
         self.authorize(RP_POLICY % 'update')
         provider = find_provider(uuid)
         data = json_body(request, schemas.PROVIDER_PUT_BY_VERSION.at(self.version))
+        guarded = self.check_preconditions(serializers.provider_etag(provider))
         try:
             provider = services.provider_update(
                 provider=provider, name=data.get('name'),
                 parent_provider_uuid=data.get('parent_provider_uuid', ...),
-                allow_reparenting=self.version.matches((1, 37)))
+                allow_reparenting=self.version.matches((1, 37)), as_read=guarded)
+        except exceptions.ProviderConcurrentUpdate as exc:  # only as_read raises it
+            raise errors.stale(f'Unable to save resource provider {uuid}: {exc}')
         except exceptions.DuplicateProvider:
             raise errors.conflict(
                 f'Conflicting resource provider {data["name"]} already exists.',
@@ -82,14 +88,18 @@ class ResourceProviderViewSet(PlacementViewSet):
         except exceptions.ObjectActionError as exc:
             raise errors.bad_request(f'Unable to save resource provider {uuid}: {exc}')
         return self.respond(serializers.provider(request, provider, self.version),
-                            last_modified=provider.last_modified)
+                            last_modified=provider.last_modified,
+                            etag=serializers.provider_etag(provider))
 
     def destroy(self, request, uuid):
         self.authorize(RP_POLICY % 'delete')
         provider = find_provider(uuid, 'No resource provider with uuid {uuid} found for delete',
                                  vary=True)
+        guarded = self.check_preconditions(serializers.provider_etag(provider))
         try:
-            services.provider_delete(provider=provider)
+            services.provider_delete(provider=provider, as_read=guarded)
+        except exceptions.ProviderConcurrentUpdate as exc:  # only as_read raises it
+            raise errors.stale(f'Unable to delete resource provider {uuid}: {exc}')
         except exceptions.ProviderInUse as exc:
             raise errors.conflict(f'Unable to delete resource provider {uuid}: {exc}',
                                   code=errors.PROVIDER_IN_USE)
