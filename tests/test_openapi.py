@@ -182,6 +182,19 @@ ANSWERS = {
     ('/usages', 'get'): {'200'},
     ('/reshaper', 'post'): {'204', '409', '415'},
 }
+# Ours: the resources with an ETag (placement_site.conditional) answer 304 to
+# a read and 412 to a write when a conditional header says so.
+CONDITIONAL = {
+    '/resource_providers/{uuid}': ('get', 'put', 'delete'),
+    '/resource_providers/{uuid}/inventories': ('get', 'post', 'put', 'delete'),
+    '/resource_providers/{uuid}/inventories/{resource_class}': ('get', 'put', 'delete'),
+    '/resource_providers/{uuid}/aggregates': ('get', 'put'),
+    '/resource_providers/{uuid}/traits': ('get', 'put', 'delete'),
+    '/allocations/{consumer_uuid}': ('get', 'put', 'delete'),
+}
+for path, methods in CONDITIONAL.items():
+    for method in methods:
+        ANSWERS[path, method] = ANSWERS[path, method] | {'304' if method == 'get' else '412'}
 # ... and those of some microversions only: (path, method) -> [(answers,
 # first, last)], first / last None for open.
 VERSIONED_ANSWERS = {
@@ -1542,3 +1555,24 @@ def test_swagger_ui_is_served_with_assets_from_the_service(client, db):
         assert served.status_code == 200, asset
         assert b''.join(served.streaming_content), asset
         served.close()
+
+
+def test_conditional_headers_are_documented_where_they_are_honoured():
+    document = document_at(LATEST)
+    for path, method, operation in operations(document):
+        headers = {p['name'] for p in operation.get('parameters', ()) if p['in'] == 'header'}
+        methods = CONDITIONAL.get(path, ())
+        if method not in methods:
+            assert not headers & {'If-Match', 'If-None-Match'}, (path, method)
+            continue
+        wanted = {'If-None-Match'} if method == 'get' else {'If-Match', 'If-None-Match'}
+        assert headers & {'If-Match', 'If-None-Match'} == wanted, (path, method)
+        with_etag = {status for status, response in operation['responses'].items()
+                     if 'ETag' in response.get('headers', {})}
+        if method == 'get':
+            assert with_etag == {'200', '304'}, path
+        elif (path, method) in {('/resource_providers/{uuid}', 'delete'),
+                                ('/allocations/{consumer_uuid}', 'delete')}:
+            assert not with_etag, path   # the resource is gone
+        else:
+            assert with_etag == {s for s in operation['responses'] if s < '300'}, (path, method)

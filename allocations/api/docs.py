@@ -411,11 +411,12 @@ extend_schema_view(
     retrieve=operation(
         'showConsumerAllocations', tag=ALLOCATIONS, summary="List a consumer's allocations",
         description='The allocations a consumer holds, by provider. A consumer without '
-                    'allocations gets empty `allocations`, not a 404.',
+                    'allocations gets empty `allocations`, not a 404 (and no ETag).',
         parameters=[CONSUMER_UUID],
         responses={200: (CONSUMER_ALLOCATIONS, 'The allocations.')},
         changes={'1.12': 'project_id and user_id.', '1.28': 'consumer_generation.',
                  '1.38': 'consumer_type.'},
+        conditional='read',
     ),
     update=operation(
         'updateConsumerAllocations', tag=ALLOCATIONS, summary="Replace a consumer's allocations",
@@ -430,6 +431,7 @@ extend_schema_view(
                          ('deleteConsumerAllocations', 'Delete them.'))}},
         errors={400: WRITE_400, 409: WRITE_409},
         changes=BODY_CHANGES,
+        conditional='write',
     ),
     create=operation(
         'manageAllocations', tag=ALLOCATIONS, summary='Replace the allocations of many consumers',
@@ -446,6 +448,7 @@ extend_schema_view(
         parameters=[CONSUMER_UUID],
         responses={204: (None, 'Deleted.')}, accept_json=False,
         errors={404: 'The consumer has no allocations.'},
+        conditional='write', etag=(),
     ),
 )(views.AllocationViewSet)
 

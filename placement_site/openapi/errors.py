@@ -68,6 +68,8 @@ ERROR_DESCRIPTIONS = {
     405: 'Method not allowed.',
     406: 'The requested microversion is outside the supported range.',
     409: 'Conflict.',
+    412: 'If-Match or If-None-Match does not hold for the current state of the resource '
+         '(placement.concurrent_update): nothing was changed. Read it again for its new ETag.',
     415: 'The request body is not declared as application/json.',
 }
 

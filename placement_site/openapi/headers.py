@@ -30,3 +30,22 @@ def describe_microversion_header(parameter, version):
 def response_header(name, description, codes=True):
     return OpenApiParameter(name, str, OpenApiParameter.HEADER, description=description,
                             response=codes if codes is True else [str(c) for c in codes])
+
+
+# Ours, not OpenStack Placement's (placement_site.conditional).
+IF_NONE_MATCH = OpenApiParameter(
+    'If-None-Match', str, OpenApiParameter.HEADER, required=False,
+    description='Ours: ETags of earlier answers (or `*`). While the resource is in the state '
+                'one of them names, the answer is a 304 without a body. On a write, a 412 '
+                'instead (`*`: create only if it does not exist yet).')
+IF_MATCH = OpenApiParameter(
+    'If-Match', str, OpenApiParameter.HEADER, required=False,
+    description='Ours: the ETag of the answer the client read (or `*`: any, as long as the '
+                'resource exists). The write happens only while the resource is still in that '
+                'state, else a 412 that changes nothing. With it (or with If-None-Match) the '
+                "body may leave out its generation: the header's state is checked instead. "
+                'Without either header the write is exactly OpenStack Placement\'s.')
+ETAG_DESCRIPTION = ('Ours: names the state of the resource (its generation, and for a provider '
+                    'its name and place in a tree), the same at every microversion. Send it '
+                    'back in If-Match to write over exactly this state, or in If-None-Match to '
+                    'read only a change.')

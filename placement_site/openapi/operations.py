@@ -10,7 +10,8 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from placement_site import microversion
 from placement_site.openapi.errors import ERROR_DESCRIPTIONS, ERRORS, URI_TOO_LONG, error
-from placement_site.openapi.headers import (MICROVERSION_HEADER, describe_microversion_header,
+from placement_site.openapi.headers import (ETAG_DESCRIPTION, IF_MATCH, IF_NONE_MATCH,
+                                            MICROVERSION_HEADER, describe_microversion_header,
                                             response_header)
 from placement_site.openapi.schemas import keyed_maps, sentences
 from placement_site.openapi.versions import at_version, document_version, version_tuple
@@ -72,7 +73,8 @@ class OperationSchema(AutoSchema):
 
 def operation(operation_id, *, tag, summary, description, responses, since='1.0',
               changes=None, parameters=(), request=None, errors=None,
-              accept_json=True, location=(), cached=None, public=False, links=None):
+              accept_json=True, location=(), cached=None, public=False, links=None,
+              conditional=None, etag=None):
     """extend_schema for one Placement operation.
 
     request: a Component (a required JSON body) or a raw schema (an optional one).
@@ -86,6 +88,8 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     location / cached: the success statuses that carry a Location header /
     Last-Modified and Cache-Control (from 1.15; default: those with a body).
     links: {status: {name: OpenAPI link}} from this operation's answer to others.
+    conditional: 'read' (If-None-Match, 304) or 'write' (If-Match, If-None-Match, 412) for
+    a resource with an ETag; etag: the success statuses that carry it (default: all).
     """
     texts = {status: ERROR_DESCRIPTIONS[status] for status in (400, 406)}
     if not public:
@@ -96,8 +100,13 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     if accept_json:
         texts[406] = ('The requested microversion is outside the supported range, or the '
                       'Accept header rules out application/json.')
+    if conditional:
+        texts[400] = sentences(texts[400], 'A malformed If-Match or If-None-Match header.')
+    errors = dict(errors or {})
+    if conditional == 'write':
+        errors.setdefault(412, ERROR_DESCRIPTIONS[412])
     answers, spans = {}, {}
-    for status, text in (errors or {}).items():
+    for status, text in errors.items():
         if isinstance(text, tuple):
             text, *span = text
             spans[status] = tuple(span)
@@ -113,6 +122,12 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     successes = sorted(responses)
     if cached is None:
         cached = [status for status, (body, *_) in responses.items() if body is not None]
+    with_etag = list(successes if etag is None and conditional else etag or ())
+    if conditional == 'read':
+        # With the headers the 200 would have had, but no body.
+        answers[304] = OpenApiResponse(
+            None, 'Ours: not modified, no body. If-None-Match names the current ETag.')
+        successes, cached, with_etag = successes + [304], cached + [304], with_etag + [304]
     headers = [
         response_header('x-openstack-request-id', 'The id of the request, for the logs.'),
         response_header('OpenStack-API-Version', 'The microversion that served the request.',
@@ -126,6 +141,9 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
                              'last changed (now for computed answers).', cached),
             response_header('Cache-Control', 'From microversion 1.15: `no-cache`.', cached),
         ]
+    conditions = {'read': [IF_NONE_MATCH], 'write': [IF_MATCH, IF_NONE_MATCH]}
+    if with_etag:
+        headers.append(response_header('ETag', ETAG_DESCRIPTION, with_etag))
     _SINCE[operation_id] = since
     schema_class = type('OperationSchema', (OperationSchema,), {
         'optional_body': isinstance(request, dict), 'since': since, 'spans': spans,
@@ -137,7 +155,8 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
         summary=summary,
         description=_description(description, since, changes),
         tags=[tag],
-        parameters=[MICROVERSION_HEADER, *parameters, *headers],
+        parameters=[MICROVERSION_HEADER, *parameters, *conditions.get(conditional, ()),
+                    *headers],
         request=request,
         responses=answers,
         auth=[] if public else None,

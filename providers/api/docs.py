@@ -263,6 +263,7 @@ extend_schema_view(
                 409: 'A provider with this name or uuid exists (placement.duplicate_name).'},
         changes={'1.14': '`parent_provider_uuid`.',
                  '1.20': '200 with the provider instead of 201 without a body.'},
+        etag=[200, 201],
     ),
     retrieve=operation(
         'showResourceProvider', tag=PROVIDERS, summary='Show a resource provider',
@@ -272,6 +273,7 @@ extend_schema_view(
         links={200: provider_links('$response.body#/uuid')},
         errors={404: 'No provider has this uuid.'},
         changes={'1.14': 'parent_provider_uuid and root_provider_uuid.'},
+        conditional='read',
     ),
     update=operation(
         'updateResourceProvider', tag=PROVIDERS, summary='Update a resource provider',
@@ -286,6 +288,7 @@ extend_schema_view(
                 409: 'Another provider has this name (placement.duplicate_name).'},
         changes={'1.14': '`parent_provider_uuid`: a provider without a parent may gain one.',
                  '1.37': 're-parenting, and un-parenting with `null`.'},
+        conditional='write',
     ),
     destroy=operation(
         'deleteResourceProvider', tag=PROVIDERS, summary='Delete a resource provider',
@@ -296,6 +299,7 @@ extend_schema_view(
         errors={404: 'No provider has this uuid.',
                 409: 'The provider has allocations (placement.resource_provider.inuse) or '
                      'children (placement.resource_provider.cannot_delete_parent).'},
+        conditional='write', etag=(),
     ),
 )(views.ResourceProviderViewSet)
 
@@ -309,6 +313,7 @@ extend_schema_view(
         parameters=[PROVIDER_UUID],
         responses={200: (INVENTORIES, 'The inventories.')},
         errors={404: NO_PROVIDER},
+        conditional='read',
     ),
     create=operation(
         'createInventory', tag=INVENTORIES_TAG, summary='Add an inventory',
@@ -321,6 +326,7 @@ extend_schema_view(
                 409: 'The provider has an inventory of this class already, or it changed '
                      'meanwhile (placement.concurrent_update).'},
         changes={'1.26': '`reserved` may equal `total`.'},
+        conditional='write',
     ),
     retrieve=operation(
         'showInventory', tag=INVENTORIES_TAG, summary='Show an inventory',
@@ -328,6 +334,7 @@ extend_schema_view(
         parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME],
         responses={200: (INVENTORY, 'The inventory.')},
         errors={404: 'No such provider, or it has no inventory of this class.'},
+        conditional='read',
     ),
     update=operation(
         'updateInventory', tag=INVENTORIES_TAG, summary='Update an inventory',
@@ -341,6 +348,7 @@ extend_schema_view(
                 409: f'{CONFLICT} Or allocations would no longer fit '
                      '(placement.inventory.inuse).'},
         changes={'1.26': '`reserved` may equal `total`.'},
+        conditional='write',
     ),
     destroy=operation(
         'deleteInventory', tag=INVENTORIES_TAG, summary='Delete an inventory',
@@ -350,6 +358,7 @@ extend_schema_view(
         errors={404: 'No such provider, or it has no inventory of this class.',
                 409: 'The inventory has allocations, or the provider changed meanwhile '
                      '(both placement.concurrent_update).'},
+        conditional='write',
     ),
 )(views.InventoryViewSet)
 
@@ -365,6 +374,7 @@ operation(
             409: f'{CONFLICT} Or allocations would no longer fit '
                  '(placement.inventory.inuse).'},
     changes={'1.26': '`reserved` may equal `total`.'},
+    conditional='write',
 )(views.InventoryViewSet.replace)
 
 operation(
@@ -375,6 +385,7 @@ operation(
     errors={404: NO_PROVIDER,
             409: 'The provider has allocations (placement.inventory.inuse), or it '
                  'changed meanwhile (placement.concurrent_update).'},
+    conditional='write',
 )(views.InventoryViewSet.destroy_all)
 
 extend_schema_view(
@@ -385,6 +396,7 @@ extend_schema_view(
         responses={200: (AGGREGATES, 'The aggregates.')},
         errors={404: NO_PROVIDER},
         changes={'1.19': 'resource_provider_generation.'},
+        conditional='read',
     ),
     update=operation(
         'updateProviderAggregates', tag='Aggregates',
@@ -397,6 +409,7 @@ extend_schema_view(
         errors={404: NO_PROVIDER, 409: (f'From 1.19: {CONFLICT}', '1.19', None)},
         changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
                          'against the provider; the change increments the generation.'},
+        conditional='write',
     ),
 )(views.ProviderAggregatesViewSet)
 
@@ -407,6 +420,7 @@ extend_schema_view(
         parameters=[PROVIDER_UUID], since='1.6',
         responses={200: (PROVIDER_TRAITS, 'The traits.')},
         errors={404: NO_PROVIDER},
+        conditional='read',
     ),
     update=operation(
         'updateProviderTraits', tag='Traits', summary="Replace a provider's traits",
@@ -415,6 +429,7 @@ extend_schema_view(
         responses={200: (PROVIDER_TRAITS, 'The traits.')},
         accept_json=False,
         errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: CONFLICT},
+        conditional='write',
     ),
     destroy=operation(
         'deleteProviderTraits', tag='Traits', summary="Remove a provider's traits",
@@ -423,6 +438,7 @@ extend_schema_view(
         responses={204: (None, 'Removed.')}, accept_json=False,
         errors={404: NO_PROVIDER, 409: 'The provider changed meanwhile '
                                        '(placement.concurrent_update).'},
+        conditional='write',
     ),
 )(views.ProviderTraitsViewSet)
 
