@@ -49,8 +49,8 @@ SRIOV_ROWS = (2, 3)
 DISABLED = 'r2-rack03-cn02'
 CAD = 'resource=CAD'
 THRESHOLDS = {'VCPU': 80, 'MEMORY_MB': 85}
-PODS_LINE = ('  pods: 3 (pod-row1 maintenance, pod-row2, pod-row3-cad resource=CAD), '
-             'bindings: 7 open, 2 ended')
+PODS_LINE = ('  pods: 3 (pod-row1 maintenance, pod-row2, pod-row3-cad resource=CAD '
+             'workload=CAD Modeling), bindings: 8 open, 2 ended')
 # (project, affinity, pod, end reason) of every binding, in the order made.
 BINDINGS = [
     ('demo-web', None, 'pod-row1', None),
@@ -62,6 +62,7 @@ BINDINGS = [
     ('demo-analytics', CAD, 'pod-row3-cad', None),
     ('demo-db', CAD, 'pod-row3-cad', None),
     ('demo-nfv', CAD, 'pod-row3-cad', 'admin'),
+    ('demo-analytics', 'workload=CAD Modeling', 'pod-row3-cad', None),
 ]
 
 
@@ -316,7 +317,7 @@ def test_pods_over_the_row_aggregates(demo, api):
         ('pod-row2', pod_uuid('pod-row2'), aggregate_uuid('row2'), 'az1', {}, THRESHOLDS,
          'enabled', 3),
         ('pod-row3-cad', pod_uuid('pod-row3-cad'), aggregate_uuid('row3'), 'az2',
-         {'resource': 'CAD'}, THRESHOLDS, 'enabled', 2)]
+         {'resource': 'CAD', 'workload': 'CAD Modeling'}, THRESHOLDS, 'enabled', 2)]
     assert [p.name for p in demo_pods()] == ['pod-row1', 'pod-row2', 'pod-row3-cad']
     for pod in pods:
         row = pod['name'].split('-')[1]
@@ -354,7 +355,8 @@ def test_projects_bound_through_binding_requests(demo, api):
         ('demo-ci', None): aggregate_uuid('row2'),
         ('demo-analytics', None): aggregate_uuid('row2'),
         ('demo-nfv', None): aggregate_uuid('row2'),
-        ('demo-analytics', CAD): aggregate_uuid('row3'), ('demo-db', CAD): aggregate_uuid('row3')}
+        ('demo-analytics', CAD): aggregate_uuid('row3'), ('demo-db', CAD): aggregate_uuid('row3'),
+        ('demo-analytics', 'workload=CAD Modeling'): aggregate_uuid('row3')}
     # pod-row1 is in maintenance: a request of its tenants moves them on.
     moved = api.post('/pod_bindings', {'project_id': 'demo-web'})
     assert moved.status_code == 201, moved.content
@@ -383,7 +385,7 @@ def test_reset_reloads_deterministically(demo, api):
     assert api.post('/pod_bindings', {'project_id': 'someone-else',
                                       'affinity': 'resource=GPU'}).status_code == 201
     output = load(size='small', seed=SEED, reset=True).splitlines()
-    assert output[0] == ('Deleted 3 demo pods with 9 bindings, '
+    assert output[0] == ('Deleted 3 demo pods with 10 bindings, '
                          f'{consumers} demo consumers and 262 demo providers.')
     assert re.fullmatch(r'Loaded the demo cloud \(size small, seed 3\) in \d+\.\d s\.',
                         output[1])
@@ -416,7 +418,7 @@ def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
         f'{bound.body["uuid"]} of someone-else); end those bindings first.')
     assert state() == before
     assert api.delete(f'/pod_bindings/{bound.body["uuid"]}').status_code == 204
-    assert load(reset=True).startswith('Deleted 3 demo pods with 10 bindings, ')
+    assert load(reset=True).startswith('Deleted 3 demo pods with 11 bindings, ')
 
 
 @pytest.mark.slow

@@ -89,11 +89,15 @@ def thresholds_text(thresholds):
 def parse_tags(text):
     """{key: value} from `key=value` lines, by the API's affinity_tags rule."""
     tags = lines_of(text)
-    tag_word = re.compile(schemas.TAG_KEY_PATTERN)
+    key_rule = re.compile(schemas.TAG_KEY_PATTERN)
+    value_rule = re.compile(schemas.TAG_VALUE_PATTERN)
     for key, value in tags.items():
-        if not (tag_word.match(key) and tag_word.match(value)):
+        if not key_rule.match(key):
+            raise ValidationError(f'“{key}={value}”: keys are 1 to 64 letters, digits or _ . : / -')
+        if not value_rule.match(value):
             raise ValidationError(
-                f'“{key}={value}”: keys and values are 1 to 64 letters, digits or _ . : / -')
+                f'“{key}={value}”: values are 1 to 64 letters, digits, spaces (not at either '
+                "end) or _ . : / ( ) + , ; & # @ ! ? % * ' [ ] -")
     if len(tags) > TAGS_RULE['maxProperties']:
         raise ValidationError(f'A pod has at most {TAGS_RULE["maxProperties"]} affinity tags.')
     check_rule(tags, TAGS_RULE)

@@ -32,8 +32,9 @@ POD = Component('Pod', closed({
         'availability_zone': {'type': 'string'},
         'affinity_tags': {
             'type': 'object', 'additionalProperties': {'type': 'string'},
-            'description': 'Resource-affinity tags, key=value (e.g. resource: CAD); none for '
-                           'a general-purpose pod.'},
+            'description': 'Resource-affinity tags, key: value (e.g. resource: CAD Modeling, '
+                           'requested as `resource=CAD Modeling`); none for a general-purpose '
+                           'pod.'},
         'thresholds': resources_map('Utilisation thresholds, percent of capacity.',
                                     {'type': 'number'}),
         'state': {'type': 'string', 'enum': schemas.STATES},
@@ -59,7 +60,9 @@ POD = Component('Pod', closed({
                 'required': ['total', 'reserved', 'capacity', 'used', 'free', 'utilization',
                              'threshold', 'threshold_reached'],
             }),
-        'tenants': {'type': 'integer', 'description': 'Tenants bound to the pod now.'},
+        'tenants': {'type': 'integer', 'description': (
+            'Tenants (projects) bound to the pod now; a project bound to it for several '
+            'affinities counts once.')},
         'links': LINKS,
     },
     'required': ['uuid', 'name', 'aggregate', 'availability_zone', 'affinity_tags',

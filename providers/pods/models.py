@@ -26,9 +26,10 @@ class PodQuerySet(models.QuerySet):
         return self.select_related('aggregate')
 
     def with_open_binding_counts(self):
-        """Annotate `tenants`: how many tenants are bound to the pod now."""
+        """Annotate `tenants`: how many tenants (projects) are bound to the
+        pod now, a project bound for two affinities counted once."""
         return self.annotate(tenants=models.Count(
-            'bindings', filter=Q(bindings__ended_at__isnull=True)))
+            'bindings__project_id', filter=Q(bindings__ended_at__isnull=True), distinct=True))
 
     def in_line(self):
         """Oldest first: the order of 'first pod in line'."""

@@ -5,10 +5,18 @@ import copy
 from placement_site.validation import MAX_INT, NAME_PATTERN
 
 # An affinity tag is key=value, as in flavor or volume-type metadata
-# (resource=CAD); keys and values take letters, digits and _ . : / -
-TAG_WORD = '[A-Za-z0-9_.:/-]{1,64}'
-TAG_KEY_PATTERN = f'^{TAG_WORD}$'
-AFFINITY_PATTERN = f'^{TAG_WORD}={TAG_WORD}$'
+# (resource=CAD Modeling). Keys take letters, digits and _ . : / - (as
+# metadata keys do); values also spaces (not at either end) and common
+# punctuation, but no '=' (a tag is split at its first one) and no
+# control characters. Both 1 to 64 characters.
+TAG_KEY = '[A-Za-z0-9_.:/-]{1,64}'
+_VALUE_END = "[A-Za-z0-9_.:/()+,;&#@!?%*'\\[\\]-]"
+TAG_VALUE = f'{_VALUE_END}(?:[ {_VALUE_END[1:-1]}]{{0,62}}{_VALUE_END})?'
+# The end of the text: '$' would also match before a final newline.
+END = '(?![\\s\\S])'
+TAG_KEY_PATTERN = f'^{TAG_KEY}{END}'
+TAG_VALUE_PATTERN = f'^{TAG_VALUE}{END}'
+AFFINITY_PATTERN = f'^{TAG_KEY}={TAG_VALUE}{END}'
 STATES = ['enabled', 'maintenance']
 
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 200, 'pattern': '^[^\\x00]*$'}
@@ -22,7 +30,7 @@ POD_FIELDS = {
     'affinity_tags': {
         'type': 'object',
         'maxProperties': 16,
-        'patternProperties': {TAG_KEY_PATTERN: {'type': 'string', 'pattern': TAG_KEY_PATTERN}},
+        'patternProperties': {TAG_KEY_PATTERN: {'type': 'string', 'pattern': TAG_VALUE_PATTERN}},
         'additionalProperties': False,
     },
     'thresholds': {

@@ -4,6 +4,7 @@ policy, and the design's own example end to end: two groups of pods, a
 tenant bound in each, real allocations filling a pod past its threshold,
 a pod put into maintenance, and the history."""
 import uuid as uuid_lib
+from urllib.parse import quote
 
 import pytest
 
@@ -158,9 +159,12 @@ def test_pod_refusals(api, pods, db_snapshot):
     assert_error(api.post('/pods', {'name': 'Pod2', 'thresholds': {'CUSTOM_NOPE': 5}}), 400,
                  'Invalid resource class in thresholds: No such resource class CUSTOM_NOPE.')
     for bad in ({}, {'name': ''}, {'name': 'x', 'state': 'retired'},
-                {'name': 'x', 'thresholds': {'VCPU': 0}}, {'name': 'x', 'thresholds': {'VCPU': 101}},
+                {'name': 'x', 'thresholds': {'VCPU': 0}},
+                {'name': 'x', 'thresholds': {'VCPU': 101}},
                 {'name': 'x', 'thresholds': {'vcpu': 50}}, {'name': 'x', 'aggregate': 'nope'},
-                {'name': 'x', 'affinity_tags': {'resource': 'C A D'}},
+                {'name': 'x', 'affinity_tags': {'res ource': 'CAD'}},
+                {'name': 'x', 'affinity_tags': {'resource': ' CAD'}},
+                {'name': 'x', 'affinity_tags': {'resource': 'C=AD'}},
                 {'name': 'x', 'affinity_tags': {'': 'CAD'}}, {'name': 'x', 'color': 'red'}):
         assert_error(api.post('/pods', bad), 400, 'JSON does not validate')
     assert_error(api.put(f'/pods/{pod["uuid"]}', {}), 400, 'JSON does not validate')
@@ -174,6 +178,49 @@ def test_pod_refusals(api, pods, db_snapshot):
     assert_error(api.delete(f'/pods/{pod["uuid"]}'), 409,
                  'Pod Pod1 has bindings, whose history is kept: put it into maintenance '
                  'instead.', code='placement.pod.inuse')
+
+
+GOOD_VALUES = ['CAD Modeling', 'GPU (A100), 80 GB', "R&D / 3D [beta]!", 'a', 'x' * 64]
+BAD_VALUES = ['', ' CAD', 'CAD ', 'C=AD', 'CAD\n', 'CAD\tModeling', 'x' * 65,
+              'Modélisation', 'a"b', 'a<b>']
+
+
+def test_tag_values_take_spaces_and_common_punctuation(api, pods):
+    for i, value in enumerate(GOOD_VALUES):
+        pod = pods.create(f'Pod{i}', affinity_tags={'resource': value})
+        assert pod['affinity_tags'] == {'resource': value}
+        bound = pods.bind(f'tenant{i}', f'resource={value}')
+        assert bound.status_code == 201, bound.content
+        assert (bound.body['affinity'], bound.body['pod']['name']) == (
+            f'resource={value}', f'Pod{i}')
+        listed = api.get(f'/pods?affinity={quote(f"resource={value}")}').body['pods']
+        assert [p['name'] for p in listed] == [f'Pod{i}']
+        bindings = api.get(f'/pod_bindings?affinity={quote(f"resource={value}")}')
+        assert [b['project_id'] for b in bindings.body['pod_bindings']] == [f'tenant{i}']
+
+
+@pytest.mark.parametrize('value', BAD_VALUES)
+def test_tag_values_are_still_validated_and_limited(api, pods, db_snapshot, value):
+    pod = pods.create('Pod1')
+    before = db_snapshot()
+    assert_error(api.post('/pods', {'name': 'x', 'affinity_tags': {'resource': value}}), 400,
+                 'JSON does not validate')
+    assert_error(api.put(f'/pods/{pod["uuid"]}', {'affinity_tags': {'resource': value}}), 400,
+                 'JSON does not validate')
+    assert_error(pods.bind('tenant1', f'resource={value}'), 400, 'JSON does not validate')
+    assert_error(api.get(f'/pods?affinity={quote(f"resource={value}")}'), 400)
+    assert db_snapshot() == before
+
+
+def test_tenants_counts_projects_not_bindings(api, pods):
+    pod = pods.create('Pod1', affinity_tags={'resource': 'CAD Modeling', 'gpu': 'yes'})
+    for affinity in ('resource=CAD Modeling', 'gpu=yes'):
+        assert pods.bind('tenant1', affinity).status_code == 201
+    assert pods.bind('tenant2', 'gpu=yes').status_code == 201
+    open_ = api.get(f'/pod_bindings?pod={pod["uuid"]}&open=true').body['pod_bindings']
+    assert len(open_) == 3
+    assert api.get(f'/pods/{pod["uuid"]}').body['tenants'] == 2
+    assert [p['tenants'] for p in api.get('/pods').body['pods']] == [2]
 
 
 # ---- bindings ---------------------------------------------------------------------

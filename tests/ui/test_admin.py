@@ -878,8 +878,11 @@ def test_an_unchanged_save_changes_nothing(admin_client, pods, db_snapshot):
 
 BAD_POD_FIELDS = [
     ({'affinity_tags': 'resource CAD'}, '“resource CAD”: write one key=value per line.'),
-    ({'affinity_tags': 'resource=C AD'},
-     '“resource=C AD”: keys and values are 1 to 64 letters, digits or _ . : / -'),
+    ({'affinity_tags': 'res ource=CAD'},
+     '“res ource=CAD”: keys are 1 to 64 letters, digits or _ . : / -'),
+    ({'affinity_tags': 'resource=C=AD'},
+     '“resource=C=AD”: values are 1 to 64 letters, digits, spaces (not at either end) or '
+     "_ . : / ( ) + , ; & # @ ! ? % * ' [ ] -"),
     ({'affinity_tags': 'resource=CAD\nresource=GPU'}, '“resource” is given twice.'),
     ({'affinity_tags': '\n'.join(f'k{i}=v' for i in range(17))},
      'A pod has at most 16 affinity tags.'),

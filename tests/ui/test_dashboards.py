@@ -285,6 +285,20 @@ def test_pods_page_groups_pods_by_affinity_with_their_books(staff, api, pods):
     assert 'href="/ui/pods/"' in html and '>Pods</a>' in html  # the nav link
 
 
+def test_a_tenant_bound_for_two_tags_counts_once(staff, api, pods):
+    bind('tenant3', 'gpu=yes')   # PodC's other tag
+    pod = pod_of('PodC')
+    assert PodBinding.objects.open().filter(pod=pod).count() == 2
+    (shown,) = api.get('/pods?affinity=gpu=yes').body['pods']
+    assert shown['tenants'] == 1
+    rows = {r[0]: r[2] for group in sections(staff.get('/ui/pods/').content.decode()).values()
+            for r in group}
+    assert rows[pod.uuid] == 1
+    html = staff.get(f'/ui/pods/{pod.uuid}/').content.decode()
+    assert '<dt>Tenants bound</dt><dd data-field="tenants">1</dd>' in html
+    assert '(1 tenant, 2 bindings)' in html
+
+
 def test_pods_page_without_pods(staff):
     html = staff.get('/ui/pods/').content.decode()
     assert list(sections(html)) == ['']

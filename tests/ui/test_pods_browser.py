@@ -18,6 +18,7 @@ from tests.ui.test_browser import (  # noqa: F401 (fixtures)
     pool_providers, rows, shoot, sign_in, submit)
 
 CAD = 'resource=CAD'
+MODELING = 'workload=CAD Modeling'   # pod-row3-cad's other tag
 RESOURCES = 'VCPU:1,MEMORY_MB:512,DISK_GB:20'
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
@@ -80,7 +81,10 @@ def test_pods_dashboard_equals_get_pods(page, api):
     for row in shown:
         pod = pods[row['data']['pod']]
         name, zone, state, created, tenants = row['cells'][:5]
+        # Under its name, a pod's tags other than its group's.
+        name, *other_tags = name.split('\n')
         assert (name, zone, state) == (pod['name'], pod['availability_zone'], pod['state'])
+        assert set(other_tags) <= {f'{k}={v}' for k, v in pod['affinity_tags'].items()}
         assert (int(row['data']['tenants']), number(tenants)) == (pod['tenants'],) * 2
         assert created.split() == [pod['created_at'][:10], pod['created_at'][11:16], 'UTC']
         assert row['links'][0] == f'/ui/pods/{pod["uuid"]}/'
@@ -94,11 +98,11 @@ def test_pods_dashboard_equals_get_pods(page, api):
         """sections => sections.map(s => [s.dataset.affinity,
             [...s.querySelectorAll('tr[data-pod]')].map(r => r.dataset.pod)])""")
     tags = sorted({f'{k}={v}' for p in pods.values() for k, v in p['affinity_tags'].items()})
-    assert [affinity for affinity, _ in groups] == [''] + tags == ['', CAD]
+    assert [affinity for affinity, _ in groups] == [''] + tags == ['', CAD, MODELING]
     for affinity, uuids in groups:
         assert uuids == list(pods_by_uuid(api, affinity=affinity)), affinity
     titles = page.locator('section.pod-group h2').all_inner_texts()
-    assert titles == ['General purpose 2 pods', f'{CAD} 1 pod']
+    assert titles == ['General purpose 2 pods', f'{CAD} 1 pod', f'{MODELING} 1 pod']
 
     # A threshold lowered below the pod's use: reached, marked, as GET /pods says.
     (cad,) = pods_by_uuid(api, affinity=CAD).values()
@@ -112,10 +116,13 @@ def check_threshold_reached(page, api, cad):
     shoot(page, 'pods-threshold-reached')
     cad = api.get(f'/pods/{cad["uuid"]}')
     assert cad['resources']['VCPU']['threshold_reached'] is True
-    (row,) = rows(page, f'tr[data-pod="{cad["uuid"]}"]')
+    # Its row in each of its tags' groups.
+    in_group = f'section.pod-group[data-affinity="{CAD}"] tr[data-pod="{cad["uuid"]}"]'
+    assert len(rows(page, f'tr[data-pod="{cad["uuid"]}"]')) == len(cad['affinity_tags'])
+    (row,) = rows(page, in_group)
     check_pod_parts(cad, row['parts'])
     assert [p['class'] for p in row['parts'] if p['reached'] == 'true'] == ['VCPU']
-    assert page.locator(f'tr[data-pod="{cad["uuid"]}"] .threshold-reached').all_inner_texts() \
+    assert page.locator(f'{in_group} .threshold-reached').all_inner_texts() \
         == ['threshold reached']
 
 
@@ -168,7 +175,8 @@ def check_pod_page(page, api, pod):
 
     bound = rows(page, '#bound tbody tr[data-binding]')
     current = api.get('/pod_bindings', pod=uuid, open='true')['pod_bindings']
-    assert len(current) == pod['tenants']
+    # Tenants are projects: one bound for two of the pod's tags counts once.
+    assert len({b['project_id'] for b in current}) == pod['tenants']
     assert [(r['data']['binding'], r['data']['project'], r['data']['affinity'] or None,
              r['data']['started']) for r in bound] == [
         (b['uuid'], b['project_id'], b['affinity'], b['started_at']) for b in current]

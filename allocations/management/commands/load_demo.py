@@ -21,12 +21,13 @@ What it builds (rows x racks x nodes: small 3x10x2, medium 10x10x4):
   nodes nearly full, some with a VF or an IPv4 address, and a few MIGRATION
   consumers holding the source side of a move;
 - pods over the row aggregates (thresholds VCPU 80%, MEMORY_MB 85%):
-  pod-row1 and pod-row2 general purpose in az1, pod-row3-cad (resource=CAD)
-  in az2, and the projects bound through binding requests: three to
-  pod-row1, which then goes into maintenance, so that demo-ci's next
-  request moves it to pod-row2 (its first binding ends, reason
-  maintenance) where the next tenants go; two projects' CAD work on
-  pod-row3-cad, and a third's CAD binding ended by an admin;
+  pod-row1 and pod-row2 general purpose in az1, pod-row3-cad (resource=CAD,
+  workload=CAD Modeling) in az2, and the projects bound through binding
+  requests: three to pod-row1, which then goes into maintenance, so that
+  demo-ci's next request moves it to pod-row2 (its first binding ends,
+  reason maintenance) where the next tenants go; two projects' CAD work on
+  pod-row3-cad (one of them also its CAD Modeling work: two bindings, one
+  tenant), and a third's CAD binding ended by an admin;
 - usage-trend snapshots for the charts: one of the cloud as loaded and, in
   a database without snapshots yet, four weeks of synthetic history before
   it (every six hours, VCPU, MEMORY_MB and DISK_GB growing towards today's
@@ -76,11 +77,12 @@ VFS_PER_NIC = 16
 SHARED_LIMIT = 0.8  # fill the NFS share and the IPv4 pool to at most this
 NODE_NAME = re.compile(r'^r\d+-rack\d\d-cn\d\d$')
 CAD = 'resource=CAD'
+CAD_MODELING = 'workload=CAD Modeling'
 # Pods, created in this order (the default weighers bind to the oldest
 # pod that passes): name, row aggregate, availability zone, affinity tags.
 PODS = (('pod-row1', 'row1', 'az1', {}),
         ('pod-row2', 'row2', 'az1', {}),
-        ('pod-row3-cad', 'row3', 'az2', {'resource': 'CAD'}))
+        ('pod-row3-cad', 'row3', 'az2', {'resource': 'CAD', 'workload': 'CAD Modeling'}))
 POD_THRESHOLDS = {'VCPU': 80, 'MEMORY_MB': 85}
 MAINTENANCE_POD = 'pod-row1'
 
@@ -550,6 +552,8 @@ class Loader:
             self.bind(project, GENERAL_PURPOSE, 'pod-row2')
         for project in ('demo-analytics', 'demo-db', 'demo-nfv'):
             self.bind(project, CAD, 'pod-row3-cad')
+        # Bound to the pod for its second tag too: still one tenant there.
+        self.bind('demo-analytics', CAD_MODELING, 'pod-row3-cad')
         nfv_cad = PodBinding.objects.open().of('demo-nfv', CAD).get()
         pod_services.binding_end(binding=nfv_cad)
 
