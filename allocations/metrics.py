@@ -8,6 +8,7 @@ consumers hold per resource class, as GET /usages?project_id= answers it,
 for every project holding anything. Placement knows projects by id alone:
 project_name repeats the id (os-capacity takes the name from Keystone).
 """
+from django.conf import settings
 from django.db.models import Sum
 
 from allocations.models import Allocation, Project
@@ -18,7 +19,10 @@ from providers.models import ResourceClass
 
 def project_usage():
     """The family's text, read now and written as it is iterated: three
-    queries, none but the books' version while nothing has changed."""
+    queries, none but the books' version while nothing has changed.
+    Nothing while os-capacity's series are off (PLACEMENT_METRICS_OS_CAPACITY)."""
+    if not settings.PLACEMENT_METRICS_OS_CAPACITY:
+        return ()
     usage = Allocation.objects.values_list('consumer__project_id', 'resource_class_id').annotate(
         used=Sum('used')).order_by('consumer__project_id', 'resource_class_id')
     rows = changes.remembered(usage.db, ('project usage series', changes.query_key(usage)),

@@ -263,6 +263,10 @@ PLACEMENT_TREND_SERIES = ['allocations.project_trends.snapshot_take']
 # Series of their own the apps add to GET /metrics, after the catalogue's:
 # callables (dotted paths) reading at the scrape and returning the text.
 PLACEMENT_METRICS_SERIES = ['allocations.metrics.project_usage']
+# os-capacity's series on GET /metrics (providers.os_capacity and
+# allocations.metrics): a third of a large cloud's scrape; off for clouds
+# whose dashboards do not read them.
+PLACEMENT_METRICS_OS_CAPACITY = config.env_bool('PLACEMENT_METRICS_OS_CAPACITY', True)
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

@@ -90,7 +90,8 @@ def read_catalogue():
                   for name, usage in books.scope_books(scopes.cloud()).get(
                       scopes.CLOUD, {}).items()]
     others = [import_string(path)() for path in settings.PLACEMENT_METRICS_SERIES]
-    return rows, pool_rows, cloud_rows, os_capacity.read(), others
+    flavor_capacity = os_capacity.read() if settings.PLACEMENT_METRICS_OS_CAPACITY else None
+    return rows, pool_rows, cloud_rows, flavor_capacity, others
 
 
 def series(request_text, catalogue):
@@ -130,6 +131,7 @@ def series(request_text, catalogue):
         yield from family(
             f'placement_cloud_{suffix}', f'{help_text} per resource class over the whole cloud.',
             ((label, number(value(usage))) for label, usage in cloud_rows))
-    yield from os_capacity.series(flavor_capacity, rows)
+    if flavor_capacity is not None:
+        yield from os_capacity.series(flavor_capacity, rows)
     for chunks in others:
         yield from chunks

@@ -296,3 +296,21 @@ def test_the_total_is_the_dashboards_count_of_the_cloud(cloud):
     for excluded in ((), (os_capacity.disabled_roots(),)):
         assert capacity.tree_fit_counts(scopes.trees().excluding_trees(*excluded), shapes).total \
             == capacity.fit_counts(scopes.cloud().excluding_trees(*excluded), shapes)[scopes.CLOUD]
+
+
+def test_the_series_can_be_turned_off(api, cloud, settings, django_assert_max_num_queries):
+    """PLACEMENT_METRICS_OS_CAPACITY=false: none of os-capacity's families,
+    and a scrape reads no more than before they came (the openstack-exporter
+    and pool series: four queries)."""
+    settings.PLACEMENT_METRICS_OS_CAPACITY = False
+    with django_assert_max_num_queries(4):
+        samples = scrape(settings, AGREE)
+    assert not {name for name, _ in samples} & {
+        'openstack_free_capacity_by_flavor_total', 'openstack_free_capacity_hypervisor_by_flavor',
+        'openstack_project_usage', 'openstack_hypervisor_placement_allocated',
+        'openstack_hypervisor_placement_allocatable_capacity',
+        'openstack_project_filter_aggregate'}
+    assert {name for name, _ in samples} >= {'openstack_placement_resource_total',
+                                            'placement_cloud_free'}
+    settings.PLACEMENT_METRICS_OS_CAPACITY = True
+    assert our_totals(scrape(settings, AGREE)) == {'small': 62, 'large': 3}
