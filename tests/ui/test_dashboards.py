@@ -120,7 +120,14 @@ def test_queries_per_page_do_not_grow_with_the_cloud(staff):
     grow_cloud(490, start=10)
     refresh_statistics()
     large = {path: count_queries(staff, path) for path in pages()}
-    assert large == small
+    # No page needs more queries in a cloud 50 times larger. (Fewer is
+    # possible: on PostgreSQL, after tests/ui/test_audit_page.py in the same
+    # worker, the explorer's second search in the small cloud reads again
+    # the traits its first search read, 16 queries for 14; not understood
+    # yet, issue 30's note.)
+    assert set(large) == set(small)
+    assert {path: (small[path], count) for path, count in large.items()
+            if count > small[path]} == {}
 
 
 def numbers(html, row_attr, value):
