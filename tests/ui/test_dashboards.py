@@ -121,10 +121,11 @@ def test_queries_per_page_do_not_grow_with_the_cloud(staff):
     refresh_statistics()
     large = {path: count_queries(staff, path) for path in pages()}
     # No page needs more queries in a cloud 50 times larger. (Fewer is
-    # possible: on PostgreSQL, after tests/ui/test_audit_page.py in the same
-    # worker, the explorer's second search in the small cloud reads again
-    # the traits its first search read, 16 queries for 14; not understood
-    # yet, issue 30's note.)
+    # possible: at its limit the explorer shows the API's own search, which
+    # takes its trees in the database's order; when the plan makes that
+    # order differ from the explanation's, it reads the traits of trees
+    # the explanation did not take: 16 queries for 14, seen on PostgreSQL
+    # after tests/ui/test_audit_page.py in the same worker.)
     assert set(large) == set(small)
     assert {path: (small[path], count) for path, count in large.items()
             if count > small[path]} == {}
