@@ -1,6 +1,7 @@
 """Shared fixtures: a Placement API client over Django's test client, small
 builders that go through the API, and a database snapshot for checking that
 a refused request changed nothing."""
+import io
 import json
 import re
 import uuid as uuid_lib
@@ -10,6 +11,7 @@ import pytest
 from django.apps import apps
 from django.contrib.auth.models import User as Account
 from django.db import connection, connections
+from django.core.management import call_command
 from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -465,3 +467,14 @@ def bulk_trees(count, *, start, name, pool):
     ProviderAggregate.objects.bulk_create([
         ProviderAggregate(resource_provider_id=r.pk, aggregate=aggregate) for r in roots])
     return roots, numas
+
+
+def command_result(name, *args):
+    """(exit code, output) of `manage.py NAME ARGS`, run in-process."""
+    out = io.StringIO()
+    try:
+        call_command(name, *args, stdout=out)
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    return code, out.getvalue()

@@ -9,7 +9,7 @@ import json
 import uuid
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -21,7 +21,7 @@ from allocations.models import Allocation, Consumer
 from placement_site import exceptions
 from providers import services
 from providers.models import Event, Inventory, ResourceProvider
-from tests.conftest import add_provider, unchanged
+from tests.conftest import add_provider, command_result, unchanged
 
 POOL_AGGREGATE = str(uuid.uuid4())
 AN_HOUR_AGO = datetime.timedelta(hours=1)
@@ -91,15 +91,9 @@ def consumers_of(rows):
 
 def run(*args, stdin=None, monkeypatch=None):
     """(exit code, output) of `manage.py placement_audit ARGS` in-process."""
-    out = io.StringIO()
     if stdin is not None:
         monkeypatch.setattr('sys.stdin', io.StringIO(stdin))
-    try:
-        call_command('placement_audit', *args, stdout=out)
-        code = 0
-    except SystemExit as exit:
-        code = exit.code
-    return code, out.getvalue()
+    return command_result('placement_audit', *args)
 
 
 def live_file(tmp_path, uuids, name='live.txt'):

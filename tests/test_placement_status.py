@@ -22,7 +22,7 @@ from allocations import status
 from allocations.models import Allocation, Consumer, Project, User
 from providers import services
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
-from tests.conftest import add_allocation, add_provider, new_uuid
+from tests.conftest import add_allocation, add_provider, command_result, new_uuid
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_NAMES = [name for name, _check in status.CHECKS]
@@ -31,13 +31,7 @@ PLACEHOLDER = '00000000-0000-0000-0000-000000000000'
 
 def run(*args):
     """(exit code, output) of `manage.py placement_status ARGS` in-process."""
-    out = io.StringIO()
-    try:
-        call_command('placement_status', *args, stdout=out)
-        code = 0
-    except SystemExit as exit:
-        code = exit.code
-    return code, out.getvalue()
+    return command_result('placement_status', *args)
 
 
 def results():

@@ -3,15 +3,14 @@ provider, its inventories, traits and aggregates, and a consumer's
 allocations: 304 without a body while unchanged, 412 in Placement's error
 format that changes nothing when stale, the body's generation optional
 with If-Match, and racing writers: one wins, the others get 412."""
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import os_traits
 import pytest
 import requests
 
 from tests.conftest import assert_error, new_uuid, unchanged
+from tests.test_concurrency import HEADERS, together
 
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 
@@ -339,20 +338,8 @@ def test_requests_without_the_headers_are_answered_as_before(api, rp):
 
 # ---- racing writers over real HTTP ------------------------------------------------------
 
-HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
-           'Accept': 'application/json'}
 WRITERS = 6
 CPU_TRAITS = sorted(os_traits.get_traits('HW_CPU_X86_'))[:3 * WRITERS]
-
-
-def together(count, work):
-    start = threading.Barrier(count)
-
-    def run(i):
-        start.wait()
-        return work(i)
-    with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(run, range(count)))
 
 
 def call(url, method, path, body=None, headers=None):
