@@ -267,6 +267,14 @@ PLACEMENT_METRICS_SERIES = ['allocations.metrics.project_usage']
 # allocations.metrics): a third of a large cloud's scrape; off for clouds
 # whose dashboards do not read them.
 PLACEMENT_METRICS_OS_CAPACITY = config.env_bool('PLACEMENT_METRICS_OS_CAPACITY', True)
+# The dashboards' books kept in step with the writes (providers.ledger): off,
+# every read sums the live rows.
+PLACEMENT_LEDGER = config.env_bool('PLACEMENT_LEDGER', True)
+# What other apps add to each tree of the ledger's image.
+PLACEMENT_LEDGER_FACETS = ['allocations.ledger.Allocations']
+# The bytes a process may spend remembering results (the ledger's folds, the
+# explorer's answers, the usage tables), least recently read dropped first.
+PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 64)
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None

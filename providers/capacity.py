@@ -23,12 +23,13 @@ flows. A fixed number of queries, whatever the number of providers or
 groups (providers.scopes).
 """
 import collections
+import dataclasses
 from dataclasses import dataclass, field
 
 from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, Sum, When
 from django.db.models.lookups import GreaterThanOrEqual
 
-from providers import books, changes, scopes
+from providers import books, changes, ledger, scopes
 from providers.fits import Fit, count_fits, count_lone_tree
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.pods.models import Pod
@@ -95,9 +96,12 @@ def fit_counts(scope, shapes):
     and (when sharing providers offer slots) the trees they serve; none
     but the books' version while nothing has changed (providers.changes).
     A group without them fits none."""
-    counted = changes.remembered(
-        scope.db, ('fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
-        lambda: _counted_fits(scope, shapes))
+    if books._from_ledger(scope):
+        counted = ledger.fits(scope.db, scope.grouping, shapes)
+    else:
+        counted = changes.remembered(
+            scope.db, ('fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
+            lambda: _counted_fits(scope, shapes))
     found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
     found.update(counted)
     return found
@@ -209,8 +213,15 @@ class TreeFits:
 
 def tree_fit_counts(scope, shapes):
     """TreeFits of the shapes ([{class id: amount}]) in a per-tree scope
-    (scopes.trees(), perhaps narrowed): three queries, none but the books'
-    version while nothing has changed (providers.changes)."""
+    (scopes.trees(), perhaps without_trees_whose_root_has): from the
+    ledger's image (providers.ledger) outside a writing transaction, else
+    three queries."""
+    grouping = scope.grouping
+    if (grouping is not None and grouping.kind == ledger.groupings.TREES and scope.classes is None
+            and ledger.serves(scope.db)):
+        total, trees = ledger.tree_fits(
+            scope.db, dataclasses.replace(grouping, kind=ledger.groupings.CLOUD), shapes)
+        return TreeFits(total, trees)
     return changes.remembered(
         scope.db, ('tree fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
         lambda: _counted_tree_fits(scope, shapes))

@@ -98,6 +98,29 @@ def count_lone_tree(own, pooled, classes):
     return min((own.get(c, 0) + pooled.get(c, 0) for c in classes), default=0)
 
 
+def count_one_shared_class(demands, offered):
+    """count_fits' count beyond the trees' own, where one class of the
+    shape (c) comes from sharing providers and the others from each tree's
+    own providers: a tree whose own providers hold u claims of the other
+    classes and o of c makes min(u, o) claims alone (counted by the caller)
+    and asks the sharing providers reaching it (R) for min(max(u - o, 0),
+    P_R) more, P_R being what R offers in all; the answer is the max flow
+    carrying those asks to the providers. demands: {R (frozenset of
+    sharing providers): Counter{max(u - o, 0) (math.inf when the shape is c
+    alone): trees}}; offered: {sharing provider: slots of c}. Equal to
+    count_fits (tests/test_fits.py), with sums the caller keeps tree by tree."""
+    asks = {}
+    for reached, counted in demands.items():
+        pool = sum(offered.get(provider, 0) for provider in reached)
+        ask = sum(trees * min(demand, pool) for demand, trees in counted.items())
+        if ask:
+            asks[reached] = ask
+    if not asks:
+        return 0
+    supplies = {provider: offered.get(provider, 0) for reached in asks for provider in reached}
+    return sum(_transport(asks, supplies).values())
+
+
 def _components(trees, reach):
     """[(trees, sharing providers)] connected through sharing."""
     parent = {}

@@ -283,3 +283,15 @@ class BooksChange(models.Model):
 
     class Meta:
         db_table = 'books_changes'
+
+
+class TreeStamp(models.Model):
+    """A provider tree's stamp, stepped by triggers on every write to the
+    tree (providers.ledger.stamps); row 0 is the catalogue's (classes and
+    traits). Not a foreign key: a root's row goes with the root, and the
+    catalogue's names no provider."""
+    root_id = models.BigIntegerField(primary_key=True)
+    stamp = models.BigIntegerField()
+
+    class Meta:
+        db_table = 'tree_stamps'

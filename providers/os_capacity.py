@@ -74,7 +74,8 @@ def read():
     """FlavorCapacity of the configured flavors over the enabled trees."""
     flavors = configured_flavors()
     counted, shapes = capacity.flavor_shapes(flavors)   # a flavor of unknown classes fits none
-    found = capacity.tree_fit_counts(scopes.trees().excluding_trees(disabled_roots()), shapes)
+    found = capacity.tree_fit_counts(
+        scopes.trees().without_trees_whose_root_has(os_traits.COMPUTE_STATUS_DISABLED), shapes)
     totals = {flavor.name: 0 for flavor in flavors}
     totals.update(zip((flavor.name for flavor in counted), (fit.count for fit in found.total)))
     flavor_names = [flavor.name for flavor in counted]

@@ -13,6 +13,7 @@ member_of a candidate search takes them only from the members themselves:
 `sharing` names them per group.
 """
 import collections
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -21,10 +22,16 @@ from django.db import connections
 from django.db.models import F, Q, Value
 
 from providers import changes
-from providers.models import Inventory, ProviderAggregate, ProviderTrait, ResourceProvider
+from providers.ledger import groupings
+from providers.models import (
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceProvider,
+)
 from providers.querysets import SHARING_TRAIT, in_pools, trees_served_by
 
-CLOUD = 'cloud'
+CLOUD = groupings.CLOUD
 
 
 @dataclass
@@ -32,20 +39,40 @@ class Scope:
     """parts: Inventory querysets whose rows carry `grp` (a group's
     inventories are in one or more parts, never twice, and a tree's are all
     in the same part); sharing_of: reads {grp: ids of the sharing providers
-    that are members of the group}, once, when `sharing` is first asked."""
+    that are members of the group}, once, when `sharing` is first asked;
+    grouping: the same groups as providers.ledger reads them from its image
+    (None: only the parts say what the scope is), and classes, the resource
+    classes the scope is narrowed to (None: all)."""
     parts: list
     sharing_of: object = dict
+    grouping: groupings.Grouping = None
+    classes: frozenset = None
 
     @functools.cached_property
     def sharing(self):
         return self.sharing_of()
 
-    def _with_parts(self, parts):
-        return Scope(parts, lambda: self.sharing)
+    def _with_parts(self, parts, grouping=None, classes=None):
+        return Scope(parts, lambda: self.sharing, grouping, classes)
 
     def narrowed(self, **filters):
-        """The scope with every part filtered (Inventory lookups)."""
-        return self._with_parts([part.filter(**filters) for part in self.parts])
+        """The scope with every part filtered (Inventory lookups). Narrowed
+        to resource classes, the ledger still knows it."""
+        parts = [part.filter(**filters) for part in self.parts]
+        if set(filters) == {'resource_class_id__in'} and self.grouping is not None:
+            classes = frozenset(filters['resource_class_id__in'])
+            return self._with_parts(parts, self.grouping, classes if self.classes is None
+                                    else classes & self.classes)
+        return self._with_parts(parts)
+
+    def without_trees_whose_root_has(self, trait_name):
+        """Without the trees whose root has the trait (os-capacity leaves out
+        the compute nodes nova disabled)."""
+        roots = ProviderTrait.objects.filter(trait__name=trait_name).values('resource_provider_id')
+        grouping = self.grouping and dataclasses.replace(self.grouping,
+                                                         without_root_trait=trait_name)
+        return Scope(self.excluding_trees(roots).parts, lambda: self.sharing, grouping,
+                     self.classes)
 
     def narrowed_to_trees(self, *roots):
         """Only the inventories of the trees whose roots are in one of the
@@ -84,16 +111,19 @@ def sharing_ids():
 def cloud():
     """One group, CLOUD: every inventory."""
     return Scope([Inventory.objects.annotate(grp=Value(CLOUD))],
-                 lambda: {CLOUD: set(sharing_ids().values_list('resource_provider_id', flat=True))})
+                 lambda: {CLOUD: set(sharing_ids().values_list('resource_provider_id', flat=True))},
+                 groupings.Grouping(groupings.CLOUD))
 
 
 def pools(aggregate_ids=None):
     """A group per pool (key: the aggregate's id): its members and the
     trees of member roots. aggregate_ids: these pools (None: every one)."""
     if aggregate_ids is None:
+        grouping = groupings.Grouping(groupings.POOLS)
         aggregate_ids = ProviderAggregate.objects.values('aggregate_id')
     else:
         aggregate_ids = list(aggregate_ids)
+        grouping = groupings.Grouping(groupings.POOLS, frozenset(aggregate_ids))
     parts = [part.annotate(grp=F('pool'))
              for part in in_pools(Inventory.objects.all(), aggregate_ids)]
 
@@ -104,14 +134,15 @@ def pools(aggregate_ids=None):
         ).values_list('aggregate_id', 'resource_provider_id'):
             found[aggregate_id].add(provider_id)
         return found
-    return Scope(parts, sharing)
+    return Scope(parts, sharing, grouping)
 
 
 def trees():
     """A group per tree (key: the root's id): every provider of the tree."""
     return Scope([Inventory.objects.annotate(grp=F('resource_provider__root_provider_id'))],
                  lambda: {pk: {pk} for pk in ResourceProvider.objects.sharing().filter(
-                     parent_provider__isnull=True).values_list('id', flat=True)})
+                     parent_provider__isnull=True).values_list('id', flat=True)},
+                 groupings.Grouping(groupings.TREES))
 
 
 def traits():
@@ -125,7 +156,7 @@ def traits():
             found[trait_id].add(provider_id)
         return found
     return Scope([Inventory.objects.annotate(grp=F('resource_provider__providertrait__trait_id'))
-                  .filter(grp__isnull=False)], sharing)
+                  .filter(grp__isnull=False)], sharing, groupings.Grouping(groupings.TRAITS))
 
 
 def unions_of_pools(pools_of):
@@ -150,7 +181,8 @@ def unions_of_pools(pools_of):
             for key in keys_of[aggregate_id]:
                 found[key].add(provider_id)
         return found
-    return Scope(parts, sharing)
+    zones = tuple(sorted((key, frozenset(ids)) for key, ids in pools_of.items()))
+    return Scope(parts, sharing, groupings.Grouping(groupings.ZONES, zones=zones))
 
 
 def reached_roots():

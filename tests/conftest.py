@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
 from placement_site import policy
-from providers import services
+from providers import ledger, services
 from providers.candidates import summaries
 from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggregate, ResourceClass,
                               ResourceProvider)
@@ -184,6 +184,15 @@ def _traits_read_afresh():
     """Every test's searches start without the traits a worker remembers
     (providers.candidates.summaries), so its query counts are its own."""
     summaries.forget_traits()
+
+
+@pytest.fixture(autouse=True)
+def _ledger_read_afresh():
+    """Every test's ledger (providers.ledger) reads its own database: a
+    rolled-back or flushed one may reach the same books' version again."""
+    ledger.forget()
+    yield
+    ledger.forget()
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from django.db.models import F
 from django.test import Client
 
 from allocations import services as allocation_services
+from allocations import ledger as allocation_ledger
 from allocations import usage_totals
 from allocations.models import Allocation, Consumer, Project
 from providers import changes, services
@@ -175,7 +176,7 @@ def test_every_watched_table_has_its_triggers_after_the_migrations(db):
                            "WHERE trigger_schema = DATABASE() "
                            "AND trigger_name LIKE 'books_changed_%'")
         assert {table for (table,) in cursor.fetchall()} == {
-            *changes.WATCHED, *usage_totals.OWNERS_WATCHED}
+            *changes.WATCHED, *usage_totals.OWNERS_WATCHED, *allocation_ledger.CHANGES_WATCHED}
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -1,0 +1,83 @@
+"""The dashboards' books kept in step with the writes.
+
+An image of every provider tree (providers.ledger.image) is kept per
+database and process, read again tree by tree as the triggers' tree
+stamps (providers.ledger.stamps) say which trees a write touched; the
+roll-ups the pages and GET /capacity read (a grouping's books, how many
+more of a shape fit each group, each tree's count) are folds over it
+(providers.ledger.folds), moved along with the changed trees only. The
+first read after a claim costs what the claim changed.
+
+Writes never read here: inside a transaction that may write, the books
+are summed from the live rows (providers.books, providers.capacity), and
+tests/ledger/ holds the folds to those sums on random write sequences.
+"""
+import dataclasses
+
+from django.conf import settings
+from django.db import connections
+
+from providers.fits import Fit
+from providers.ledger import groupings
+from providers.ledger.folds import BooksFold, FitsFold
+from providers.ledger.live import forget, ledger
+
+__all__ = ['books', 'fits', 'forget', 'groupings', 'serves', 'tree_books', 'tree_fits']
+
+
+def serves(using):
+    """Whether reads on `using` may come from the ledger: it is on, and
+    they are not inside a transaction that may write."""
+    return settings.PLACEMENT_LEDGER and not connections[using].in_atomic_block
+
+
+def _shapes_key(shapes):
+    return tuple(tuple(sorted(shape.items())) for shape in shapes)
+
+
+def _every_pool(grouping):
+    """(the grouping of every pool when it names some, the pools it names):
+    one fold serves every page of pools."""
+    if grouping.kind == groupings.POOLS and grouping.aggregates is not None:
+        return dataclasses.replace(grouping, aggregates=None), grouping.aggregates
+    return grouping, None
+
+
+def books(using, grouping, classes=None):
+    """{group: {class name: ClassUsage}} of the grouping, the classes
+    `classes` (None: all), as providers.books.scope_books sums it."""
+    grouping, wanted = _every_pool(grouping)
+    classes = None if classes is None else frozenset(classes)
+
+    def answer(fold, image):
+        return fold.value(image, groups=wanted, classes=classes)
+    return ledger(using).read(('books', grouping), lambda: BooksFold(grouping), answer)
+
+
+def fits(using, grouping, shapes):
+    """{group: [Fit per shape]}, as providers.capacity.fit_counts counts them."""
+    grouping, wanted = _every_pool(grouping)
+    return ledger(using).read(('fits', grouping, _shapes_key(shapes)),
+                              lambda: FitsFold(grouping, shapes),
+                              lambda fold, image: fold.value(image, groups=wanted))
+
+
+def tree_fits(using, grouping, shapes):
+    """(total [Fit per shape], {root: [count per shape]}) over the trees of
+    a CLOUD grouping, as providers.capacity.tree_fit_counts counts them."""
+    def answer(fold, image):
+        found = fold.value(image).get(groupings.CLOUD)
+        return found or [Fit(0) for _ in shapes], fold.tree_counts(image)
+    return ledger(using).read(('tree fits', grouping, _shapes_key(shapes)),
+                              lambda: FitsFold(grouping, shapes, per_tree=True), answer)
+
+
+def tree_books(using, roots):
+    """{root: {class name: ClassUsage}} of the trees `roots`, from the image."""
+    image = ledger(using).current()
+    fold = BooksFold(groupings.Grouping(groupings.TREES))
+    for root in roots:
+        tree = image.trees.get(root)
+        if tree is not None:
+            fold.add(image, tree)
+    return fold.value(image)

@@ -1,0 +1,149 @@
+"""The ledger of one database: its image of the cloud and the roll-ups
+(folds) kept on it, shared by every thread of the process.
+
+Each read first brings the image up to date: one small read of the books'
+version (providers.changes) while nothing changed; otherwise, in one
+snapshot, the tree stamps (one row per tree) and the trees whose stamps
+moved, read again, and every fold moved along (providers.ledger.folds). So
+the first read after a claim costs what the claim changed, not what the
+cloud holds. A fold nobody reads stays until the byte budget
+(PLACEMENT_REMEMBERED_MB, with the other remembered results) needs its
+room; a fold is built from the whole image the first time it is asked for.
+
+When a quarter of the trees changed at once (a bulk load, an import), the
+image is read whole again and the folds built afresh when next asked.
+"""
+import contextlib
+import logging
+import threading
+import time
+
+import cachetools
+from django.conf import settings
+from django.db import connections, transaction
+
+from providers import changes
+from providers.ledger import stamps
+from providers.ledger.image import Image, streamed
+
+LOG = logging.getLogger('placement.ledger')
+
+# Below this many changed trees the image always reads only those.
+REREAD_FLOOR = 2000
+
+
+@contextlib.contextmanager
+def snapshot(using):
+    """Reads that see the database at one moment: a repeatable-read
+    transaction (SQLite's read transaction), unless the caller already
+    reads inside one."""
+    connection = connections[using]
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic(using=using):
+        if connection.vendor in ('postgresql', 'mysql'):
+            with connection.cursor() as cursor:
+                cursor.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        yield
+
+
+class _Entry:
+    """A fold in the budget: its estimated size counts against it."""
+    __slots__ = ('fold', 'size')
+
+    def __init__(self, fold, size):
+        self.fold = fold
+        self.size = size
+
+
+class Ledger:
+
+    def __init__(self, using):
+        self.using = using
+        self.image = None
+        self.lock = threading.RLock()
+        self.folds = cachetools.LRUCache(budget_bytes(), getsizeof=lambda entry: entry.size)
+        self.refreshes = 0   # how many times the image moved
+        self.builds = 0      # how many folds were built from a whole image
+
+    def _refresh(self):
+        with snapshot(self.using):
+            version = changes.version(self.using)
+            if self.image is not None and version == self.image.version:
+                return
+            connection = connections[self.using]
+            with connection.cursor() as cursor:
+                tree_stamps = stamps.read(cursor)
+            rows = streamed(connection)
+            old = self.image
+            changed = old.changed_roots(tree_stamps) if old is not None else None
+            if changed is None or len(changed) > max(REREAD_FLOOR, len(tree_stamps) // 4):
+                started = time.monotonic()
+                self.image = None   # the old one's memory back before the new one's
+                self.folds.clear()
+                self.image = Image.read(rows, version, tree_stamps)
+                LOG.info('ledger %s: read %d trees in %.2f s', self.using,
+                         len(self.image.trees), time.monotonic() - started)
+            else:
+                new = old.succeeded(rows, version, tree_stamps, changed)
+                self._move_folds(old, new, changed)
+                self.image = new
+        self.refreshes += 1
+
+    def _move_folds(self, old, new, changed):
+        """Every fold follows the change: the trees read again, and those
+        whose sharing providers changed (a share joined an aggregate)."""
+        affected = set(changed)
+        if (old.sharing or new.sharing) and new.members is not old.members:
+            old_reach, new_reach = old.reach, new.reach
+            affected.update(root for root in old_reach.keys() | new_reach.keys()
+                            if old_reach.get(root) != new_reach.get(root))
+        for key in list(self.folds.keys()):
+            if not self.folds[key].fold.update(old, new, affected):
+                del self.folds[key]   # built afresh when next asked for
+
+    def read(self, key, make, answer):
+        """answer(fold, image) of the fold `key` (make() builds an empty
+        one), brought up to date first."""
+        with self.lock:
+            self._refresh()
+            entry = self.folds.get(key)
+            if entry is None:
+                entry = _Entry(make(), 0)
+                entry.fold.build(self.image)
+                self.builds += 1
+            # Sized again as it is read: a fold grows and shrinks with its trees.
+            entry.size = entry.fold.estimated_size()
+            self.folds.pop(key, None)
+            if entry.size <= self.folds.maxsize:
+                self.folds[key] = entry
+            return answer(entry.fold, self.image)
+
+    def current(self):
+        """The image, brought up to date."""
+        with self.lock:
+            self._refresh()
+            return self.image
+
+
+def budget_bytes():
+    return int(settings.PLACEMENT_REMEMBERED_MB * 1024 * 1024)
+
+
+_ledgers = {}
+_ledgers_lock = threading.Lock()
+
+
+def ledger(using='default'):
+    with _ledgers_lock:
+        found = _ledgers.get(using)
+        if found is None:
+            found = _ledgers[using] = Ledger(using)
+        return found
+
+
+def forget():
+    """Drop every ledger (tests that roll the database back under them)."""
+    with _ledgers_lock:
+        _ledgers.clear()

@@ -1,0 +1,327 @@
+"""The ledger's folds (providers.ledger) against a full recount from the
+database (providers.books, providers.capacity) on random sequences of
+committed writes: claims and deletes, inventories resized and retuned,
+traits and pools changed, providers moved, created and deleted, consumers
+given to other owners, on nested trees with sharing providers of one and of
+two classes, in pools and zones. The folds must follow every write by the
+trees it touched alone, and answer what recounting answers."""
+import collections
+import math
+import random
+import uuid
+
+import pytest
+from django.db import connection
+
+from allocations import services as allocation_services
+from allocations.models import Consumer, Project
+from placement_site.exceptions import PlacementDomainError
+from providers import books, capacity, ledger, scopes, services
+from providers.ledger import live
+from providers.models import (
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceProvider,
+    Trait,
+)
+from providers.pods import services as pod_services
+from tests.conftest import add_provider
+
+COMMITTED = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [COMMITTED, pytest.mark.slow]
+
+POOLS = [str(uuid.UUID(int=index)) for index in range(1, 5)]
+TRAITS = ['HW_CPU_X86_AVX2', 'CUSTOM_FAST', 'MISC_SHARES_VIA_AGGREGATE', 'COMPUTE_STATUS_DISABLED']
+SHAPES = [{'VCPU': 2, 'MEMORY_MB': 512}, {'DISK_GB': 50}, {'DISK_GB': 10, 'IPV4_ADDRESS': 1},
+          {'VCPU': 3, 'MEMORY_MB': 100, 'DISK_GB': 30}]
+
+
+@pytest.fixture(autouse=True)
+def _custom_trait(db):
+    Trait.objects.get_or_create(name='CUSTOM_FAST')
+
+
+def inventory(total, **more):
+    return {'total': total, **more}
+
+
+def build_cloud(rng):
+    """Flat and nested compute nodes, a shared filesystem (DISK_GB) and a
+    routed network's pool (DISK_GB and IPV4_ADDRESS: two shared classes) in
+    pools, a few traits."""
+    providers = []
+    for index in range(8):
+        nested = index % 2
+        root = add_provider(
+            f'cn{index}', inventories={} if nested else {
+                'VCPU': inventory(16, allocation_ratio=4.0), 'MEMORY_MB': inventory(4096),
+                **({} if index % 4 == 2 else {'DISK_GB': inventory(200, reserved=10)})},
+            traits=rng.sample(TRAITS[:2], rng.randint(0, 2)), aggregates=[POOLS[index % 3]])
+        providers.append(root)
+        if nested:
+            for node in range(2):
+                providers.append(add_provider(
+                    f'cn{index}-numa{node}', parent=root,
+                    inventories={'VCPU': inventory(8, max_unit=4, step_size=1),
+                                 'MEMORY_MB': inventory(2048, allocation_ratio=1.5)},
+                    traits=['CUSTOM_FAST'] if node else []))
+    providers.append(add_provider(
+        'nfs', inventories={'DISK_GB': inventory(1000, reserved=100)},
+        traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[POOLS[0], POOLS[1]]))
+    providers.append(add_provider(
+        'net', inventories={'DISK_GB': inventory(300), 'IPV4_ADDRESS': inventory(20)},
+        traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[POOLS[2]]))
+    pod_services.pod_create(name='pod-a', aggregate_uuid=POOLS[0], availability_zone='az1')
+    pod_services.pod_create(name='pod-b', aggregate_uuid=POOLS[1], availability_zone='az1')
+    pod_services.pod_create(name='pod-c', aggregate_uuid=POOLS[2], availability_zone='az2')
+    return providers
+
+
+def fresh(provider):
+    return ResourceProvider.objects.filter(pk=provider.pk).first()
+
+
+class Writer:
+    """Random committed writes, each one a way the cloud changes."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.consumers = []
+
+    def providers(self):
+        return list(ResourceProvider.objects.all())
+
+    def any_provider(self):
+        """A provider, the sharing ones (whom they serve moves every other
+        tree's count) a third of the time."""
+        sharing = list(ResourceProvider.objects.filter(name__in=['nfs', 'net']))
+        if sharing and self.rng.random() < 0.33:
+            return fresh(self.rng.choice(sharing))
+        return fresh(self.rng.choice(self.providers()))
+
+    def claim(self):
+        rng = self.rng
+        inventories = list(Inventory.objects.select_related('resource_provider', 'resource_class'))
+        picked = rng.sample(inventories, min(len(inventories), rng.randint(1, 3)))
+        wanted = collections.defaultdict(dict)
+        for found in picked:
+            wanted[found.resource_provider.uuid][found.resource_class.name] = rng.randint(1, 6)
+        consumer = str(uuid.uuid4())
+        try:
+            allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+                consumer, dict(wanted), project_id=rng.choice(['p1', 'p2', 'p3']),
+                user_id=rng.choice(['u1', 'u2']), generation=None)])
+        except PlacementDomainError:   # over capacity, off a step: refused, nothing written
+            return
+        self.consumers.append(consumer)
+
+    def release(self):
+        if self.consumers:
+            allocation_services.allocations_delete(
+                consumer_uuid=self.consumers.pop(self.rng.randrange(len(self.consumers))))
+
+    def reown(self):
+        if self.consumers:
+            project, _ = Project.objects.get_or_create(external_id=self.rng.choice(['p1', 'p4']))
+            Consumer.objects.filter(uuid=self.rng.choice(self.consumers)).update(project=project)
+
+    def retune(self):
+        found = self.rng.choice(list(Inventory.objects.select_related('resource_provider',
+                                                                      'resource_class')))
+        rng = self.rng
+        total = rng.choice([found.total, found.total * 2, max(1, found.total // 2)])
+        services.inventory_update(
+            provider=fresh(found.resource_provider), resource_class=found.resource_class.name,
+            record={'total': total, 'reserved': rng.choice([0, min(total, 5)]),
+                    'allocation_ratio': rng.choice([1.0, 1.5, 2.0, 0.7]),
+                    'min_unit': rng.choice([1, 2]), 'max_unit': rng.choice([total, 4, 3]),
+                    'step_size': rng.choice([1, 1, 2])})
+
+    def add_or_drop_inventory(self):
+        provider = fresh(self.rng.choice(self.providers()))
+        held = set(Inventory.objects.filter(resource_provider=provider).values_list(
+            'resource_class__name', flat=True))
+        name = self.rng.choice(['VCPU', 'MEMORY_MB', 'DISK_GB', 'IPV4_ADDRESS'])
+        if name in held:
+            if not provider.allocations.filter(resource_class__name=name).exists():
+                services.inventory_delete(provider=provider, resource_class=name)
+        else:
+            services.inventory_add(provider=provider, resource_class=name,
+                                   record={'total': self.rng.randint(4, 400)})
+
+    def retrait(self):
+        provider = self.any_provider()
+        services.traits_replace(provider=provider, trait_names=self.rng.sample(
+            TRAITS, self.rng.randint(0, 2)))
+
+    def repool(self):
+        provider = self.any_provider()
+        services.aggregates_replace(provider=provider, aggregate_uuids=self.rng.sample(
+            POOLS, self.rng.randint(0, 2)))
+
+    def move(self):
+        children = list(ResourceProvider.objects.filter(parent_provider__isnull=False))
+        if not children:
+            return
+        child = fresh(self.rng.choice(children))
+        roots = [p for p in ResourceProvider.objects.filter(parent_provider__isnull=True)
+                 if p.pk != child.root_provider_id]
+        parent = self.rng.choice(roots + [None])
+        services.provider_update(provider=child, allow_reparenting=True,
+                                 parent_provider_uuid=parent.uuid if parent else None)
+
+    def create_or_delete(self):
+        if self.rng.random() < 0.5:
+            parent = self.rng.choice([None, *ResourceProvider.objects.filter(
+                parent_provider__isnull=True)])
+            add_provider(f'new-{uuid.uuid4().hex[:8]}', parent=parent,
+                         inventories={'VCPU': inventory(8), 'DISK_GB': inventory(100)},
+                         aggregates=self.rng.sample(POOLS, 1))
+            return
+        for provider in self.rng.sample(self.providers(), len(self.providers())):
+            if not provider.allocations.exists() and not ResourceProvider.objects.filter(
+                    parent_provider=provider).exists():
+                services.provider_delete(provider=fresh(provider))
+                return
+
+    def raw(self):
+        """Rows written around the services: the triggers see them too."""
+        choice = self.rng.randrange(3)
+        if choice == 0:
+            Inventory.objects.filter(pk=self.rng.choice(list(
+                Inventory.objects.values_list('pk', flat=True)))).update(reserved=1)
+        elif choice == 1:
+            provider = self.rng.choice(self.providers())
+            ProviderAggregate.objects.filter(resource_provider=provider).delete()
+        else:
+            provider = self.rng.choice(self.providers())
+            ProviderTrait.objects.filter(resource_provider=provider).delete()
+
+
+CLAIMS = ['claim', 'claim', 'claim', 'release', 'release']
+EVERYTHING = CLAIMS + ['reown', 'retune', 'add_or_drop_inventory', 'retrait', 'repool', 'move',
+                       'create_or_delete', 'raw']
+
+
+def groupings_now():
+    """(name, scope) of every grouping the ledger folds, as built now."""
+    zones = collections.defaultdict(set)
+    for pod in pod_services.Pod.objects.all():
+        zones[pod.availability_zone].add(pod.aggregate_id)
+    some = list(ProviderAggregate.objects.values_list('aggregate_id', flat=True).distinct())[:2]
+    return [('cloud', scopes.cloud()), ('pools', scopes.pools()), ('two pools', scopes.pools(some)),
+            ('traits', scopes.traits()), ('zones', scopes.unions_of_pools(zones)),
+            ('cloud, VCPU only', scopes.cloud().narrowed(resource_class_id__in=[0]))]
+
+
+def shape_ids():
+    _, shapes = capacity.flavor_shapes([capacity_flavor(shape) for shape in SHAPES])
+    return shapes
+
+
+def capacity_flavor(shape):
+    from providers.flavors import Flavor
+    return Flavor('-'.join(shape), shape)
+
+
+def same_books(ours, theirs):
+    """Equal but for the float rounding of capacity sums."""
+    assert set(ours) == set(theirs)
+    for group, classes in theirs.items():
+        assert list(ours[group]) == list(classes), group
+        for name, usage in classes.items():
+            mine = ours[group][name]
+            assert (mine.total, mine.reserved, mine.used, mine.providers, mine.class_id) == (
+                usage.total, usage.reserved, usage.used, usage.providers, usage.class_id)
+            assert math.isclose(mine.capacity, usage.capacity, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def read_every_fold():
+    """Every fold read, so each write moves them (checked or not)."""
+    shapes = shape_ids()
+    for _, scope in groupings_now():
+        books.scope_books(scope)
+        capacity.fit_counts(scope, shapes)
+
+
+def check_every_fold():
+    """What the dashboards read (from the ledger: no writing transaction is
+    open) is what the database's rows recounted say."""
+    assert ledger.serves(connection.alias)
+    shapes = shape_ids()
+    for name, scope in groupings_now():
+        same_books(books.scope_books(scope), books._summed_books(scope))
+        if scope.classes is None:
+            assert dict(capacity.fit_counts(scope, shapes)) == \
+                capacity._counted_fits(scope, shapes), name
+    trees = scopes.trees().without_trees_whose_root_has('COMPUTE_STATUS_DISABLED')
+    assert capacity.tree_fit_counts(trees, shapes) == capacity._counted_tree_fits(trees, shapes)
+
+
+# Every write is followed by a read of every fold; the recount (slow: the
+# fits' SQL is built anew each time) after every few.
+RECOUNT_EVERY = 3
+
+
+def test_the_folds_follow_claims_without_being_built_again():
+    rng = random.Random('claims')
+    build_cloud(rng)
+    writer = Writer(rng)
+    check_every_fold()
+    kept = live.ledger('default')
+    built, refreshed = kept.builds, kept.refreshes
+    for step in range(1, 19):
+        getattr(writer, rng.choice(CLAIMS))()
+        read_every_fold()
+        if not step % RECOUNT_EVERY:
+            check_every_fold()
+    assert kept.builds == built   # moved tree by tree, never recounted
+    assert kept.refreshes > refreshed + 10
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_the_folds_follow_every_kind_of_write(seed):
+    rng = random.Random(f'everything-{seed}')
+    build_cloud(rng)
+    writer = Writer(rng)
+    check_every_fold()
+    for step in range(1, 19):
+        for _ in range(rng.randint(1, 3)):
+            getattr(writer, rng.choice(EVERYTHING))()
+        read_every_fold()
+        if not step % RECOUNT_EVERY:
+            check_every_fold()
+
+
+def test_a_share_joining_a_pool_serves_its_trees_at_once():
+    """Whom a sharing provider serves changes with the trees of its new
+    pool, whose own rows did not change: they move all the same."""
+    node = add_provider('diskless', inventories={'VCPU': inventory(8),
+                                                 'MEMORY_MB': inventory(1024)},
+                        aggregates=[POOLS[3]])
+    nfs = add_provider('nfs', inventories={'DISK_GB': inventory(500)},
+                       traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[POOLS[0]])
+    shapes = shape_ids()
+    before = capacity.fit_counts(scopes.cloud(), shapes)['cloud']
+    assert before[3].count == 0   # VCPU, MEMORY_MB and DISK_GB: no disk for the node
+    services.aggregates_replace(provider=fresh(nfs), aggregate_uuids=[POOLS[0], POOLS[3]])
+    after = capacity.fit_counts(scopes.cloud(), shapes)['cloud']
+    assert after == capacity._counted_fits(scopes.cloud(), shapes)['cloud']
+    assert after[3].count == 2   # 8 VCPU / 3 (MEMORY_MB and DISK_GB have room)
+    assert node.pk in live.ledger('default').current().reach
+
+
+def test_a_write_inside_a_transaction_reads_the_live_rows():
+    rng = random.Random('live')
+    build_cloud(rng)
+    check_every_fold()
+    from django.db import transaction
+    with transaction.atomic():
+        node = ResourceProvider.objects.get(name='cn0')
+        services.inventory_update(provider=node, resource_class='VCPU',
+                                  record={'total': 1000})
+        assert not ledger.serves(connection.alias)
+        assert books.scope_books(scopes.cloud())['cloud']['VCPU'].total == (
+            books._summed_books(scopes.cloud())['cloud']['VCPU'].total)
+        transaction.set_rollback(True)
