@@ -3,6 +3,7 @@ pools, against the true maximum found by trying every claim count per tree
 (the brute force against the real API is tests/test_capacity_fits.py)."""
 import collections
 import itertools
+import math
 import random
 
 from providers import fits
@@ -82,3 +83,36 @@ def test_a_tree_holds_as_many_claims_as_its_scarcest_class():
     own = {1: collections.Counter({1: 5, 2: 2}), 2: collections.Counter({1: 1})}
     assert fits.count_fits(own, {}, {}, [1, 2]) == fits.Fit(2)
     assert fits.count_fits(own, {}, {}, []) == fits.Fit(0)
+
+
+def test_one_shared_class_counts_as_count_fits_does():
+    """fits.count_one_shared_class, from what each tree asks of the sharing
+    providers reaching it, is count_fits' count on random trees."""
+    rng = random.Random(5)
+    shared, other, third = 1, 2, 3
+    for _ in range(300):
+        providers = {f's{k}': rng.randint(0, 12) for k in range(rng.randint(1, 3))}
+        own = collections.defaultdict(collections.Counter)
+        reach = collections.defaultdict(set)
+        alone = 0
+        demands = collections.defaultdict(collections.Counter)
+        shape = [shared] if rng.random() < 0.2 else [shared, other, third]
+        for tree in range(rng.randint(1, 7)):
+            for class_id in shape:
+                if rng.random() < 0.8:
+                    own[tree][class_id] = rng.randint(0, 6)
+            reach[tree] = {p for p in providers if rng.random() < 0.5}
+            others = min((own[tree][c] for c in shape if c != shared), default=math.inf)
+            alone += min(others, own[tree][shared])
+            if max(others - own[tree][shared], 0) and reach[tree]:
+                demands[frozenset(reach[tree])][max(others - own[tree][shared], 0)] += 1
+        for provider in providers:   # each serves its own tree, with none of its own
+            reach[1000 + int(provider[1:])].add(provider)
+            if shape == [shared]:
+                demands[frozenset({provider})][math.inf] += 1
+        pools = collections.defaultdict(collections.Counter,
+                                        {p: collections.Counter({shared: n})
+                                         for p, n in providers.items()})
+        expected = fits.count_fits(own, pools, reach, shape)
+        assert expected.exact
+        assert alone + fits.count_one_shared_class(demands, providers) == expected.count
