@@ -167,10 +167,12 @@ def advisory(handler):
     """A handler (view function or viewset method) whose answer is advisory:
     its reads come from a healthy replica. When the replica fails during the
     handler (OperationalError, InterfaceError), the replica is marked down
-    and the handler runs again with every read on the primary."""
+    and the handler runs again with every read on the primary. Inside
+    another advisory handler (a dashboards page around its view,
+    placement_site.viewers) the outer one chooses and answers again."""
     @functools.wraps(handler)
     def wrapped(*args, **kwargs):
-        if not replica_aliases():
+        if not replica_aliases() or _reading.get() is not None:
             return handler(*args, **kwargs)
         reading = _Reading()
         token = _reading.set(reading)

@@ -19,7 +19,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from oslo_context import context as oslo_context
 
-from placement_site import policy
+from placement_site import policy, replicas, snapshots
 from placement_site.operator_groups import PROJECT_GROUP_PREFIX, READ_ONLY_APPS
 
 SESSION_KEY = 'keystone'   # where a Keystone sign-in keeps its token and scope
@@ -160,15 +160,19 @@ def not_allowed(request, what):
 def requires(allowed, what):
     """A dashboards view for viewers `allowed(viewer)` lets in: anyone
     else signed in gets the not-allowed page; the signed-out, the sign-in
-    form."""
+    form. What the view reads (and its export as it streams) it reads in
+    one snapshot of the database the page reads: a replica's when one is
+    healthy, the dashboards being advisory answers."""
     def decorate(view):
+        page = replicas.advisory(snapshots.snapshot_reads(view))
+
         @functools.wraps(view)
         def guarded(request, *args, **kwargs):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
             if not allowed(viewer(request)):
                 return not_allowed(request, what)
-            return view(request, *args, **kwargs)
+            return page(request, *args, **kwargs)
         return guarded
     return decorate
 

@@ -1,7 +1,9 @@
 """Every dashboard list as CSV or JSON (?export=csv|json): the list's whole
 filtered, sorted queryset, streamed. Rows are read a chunk at a time and
 written as they are read, so a 100,000-row export holds one chunk in
-memory, never the list."""
+memory, never the list; every chunk from one snapshot of the database,
+held from the first row to the last (placement_site.snapshots, around
+every dashboards view)."""
 import csv
 import json
 

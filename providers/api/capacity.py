@@ -7,7 +7,7 @@ import io
 
 from django.http import StreamingHttpResponse
 
-from placement_site import errors, exceptions, querystring
+from placement_site import errors, exceptions, querystring, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
 from providers import capacity, querysets
 
@@ -90,6 +90,7 @@ class CapacityViewSet(PlacementViewSet):
     """GET /capacity: books and "how many more fit" per group; admin or
     service."""
 
+    @snapshots.snapshot_reads
     def list(self, request):
         self.authorize(POLICY)
         params = query_params(request, CAPACITY_QUERY)

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.http import HttpResponse
 from django.utils import timezone
 
-from placement_site import errors, exceptions
+from placement_site import errors, exceptions, snapshots
 from placement_site.api import (CSV, PlacementViewSet, answer_format, moment, query_params,
                                 timestamp)
 from placement_site.queries import storable
@@ -37,6 +37,7 @@ CSV_COLUMNS = ('resource_class', 'taken_at', 'total', 'reserved', 'capacity', 'u
 class UsageTrendViewSet(PlacementViewSet):
     """GET /capacity/trends: admin or service (placement:capacity:trends)."""
 
+    @snapshots.snapshot_reads
     def list(self, request):
         self.authorize('placement:capacity:trends')
         params = query_params(request, TRENDS_QUERY)
