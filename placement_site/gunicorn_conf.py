@@ -1,12 +1,13 @@
 """gunicorn hooks for Placement: `gunicorn -c python:placement_site.gunicorn_conf
-placement_site.wsgi:application ...` (scripts/run.sh does so).
+placement_site.wsgi:application ...` (scripts/serve.sh does so for both pools).
 
 With several workers, GET /metrics adds up every worker's request counts
-through prometheus-client's multiprocess mode: PROMETHEUS_MULTIPROC_DIR
-names a directory the workers write their counts to, empty when the server
-starts (run.sh empties it). A worker that exits leaves its counters there,
-so they keep counting; this hook only retires its live gauges, as
-prometheus-client asks. Without the variable the hooks do nothing.
+(both pools' behind the front) through prometheus-client's multiprocess
+mode: PROMETHEUS_MULTIPROC_DIR names a directory the workers write their
+counts to, empty when the server starts (serve.sh empties it). A worker
+that exits leaves its counters there, so they keep counting; this hook only
+retires its live gauges, as prometheus-client asks. Without the variable
+the hooks do nothing.
 
 Shutdown: on SIGTERM the master closes its listening socket and every
 worker finishes the requests it holds, for up to graceful_timeout seconds,
@@ -25,6 +26,11 @@ graceful_timeout = 30
 # A worker silent this long is killed and replaced: a request stuck longer
 # than any answer takes.
 timeout = 60
+# Behind the front (scripts/serve.sh: PLACEMENT_SERVING_POOL set), a kept-alive
+# connection is nginx's, which closes an idle one after 60 s: gunicorn must
+# not close it first, or a request nginx sends on it just then fails. (The
+# operator pool's threads keep them; sync workers close every connection.)
+keepalive = 75 if os.environ.get('PLACEMENT_SERVING_POOL') else 2
 
 
 def child_exit(server, worker):

@@ -28,7 +28,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
-from placement_site import policy, viewers
+from placement_site import policy, serving, viewers
 
 LOG = logging.getLogger('placement.signin')
 SESSION_KEY = viewers.SESSION_KEY
@@ -44,10 +44,6 @@ def enabled():
 
 def keystone_url():
     return settings.PLACEMENT_UI_KEYSTONE_URL or settings.KEYSTONE_AUTHTOKEN.get('auth_url')
-
-
-def client_address(request):
-    return request.META.get('REMOTE_ADDR', '') if request is not None else ''
 
 
 def _access(auth):
@@ -114,7 +110,7 @@ class KeystoneBackend:
                                           project_id=projects[0][0]))
         except ks_exceptions.Unauthorized:
             LOG.warning('sign-in refused by Keystone: user %s (domain %s) from %s',
-                        username, domain, client_address(request))
+                        username, domain, serving.client_address(request))
             return None
         except ks_exceptions.ClientException as exc:
             LOG.error('sign-in failed: Keystone at %s did not answer (%s)', keystone_url(), exc)
@@ -125,7 +121,7 @@ class KeystoneBackend:
             request.session[SESSION_KEY] = held
         LOG.info('signed in through Keystone: user %s (%s) %s roles %s from %s',
                  held['user'], held['user_id'], _scope_named(held), ','.join(held['roles']),
-                 client_address(request))
+                 serving.client_address(request))
         return user
 
     def get_user(self, user_id):
@@ -174,7 +170,7 @@ def switch_scope(request):
     _local_user(switched)
     LOG.info('switched scope: user %s (%s) to %s roles %s from %s', switched['user'],
              switched['user_id'], _scope_named(switched), ','.join(switched['roles']),
-             client_address(request))
+             serving.client_address(request))
     return redirect('ui:overview')
 
 
@@ -197,12 +193,12 @@ class SignInForm(AuthenticationForm):
                 method=self.cleaned_data.get('method') or PASSWORD)
             if self.user_cache is None:
                 LOG.warning('sign-in refused: user %s from %s', username,
-                            client_address(self.request))
+                            serving.client_address(self.request))
                 raise self.get_invalid_login_error()
             self.confirm_login_allowed(self.user_cache)
             LOG.info('signed in: user %s (%s) from %s', username,
                      'Keystone' if self.user_cache.username.startswith(USERNAME_PREFIX)
-                     else 'local account', client_address(self.request))
+                     else 'local account', serving.client_address(self.request))
         return self.cleaned_data
 
 

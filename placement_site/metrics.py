@@ -27,7 +27,7 @@ from prometheus_client import multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.utils import floatToGoString
 
-from placement_site import errors, exceptions
+from placement_site import errors, exceptions, serving
 
 # The classic text format: every Prometheus and most other scrapers read it.
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -136,8 +136,9 @@ def scrape_allowed(request):
     """A client on PLACEMENT_METRICS_ALLOWED_NETWORKS, or one sending
     `Authorization: Bearer <PLACEMENT_METRICS_TOKEN>` when a token is set.
 
-    The address is the connection's (REMOTE_ADDR): X-Forwarded-For is
-    anybody's to write, so behind a proxy use the token."""
+    The address is the connection's, or the trusted front's X-Real-IP
+    (placement_site.serving.client_address): X-Forwarded-For, or X-Real-IP
+    from anyone else, is anybody's to write."""
     token = settings.PLACEMENT_METRICS_TOKEN
     if token:
         scheme, _, given = request.headers.get('Authorization', '').partition(' ')
@@ -145,7 +146,7 @@ def scrape_allowed(request):
                 given.strip().encode(), token.encode()):
             return True
     try:
-        address = ipaddress.ip_address(request.META.get('REMOTE_ADDR') or '')
+        address = ipaddress.ip_address(serving.client_address(request))
     except ValueError:
         return False
     if address.version == 6 and address.ipv4_mapped:

@@ -16,7 +16,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig, Suspicious
 from django.http import HttpResponse
 from oslo_context import context as oslo_context
 
-from placement_site import actor, errors, microversion, outages
+from placement_site import actor, errors, microversion, outages, serving, snapshots
 
 LOG = logging.getLogger('placement.requests')
 
@@ -75,7 +75,7 @@ class RequestLogMiddleware:
             response['Content-Length'] = str(len(response.content))
         if LOG.isEnabledFor(logging.INFO):
             LOG.info('%s "%s %s" status: %s len: %s microversion: %s',
-                     request.META.get('REMOTE_ADDR', '-'), request.method,
+                     serving.client_address(request) or '-', request.method,
                      request.get_full_path(), response.status_code,
                      response.get('Content-Length', '-'),
                      request.placement_version or '-')
@@ -364,3 +364,20 @@ def render_error(request, error):
     # placement_site.metrics counts conflicts and capacity refusals from it.
     response.placement_error = error
     return response
+
+
+class ReadSnapshotMiddleware:
+    """The admin's pages and GET /metrics read in one snapshot
+    (placement_site.snapshots), as the dashboards do. Only GET and HEAD:
+    the admin's POSTs write. Inside Django's session and authentication
+    middleware, whose writes (a session saved) come after it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.read = snapshots.snapshot_reads(get_response)
+
+    def __call__(self, request):
+        path = request.path_info
+        if request.method in ('GET', 'HEAD') and (path.startswith('/admin/') or path == '/metrics'):
+            return self.read(request)
+        return self.get_response(request)

@@ -11,7 +11,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from placement_site import config
+from placement_site import config, serving
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', BASE_DIR / 'data')).resolve()
@@ -45,6 +45,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     'placement_site.metrics.RequestMetricsMiddleware',  # outermost: the whole request's time
+    # Every query of an operator request cut off after its budget
+    # (placement_site.budgets); answered by OverBudgetMiddleware, innermost.
+    'placement_site.budgets.StatementBudgetMiddleware',
     # Placement's request pipeline, outermost first, applied to API paths
     # only (see placement_site.middleware.is_api_path).
     'placement_site.middleware.RequestLogMiddleware',
@@ -67,8 +70,12 @@ MIDDLEWARE = [
     'placement_site.middleware.StaffActorMiddleware',
     # Sign-ins refused while their user name or address is locked out.
     'axes.middleware.AxesMiddleware',
+    # The admin's pages and GET /metrics read in one snapshot.
+    'placement_site.middleware.ReadSnapshotMiddleware',
     # Innermost: a view's database outage becomes a 503, on every path.
     'placement_site.middleware.DatabaseOutageMiddleware',
+    # ... and a query over its budget a 503 saying so.
+    'placement_site.budgets.OverBudgetMiddleware',
 ]
 
 ROOT_URLCONF = 'placement_site.urls'
@@ -275,6 +282,21 @@ PLACEMENT_LEDGER_FACETS = ['allocations.ledger.Allocations']
 # The bytes a process may spend remembering results (the ledger's folds, the
 # explorer's answers, the usage tables), least recently read dropped first.
 PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 64)
+# Serving (scripts/serve.sh, docs/serving.md): which pool this process is,
+# `api` or `operator` behind the front, empty for one pool serving all.
+PLACEMENT_SERVING_POOL = os.environ.get('PLACEMENT_SERVING_POOL', '')
+if PLACEMENT_SERVING_POOL not in ('', *serving.POOLS):
+    raise ValueError("PLACEMENT_SERVING_POOL must be 'api', 'operator' or empty")
+# Every query of an operator request (all of the operator pool's; with one
+# pool, those of the operator paths) is cut off after this many seconds
+# (0: never), answered 503 (placement_site.budgets).
+PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS = config.env_float(
+    'PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS', 10.0)
+# Whom to believe about the client's address (X-Real-IP): `unix` for the
+# front on the pools' Unix sockets (serve.sh sets it), or the addresses of a
+# proxy that overwrites that header. Nobody, by default.
+PLACEMENT_TRUSTED_PROXIES = config.env_list('PLACEMENT_TRUSTED_PROXIES')
+serving.trusted_networks(tuple(PLACEMENT_TRUSTED_PROXIES))  # a bad one stops the server here
 # Request bodies larger than this many bytes are refused with 413 (0: no limit).
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None
@@ -316,6 +338,8 @@ AXES_LOCKOUT_PARAMETERS = ['username', 'ip_address']
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = 'registration/locked_out.html'
 AXES_VERBOSE = False
+# The client's address behind the front too (placement_site.serving).
+AXES_CLIENT_IP_CALLABLE = 'placement_site.serving.client_address'
 # keystonemiddleware auth_token options, e.g. KEYSTONE_AUTHTOKEN_AUTH_URL.
 KEYSTONE_AUTHTOKEN = {
     name[len('KEYSTONE_AUTHTOKEN_'):].lower(): value

@@ -2,12 +2,19 @@
 # One command from a fresh clone to a running service: creates the virtualenv,
 # installs the pinned requirements, migrates the database (SQLite in ./data
 # unless DATABASE_URL says otherwise: postgresql://... or mysql://..., see
-# docs/mariadb.md) and serves on http://127.0.0.1:8000.
+# docs/mariadb.md) and serves on http://127.0.0.1:8000 (scripts/serve.sh,
+# docs/serving.md): nginx in front, reading whole requests and buffering
+# answers, the Placement API on one gunicorn pool, the dashboards, admin,
+# /metrics and /capacity on another. nginx is installed from Debian's
+# packages when it is missing and this runs as root; without it, one
+# gunicorn serves everything, as before, with a warning.
 #   scripts/run.sh --demo   also loads a demo cloud and a staff user admin/admin
 #                           for the dashboards at http://127.0.0.1:8000/ui/
-# Environment: HOST (127.0.0.1), PORT (8000), WORKERS (2), DATABASE_URL, PLACEMENT_*.
-# With several workers, GET /metrics adds up their request counts through
-# PROMETHEUS_MULTIPROC_DIR (default <data dir>/prometheus), emptied here at start.
+# Environment: HOST (127.0.0.1), PORT (8000), WORKERS (2: the API pool's),
+# OPERATOR_THREADS (4: the operator pool's), FRONT (nginx; none: one gunicorn),
+# DATABASE_URL, PLACEMENT_*. GET /metrics adds up the request counts of every
+# worker through PROMETHEUS_MULTIPROC_DIR (default <data dir>/prometheus),
+# emptied at start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -21,15 +28,11 @@ if [ "${1:-}" = "--demo" ]; then
     .venv/bin/python manage.py load_demo --staff-user admin --password admin
     echo "Dashboards: http://${HOST:-127.0.0.1}:${PORT:-8000}/ui/ (sign in as admin / admin)" >&2
 fi
-if [ "${WORKERS:-2}" -gt 1 ]; then
-    export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-${PLACEMENT_DATA_DIR:-$PWD/data}/prometheus}"
-    mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
-    # Only prometheus-client's own files: the variable may name any directory.
-    find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -type f -name '*.db' -delete
-else
-    unset PROMETHEUS_MULTIPROC_DIR
+# The front: Debian's nginx, installed where it is missing and we may.
+if [ "${FRONT:-nginx}" = nginx ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] \
+        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "run.sh: installing nginx (Debian package) for the front" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx) >&2 \
+        || echo "run.sh: nginx could not be installed" >&2
 fi
-echo "Placement API on http://${HOST:-127.0.0.1}:${PORT:-8000}/ (API docs at /api/docs/)" >&2
-exec .venv/bin/python -m gunicorn placement_site.wsgi:application \
-    -c python:placement_site.gunicorn_conf \
-    --bind "${HOST:-127.0.0.1}:${PORT:-8000}" --workers "${WORKERS:-2}" --access-logfile -
+exec scripts/serve.sh

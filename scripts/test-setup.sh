@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the test suite needs, installed where it is missing: the virtualenv
 # with the pinned requirements (requirements-dev.txt), the MySQL driver for a
-# mysql:// DATABASE_URL, Debian's chromium for the browser tests and Debian's
-# rabbitmq-server for the notification tests. scripts/test.sh runs it first;
+# mysql:// DATABASE_URL, Debian's chromium for the browser tests, Debian's
+# rabbitmq-server for the notification tests and Debian's nginx for the
+# serving tests (scripts/run.sh's front). scripts/test.sh runs it first;
 # CI runs it as a stage of its own, to show its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +28,14 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
         apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
     else
         echo "test-setup: the notification tests need rabbitmq-server: sudo apt-get install rabbitmq-server" >&2
+    fi
+fi
+# The serving tests start scripts/run.sh's default set-up, nginx in front.
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test-setup: installing nginx (Debian package) for the serving tests" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >&2
+    else
+        echo "test-setup: the serving tests need nginx: sudo apt-get install nginx" >&2
     fi
 fi

@@ -17,6 +17,15 @@ class UsageFilter(forms.Form):
     top_class = forms.CharField(required=False, initial='VCPU', label='Top consumers of')
 
 
+# The explorer's budget (docs/serving.md): requests beyond these bounds are
+# refused before any search runs. Each group multiplies the combinations the
+# search tries, and each candidate shown its page; the time and the size of
+# the answer are bounded too (allocations.ui.views).
+EXPLORER_MAX_GROUPS = 8
+EXPLORER_MAX_LIMIT = 100
+EXPLORER_DEFAULT_LIMIT = 20
+
+
 class ExplorerForm(forms.Form):
     resources = forms.CharField(required=False, initial='VCPU:2,MEMORY_MB:2048,DISK_GB:20',
                                 help_text='e.g. VCPU:2,MEMORY_MB:2048')
@@ -33,7 +42,13 @@ class ExplorerForm(forms.Form):
     group_policy = forms.ChoiceField(required=False, choices=[('', '—'), ('none', 'none'),
                                                               ('isolate', 'isolate')])
     same_subtree = forms.CharField(required=False, help_text='e.g. _COMPUTE,_NET')
-    limit = forms.IntegerField(required=False, min_value=1, initial=20)
+    limit = forms.IntegerField(
+        required=False, min_value=1, max_value=EXPLORER_MAX_LIMIT,
+        initial=EXPLORER_DEFAULT_LIMIT,
+        help_text=f'candidates shown, at most {EXPLORER_MAX_LIMIT} (empty: {EXPLORER_MAX_LIMIT})',
+        error_messages={'max_value': (
+            f'The explorer shows at most {EXPLORER_MAX_LIMIT} candidates (its budget): ask '
+            'for fewer, or ask GET /allocation_candidates itself for more.')})
     # Not part of the query: the project's pod adds member_of to it.
     as_project = forms.CharField(required=False, max_length=255, label='As project',
                                  help_text="a project id: only its pod's providers")
@@ -42,11 +57,31 @@ class ExplorerForm(forms.Form):
         'empty: general purpose',
         validators=[RegexValidator(AFFINITY_PATTERN, 'Enter a tag as key=value.')])
 
+    def clean_limit(self):
+        return self.cleaned_data['limit'] or EXPLORER_MAX_LIMIT
+
     def clean(self):
         data = super().clean()
         if data.get('affinity') and not data.get('as_project'):
             self.add_error('affinity', 'An affinity tag needs a project.')
+        groups = self.request_groups()
+        if len(groups) > EXPLORER_MAX_GROUPS:
+            self.add_error('groups', (
+                f'At most {EXPLORER_MAX_GROUPS} request groups, the unsuffixed one and the '
+                f'suffixed ones together: this asks for {len(groups)}. Each group multiplies '
+                'the combinations the search tries (the explorer\'s budget).'))
         return data
+
+    def request_groups(self):
+        """The request groups asked for: '' for the unsuffixed one (when it
+        asks for resources), then each suffix of the groups field."""
+        data = self.cleaned_data
+        suffixes = [''] if (data.get('resources') or '').strip() else []
+        for line in (data.get('groups') or '').splitlines():
+            suffix = line.strip().partition(' ')[0]
+            if suffix and suffix not in suffixes:
+                suffixes.append(suffix)
+        return suffixes
 
     def requested_resources(self):
         """{class: amount} of the unsuffixed resources, {} when they do not

@@ -16,9 +16,10 @@ from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
 from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
-from placement_site import errors, exceptions, microversion, replicas
+from placement_site import budgets, errors, exceptions, microversion, replicas
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
 from providers import books, candidates, changes, flavors
+from providers.candidates import combine, matching
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
 TOP_CONSUMERS = 20
@@ -284,6 +285,15 @@ def _classes_in(rows):
 
 # ---- the candidate explorer ---------------------------------------------------------
 
+# The explorer's budget (docs/serving.md), with its form's bounds
+# (allocations.ui.forms): the search stops after the operator budget's
+# seconds, each query too, and a page larger than this is not sent.
+EXPLORER_MAX_ANSWER_BYTES = 4 * 1024 * 1024
+# Where the search spends its time in Python: matching and combining, pure
+# functions of what was read, which budgets.search_time() may stop.
+SEARCH_MODULES = (matching, combine)
+
+
 @cloud_pages
 @replicas.advisory
 def explorer(request):
@@ -303,12 +313,40 @@ def explorer(request):
             query.appendlist('member_of', placed.pod.aggregate.uuid)
         context['query'] = query.urlencode(safe=':,!')
         try:
-            context.update(_explored(query, request.GET, pod=context.get('placed')))
+            with budgets.search_time(budgets.operator_seconds(), SEARCH_MODULES):
+                context.update(_explored(query, request.GET, pod=context.get('placed')))
         except errors.PlacementError as exc:
             context['error'] = exc.detail
         except exceptions.PlacementDomainError as exc:
             context['error'] = str(exc)
-    return render(request, 'ui/explorer.html', context)
+        except budgets.OverBudget as exc:
+            return _over_budget(request, context, exc)
+    return _sized(request, context)
+
+
+def _over_budget(request, context, exc):
+    """The form again, saying the search ran out of time (503, as every
+    operator request over its budget)."""
+    budgets.note(request, exc)
+    context['error'] = (
+        f'{exc.what} took longer than the explorer\'s budget of '
+        f'{exc.seconds or budgets.operator_seconds():g} s and was stopped. Narrow it: fewer '
+        'request groups, group_policy=none rather than isolate, member_of, in_tree or '
+        'required traits.')
+    return budgets.unavailable(render(request, 'ui/explorer.html', context, status=503))
+
+
+def _sized(request, context):
+    """The page, or, when it would be larger than the explorer's budget,
+    the form saying so."""
+    page = render(request, 'ui/explorer.html', context)
+    if len(page.content) <= EXPLORER_MAX_ANSWER_BYTES:
+        return page
+    kept = {name: context[name] for name in ('form', 'query', 'placed') if name in context}
+    return render(request, 'ui/explorer.html', {**kept, 'error': (
+        f'The answer would be {len(page.content) / 1024:,.0f} KiB, over the explorer\'s budget '
+        f'of {EXPLORER_MAX_ANSWER_BYTES / 1024:,.0f} KiB: ask for fewer candidates or narrow '
+        'the request.')})
 
 
 def _explored(query, params, pod=None):

@@ -395,7 +395,8 @@ def test_explorer_as_a_bound_project_searches_within_its_pod(staff, api, pods):
     text = ' '.join(words)
     assert text.startswith('As project tenant3 (resource=CAD work): bound to pod PodC since ')
     assert '(its current binding)' in text and 'move' not in text
-    assert ('Request: <code>GET /allocation_candidates?resources=VCPU:1&amp;'
+    # No limit given: the explorer's budget (100 candidates, docs/serving.md).
+    assert ('Request: <code>GET /allocation_candidates?resources=VCPU:1&amp;limit=100&amp;'
             f'member_of={pod.aggregate.uuid}</code>') in html
     assert re.findall(r'id="candidate-count">([^<]*)<', html) == ['2 candidates']
     members = {rp.uuid for rp in pods.members['PodC']}
@@ -454,7 +455,7 @@ def test_explorer_member_of_given_and_the_pods_are_both_applied(staff, pods):
     html = staff.get(f'/ui/explorer/?resources=VCPU:1&member_of={other}&as_project=tenant3'
                      f'&affinity={CAD}').content.decode()
     pod = pod_of('PodC')
-    assert f'member_of={other}&amp;member_of={pod.aggregate.uuid}</code>' in html
+    assert f'member_of={other}&amp;member_of={pod.aggregate.uuid}&amp;limit=100</code>' in html
     assert '<strong>Nothing fits.</strong>' in html
     assert 'and the member_of given' in html
 
