@@ -9,9 +9,13 @@ behind them too, so the image reads again exactly the trees whose
 allocations changed.
 """
 import array
+import collections
+import heapq
 import typing
 
+from providers import ledger
 from providers.ledger import stamps
+from providers.ledger.image import facet_data
 
 # The tables whose writes step tree stamps, beside providers' own.
 STAMPED = [
@@ -66,3 +70,169 @@ class Allocations:
                 rows.extend((consumer, cls.owner(project, user, consumer_type), provider,
                              class_id, used))
         return found
+
+
+def _allocations(tree):
+    """(consumer, owner, provider, class, used) of each allocation on the tree."""
+    rows = facet_data(tree, Allocations.key)
+    if not rows:
+        return
+    step = Allocations.FIELDS
+    for start in range(0, len(rows), step):
+        yield rows[start:start + step]
+
+
+class _TreeFold:
+    """A fold over the trees' allocations: add(tree, sign) each tree's part."""
+
+    def build(self, image):
+        for tree in image.trees.values():
+            self.add(image, tree, 1)
+
+    def update(self, old, new, roots):
+        for root in roots:
+            if root in old.trees:
+                self.add(old, old.trees[root], -1)
+        for root in roots:
+            if root in new.trees:
+                self.add(new, new.trees[root], 1)
+        return True
+
+
+class OwnerUsage(_TreeFold):
+    """Per owner (an Allocations owner index): used per class, and how many
+    consumers hold allocations. A consumer counts once however many trees
+    it holds allocations on (a diskless node's instance holds its disk on a
+    share's tree): `trees` counts them per consumer."""
+
+    def __init__(self):
+        self.sums = collections.defaultdict(collections.Counter)
+        self.holders = collections.Counter()
+        self.trees = {}   # consumer -> trees holding its allocations
+
+    def add(self, image, tree, sign):
+        seen = {}
+        for consumer, owner, _provider, class_id, used in _allocations(tree):
+            sums = self.sums[owner]
+            sums[class_id] += sign * used
+            if not sums[class_id]:
+                del sums[class_id]
+                if not sums:
+                    del self.sums[owner]
+            seen[consumer] = owner
+        for consumer, owner in seen.items():
+            held = self.trees.get(consumer, 0) + sign
+            if held:
+                self.trees[consumer] = held
+            else:
+                del self.trees[consumer]
+            if (held, sign) in ((1, 1), (0, -1)):   # its first tree, or its last gone
+                self.holders[owner] += sign
+                if not self.holders[owner]:
+                    del self.holders[owner]
+
+    def estimated_size(self):
+        return 2000 + 300 * len(self.sums) + 100 * len(self.trees)
+
+    def value(self, wanted):
+        """({owner: {class id: used}}, {owner: consumers}) of the owners
+        (project id, user id, type id or -1) `wanted` accepts."""
+        owners = Allocations.owner_list
+        return ({owners[o]: dict(sums) for o, sums in self.sums.items() if wanted(owners[o])},
+                {owners[o]: n for o, n in self.holders.items() if wanted(owners[o])})
+
+
+class TopHolders(_TreeFold):
+    """What each consumer holds of one class, for the largest holders."""
+
+    def __init__(self, class_id):
+        self.class_id = class_id
+        self.held = {}   # consumer -> [used, owner]
+
+    def add(self, image, tree, sign):
+        for consumer, owner, _provider, class_id, used in _allocations(tree):
+            if class_id != self.class_id:
+                continue
+            found = self.held.get(consumer)
+            if found is None:
+                found = self.held[consumer] = [0, owner]
+            found[0] += sign * used
+            found[1] = owner
+            if not found[0]:
+                del self.held[consumer]
+
+    def estimated_size(self):
+        return 1000 + 150 * len(self.held)
+
+    def value(self, wanted, limit):
+        """[(consumer id, used)]: the `limit` largest holders among the
+        owners `wanted` accepts, the older consumer first on a tie."""
+        owners = Allocations.owner_list
+        return heapq.nsmallest(limit, (
+            (-used, consumer) for consumer, (used, owner) in self.held.items()
+            if wanted(owners[owner])))
+
+
+class ProjectTrees(_TreeFold):
+    """Where one project's consumers sit: per tree, how many of them hold
+    allocations there; per pool (member_of's: a provider holding them or
+    its root is a member), how many of their allocations."""
+
+    def __init__(self, project_id):
+        self.project_id = project_id
+        self.consumers = {}                  # root -> consumers of the project
+        self.pools = collections.Counter()   # aggregate -> allocations
+
+    def add(self, image, tree, sign):
+        owners = Allocations.owner_list
+        consumers = set()
+        for consumer, owner, provider, _class, _used in _allocations(tree):
+            if owners[owner][0] != self.project_id:
+                continue
+            consumers.add(consumer)
+            found = tree.provider(provider)
+            for aggregate_id in tree.aggregates_of(found) if found is not None else ():
+                self.pools[aggregate_id] += sign
+                if not self.pools[aggregate_id]:
+                    del self.pools[aggregate_id]
+        if consumers:
+            if sign > 0:
+                self.consumers[tree.root] = len(consumers)
+            else:
+                self.consumers.pop(tree.root, None)
+
+    def estimated_size(self):
+        return 1000 + 120 * len(self.consumers) + 100 * len(self.pools)
+
+    def hosts(self, image, limit):
+        """([(root id, name, uuid, consumers)], how many trees): the trees
+        with most of the project's consumers, by name on a tie."""
+        top = heapq.nsmallest(limit, (
+            (-n, image.trees[root].name or '', root) for root, n in self.consumers.items()))
+        return ([(root, name, image.trees[root].uuid, -n) for n, name, root in top],
+                len(self.consumers))
+
+
+# ---- reads ------------------------------------------------------------------------
+
+def serves(using):
+    return ledger.serves(using)
+
+
+def owner_usage(using, wanted):
+    """OwnerUsage.value over the ledger's image."""
+    return ledger.ledger(using).read(('owner usage',), OwnerUsage,
+                                     lambda fold, image: fold.value(wanted))
+
+
+def top_holders(using, class_id, wanted, limit):
+    """TopHolders.value over the ledger's image."""
+    return ledger.ledger(using).read(('top holders', class_id), lambda: TopHolders(class_id),
+                                     lambda fold, image: fold.value(wanted, limit))
+
+
+def project_trees(using, project_id, host_limit):
+    """(ProjectTrees.hosts, the ids of the project's pools)."""
+    return ledger.ledger(using).read(
+        ('project trees', project_id), lambda: ProjectTrees(project_id),
+        lambda fold, image: (fold.hosts(image, host_limit), set(fold.pools)))

@@ -15,23 +15,33 @@ the window), and a later read sees every row an earlier one saw, so a new
 committed change changes the version, also one whose id was drawn before
 another's commit, as long as fewer than WINDOW ids were drawn meanwhile.
 
-`remembered()` keeps a result (a scope's books, its flavor fits) in the
-process for as long as the version read before computing it is the
-newest: a warm dashboard costs one small read, and any change to the
-books makes the next read compute afresh. Inside a transaction nothing is
-remembered or served: a write sees its own rows, exactly, and a
-rolled-back write cannot leave a result behind.
+`remembered()` keeps a result (the explorer's answer, a scope's books
+where the ledger does not keep them) in the process for as long as the
+version read before computing it is the newest: a warm dashboard costs one
+small read, and any change to the books makes the next read compute
+afresh. Results are kept pickled, so no reader can change them, within a
+byte budget (PLACEMENT_REMEMBERED_MB), the least recently read dropped
+first. Inside a transaction that may write nothing is remembered or
+served: a write sees its own rows, exactly, and a rolled-back write cannot
+leave a result behind; a page's read snapshot (placement_site.snapshots)
+is served like any read. A read at an older version than the results
+held (a snapshot begun before another thread's read) is computed, not
+kept.
 
 SQLite rebuilds a table to alter it, dropping its triggers: a migration
 that alters a WATCHED table must call install() again (tests/test_changes.py
 checks every write after the whole migration chain).
 """
-import collections
+import pickle
 import threading
 import time
 
+import cachetools
+from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, connections
+
+from placement_site import snapshots
 
 # {table: the columns whose update changes what the books read (None: any)}.
 # A provider's generation, bumped by every write, changes nothing they read.
@@ -46,7 +56,6 @@ WINDOW = 10_000
 # Rows this far below the newest are pruned, at most every PRUNE_SECONDS per process.
 KEEP = 2 * WINDOW
 PRUNE_SECONDS = 300
-MAX_REMEMBERED = 64
 
 _VERSION_SQL = ('SELECT MAX(id), COUNT(*) FROM books_changes WHERE id > '
                 '(SELECT COALESCE(MAX(id), 0) FROM books_changes) - %s')
@@ -121,12 +130,37 @@ def install(connection, tables=None):
 def version(using='default'):
     """(newest change id, changes in the window below it): different
     whenever a change to the books has committed since the last read."""
-    with connections[using].cursor() as cursor:
+    connection = connections[using]
+    with connection.cursor() as cursor:
         cursor.execute(_VERSION_SQL, [WINDOW])
         newest, recent = cursor.fetchone()
-    if newest is not None and newest > KEEP and using == 'default':
+    # Not in a page's read-only snapshot: it would refuse the DELETE (and
+    # PostgreSQL abort the transaction whole).
+    if (newest is not None and newest > KEEP and using == 'default'
+            and not snapshots.in_read_snapshot(connection)):
         _prune(newest - KEEP)
     return newest, recent
+
+
+def older(version, than):
+    """Whether `version` was read before `than` (both version()s): rows are
+    only added within the window, so a later read's newest id is no
+    smaller, and its count no smaller for the same newest id."""
+    if version == than or than is None:
+        return False
+    if version is None or version[0] is None:
+        return than[0] is not None
+    if than[0] is None:
+        return False
+    return (version[0], version[1]) < (than[0], than[1])
+
+
+def serving(using):
+    """Whether reads on `using` may be served from what this process
+    remembers: not inside a transaction that may write (a page's read
+    snapshot may)."""
+    connection = connections[using]
+    return not connection.in_atomic_block or snapshots.in_read_snapshot(connection)
 
 
 _last_pruned = [0.0]
@@ -147,14 +181,20 @@ def _prune(below):
 
 
 class _Remembered:
-    """One database's remembered results, all computed at one version."""
+    """One database's remembered results, all computed at one version,
+    pickled, in a byte budget."""
 
     def __init__(self):
         self.version = None
-        self.results = collections.OrderedDict()
+        self.results = cachetools.LRUCache(budget_bytes(), getsizeof=len)
 
 
-_remembered = collections.defaultdict(_Remembered)
+def budget_bytes():
+    """What remembered answers may hold, in bytes (PLACEMENT_REMEMBERED_MB)."""
+    return int(settings.PLACEMENT_REMEMBERED_MB * 1024 * 1024)
+
+
+_remembered = {}
 _lock = threading.Lock()
 
 
@@ -171,24 +211,27 @@ def remembered(using, key, compute):
     """compute(), or what it returned for `key` on database `using` while
     nothing in the books has changed since. Results must not be changed by
     their readers."""
-    connection = connections[using]
-    if connection.in_atomic_block:
+    if not serving(using):
         return compute()
     current = version(using)
     with _lock:
-        held = _remembered[using]
+        held = _remembered.get(using)
+        if held is None:
+            held = _remembered[using] = _Remembered()
+        if older(current, held.version):
+            return compute()   # a snapshot older than what is held: not kept
         if held.version != current:
-            held.version, held.results = current, collections.OrderedDict()
-        if key in held.results:
-            held.results.move_to_end(key)
-            return held.results[key]
+            held.version = current
+            held.results.clear()
+        kept = held.results.get(key)
+    if kept is not None:
+        return pickle.loads(kept)
     result = compute()
+    kept = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     with _lock:
         held = _remembered[using]
-        if held.version == current:
-            held.results[key] = result
-            while len(held.results) > MAX_REMEMBERED:
-                held.results.popitem(last=False)
+        if held.version == current and len(kept) <= held.results.maxsize:
+            held.results[key] = kept
     return result
 
 

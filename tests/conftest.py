@@ -21,7 +21,7 @@ from placement_site import policy
 from providers import ledger, services
 from providers.candidates import summaries
 from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggregate, ResourceClass,
-                              ResourceProvider)
+                              ResourceProvider, TreeStamp)
 
 LATEST = '1.39'
 
@@ -305,11 +305,12 @@ def small_cloud(db):
 
 def snapshot():
     """Every row of every Placement table, for before/after comparisons
-    (not the books' change log, which only grows: providers.changes)."""
+    (not the books' change log nor the tree stamps, which only move on:
+    providers.changes, providers.ledger.stamps)."""
     state = {}
     for app_label in ('providers', 'allocations', 'pods'):
         for model in apps.get_app_config(app_label).get_models():
-            if model is BooksChange:
+            if model in (BooksChange, TreeStamp):
                 continue
             state[model._meta.db_table] = sorted(
                 (tuple(sorted(row.items())) for row in model.objects.values()), key=repr)

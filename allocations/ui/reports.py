@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
+from allocations import ledger as allocation_ledger
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.ui import exports
 from placement_site.api import timestamp
-from providers import books, capacity, changes, scopes
+from providers import books, capacity, scopes
 from providers.flavors import Flavor, configured_flavors
 from providers.models import (
     Aggregate,
@@ -272,32 +273,45 @@ def consumer_history(consumer):
     return Event.objects.filter(consumer_uuid=consumer.uuid).order_by('-id')
 
 
-def _remembered(queryset, key, compute):
-    """compute() over `queryset`'s rows, remembered while the books and
-    their owners are unchanged (providers.changes)."""
-    return changes.remembered(queryset.db, (key, changes.query_key(queryset)), compute)
+def _ledger_serves():
+    """Whether the owners' sums come from the ledger (allocations.ledger):
+    outside a writing transaction, they follow the writes tree by tree."""
+    return allocation_ledger.serves(Allocation.objects.db)
 
 
 def project_usage(project):
-    """{class name: used} of the project's consumers, in class order (one
-    query, none but the books' version while they are unchanged)."""
+    """{class name: used} of the project's consumers, in class order: from
+    the ledger, or one query."""
+    if _ledger_serves():
+        sums, _ = allocation_ledger.owner_usage(Allocation.objects.db,
+                                                lambda owner: owner[0] == project.pk)
+        totals = collections.Counter()
+        for by_class in sums.values():
+            totals.update(by_class)
+        names = dict(ResourceClass.objects.filter(pk__in=list(totals)).values_list('pk', 'name'))
+        return {names[class_id]: totals[class_id] for class_id in sorted(totals)}
     held = Allocation.objects.filter(consumer__project=project)
-    return _remembered(held, 'project usage', lambda: dict(held.values_list(
-        'resource_class__name').annotate(used=Sum('used')).order_by('resource_class_id')))
+    return dict(held.values_list('resource_class__name').annotate(used=Sum('used')).order_by(
+        'resource_class_id'))
 
 
 def project_hosts(project, limit=20):
     """(hosts, count): the provider trees the project's consumers sit on,
-    most consumers first, at most `limit`, each with `consumers`; and how
-    many trees there are (two queries, none but the books' version while
-    they are unchanged)."""
+    most consumers first (then by name), at most `limit`, each a dict with
+    `consumers`, `name` and `uuid`; and how many trees there are. From the
+    ledger, or two queries."""
+    if _ledger_serves():
+        (hosts, count), _ = allocation_ledger.project_trees(Allocation.objects.db, project.pk,
+                                                             limit)
+        return [{'resource_provider__root_provider_id': root, 'name': name, 'uuid': uuid,
+                 'consumers': consumers} for root, name, uuid, consumers in hosts], count
     per_root = Allocation.objects.filter(consumer__project=project).values(
         'resource_provider__root_provider_id')
-    return _remembered(per_root, ('project hosts', limit), lambda: (list(per_root.annotate(
+    return (list(per_root.annotate(
         consumers=Count('consumer_id', distinct=True),
         name=F('resource_provider__root_provider__name'),
         uuid=F('resource_provider__root_provider__uuid'),
-    ).order_by('-consumers', 'name')[:limit]), per_root.order_by().distinct().count()))
+    ).order_by('-consumers', 'name')[:limit]), per_root.order_by().distinct().count())
 
 
 def project_consumers(project):
@@ -311,10 +325,11 @@ def project_consumers(project):
 def project_pools(project, limit=50):
     """The pools (aggregates) the project's consumers sit in, as member_of
     reads a pool: a provider holding their allocations, or its tree's root,
-    is a member. At most `limit`, by uuid (one query, none but the books'
-    version while they are unchanged)."""
-    held = Allocation.objects.filter(consumer__project=project)
-    return _remembered(held, ('project pools', limit), lambda: _pools_holding(held, limit))
+    is a member. At most `limit`, by uuid (one query, the ledger saying which)."""
+    if _ledger_serves():
+        _, pools = allocation_ledger.project_trees(Allocation.objects.db, project.pk, 0)
+        return list(Aggregate.objects.filter(pk__in=pools).order_by('uuid')[:limit])
+    return _pools_holding(Allocation.objects.filter(consumer__project=project), limit)
 
 
 def _pools_holding(held, limit):
@@ -335,6 +350,27 @@ def project_bindings(project):
 
 
 # ---- usage by owner -----------------------------------------------------------------
+
+def owners_wanted(filters):
+    """A test of owners ((project id, user id, consumer type id or -1), as
+    allocations.ledger keys them) for the owner filters ({owner: external id
+    or None}): one query per filter given."""
+    tests = []
+    if filters.get('project'):
+        pk = Project.objects.filter(external_id=filters['project']).values_list('pk', flat=True)
+        tests.append((0, pk.first()))
+    if filters.get('user'):
+        pk = PlacementUser.objects.filter(external_id=filters['user']).values_list('pk',
+                                                                                  flat=True)
+        tests.append((1, pk.first()))
+    if filters.get('consumer_type') == ConsumerType.UNKNOWN:
+        tests.append((2, -1))
+    elif filters.get('consumer_type'):
+        pk = ConsumerType.objects.filter(name=filters['consumer_type']).values_list('pk',
+                                                                                  flat=True)
+        tests.append((2, pk.first()))
+    return lambda owner: all(owner[index] == wanted for index, wanted in tests)
+
 
 def owned_allocations(project=None, user=None, consumer_type=None):
     """Allocations of the consumers matching the owner filters."""
@@ -374,10 +410,16 @@ class Usage:
     @classmethod
     def read(cls, filters):
         """The owners' usage (filters: {owner: external id or None}), as
-        read_now() sums it, remembered while the books and their owners are
-        unchanged (providers.changes)."""
-        held = owned_allocations(**filters)
-        return _remembered(held, 'usage', lambda: cls.read_now(filters))
+        read_now() sums it: from the ledger's sums, kept tree by tree
+        (allocations.ledger), outside a writing transaction."""
+        if not _ledger_serves():
+            return cls.read_now(filters)
+        wanted = owners_wanted(filters)
+        sums, counted = allocation_ledger.owner_usage(Allocation.objects.db, wanted)
+        ids = {owner: (project, user, None if type_id < 0 else type_id)
+               for owner in sums.keys() | counted.keys() for project, user, type_id in [owner]}
+        return cls.named({ids[owner]: by_class for owner, by_class in sums.items()},
+                         {ids[owner]: n for owner, n in counted.items()}, filters)
 
     @classmethod
     def read_now(cls, filters):
@@ -394,20 +436,34 @@ class Usage:
             grouped[tuple(owner)][class_id] = used
         counted = {tuple(owner): n for *owner, n in owned_consumers(**filters).values_list(
             'project_id', 'user_id', 'consumer_type_id').annotate(n=Count('id')).order_by()}
+        return cls.named(grouped, counted, filters)
+
+    @classmethod
+    def named(cls, grouped, counted, filters):
+        """The Usage of sums ({(project, user, type) ids: {class id: used}})
+        and consumers counted ({owner ids: n}), by the owners' and classes'
+        names: four queries (the projects and users of the filtered owners
+        only, when a filter is given)."""
         projects, users = Project.objects.all(), PlacementUser.objects.all()
         if any(filters.values()):  # a few owners: not every project's and user's name
-            holders = owned_consumers(**filters)
-            projects = projects.filter(pk__in=holders.values('project_id'))
-            users = users.filter(pk__in=holders.values('user_id'))
+            owners = grouped.keys() | counted.keys()
+            projects = projects.filter(pk__in={project for project, _, _ in owners})
+            users = users.filter(pk__in={user for _, user, _ in owners})
         projects = dict(projects.values_list('pk', 'external_id'))
         users = dict(users.values_list('pk', 'external_id'))
         types = dict(ConsumerType.objects.values_list('pk', 'name'))
         classes = dict(ResourceClass.objects.values_list('pk', 'name'))
 
+        def name(names, pk):
+            # Read after the sums: outside one snapshot the owner (or
+            # class) may have gone in between, and is shown by its id.
+            return names.get(pk, f'#{pk}')
+
         def named(owner):
             project, user, type_id = owner
-            return projects[project], users[user], types.get(type_id, ConsumerType.UNKNOWN)
-        sums = {named(owner): {classes[c]: used for c, used in by_class.items()}
+            return (name(projects, project), name(users, user),
+                    types.get(type_id, ConsumerType.UNKNOWN))
+        sums = {named(owner): {name(classes, c): used for c, used in by_class.items()}
                 for owner, by_class in grouped.items()}
         return cls(sums, {named(owner): n for owner, n in counted.items()})
 
@@ -425,21 +481,28 @@ class Usage:
         return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
 
 
-def top_consumers(allocations, resource_class, limit=20):
-    """The consumers holding the most of a class (ties by the consumer's
-    age: sorting by uuid would join every consumer), with all they hold
-    (three queries, none but the books' version while the books and their
-    owners are unchanged)."""
-    return _remembered(allocations, ('top consumers', resource_class, limit),
-                       lambda: _top_consumers(allocations, resource_class, limit))
+def top_consumers(owners, resource_class, limit=20):
+    """The consumers of the owners (filters: {owner: external id or None})
+    holding the most of a class (ties by the consumer's age: sorting by uuid
+    would join every consumer), with all they hold: the ledger says which
+    (allocations.ledger), two queries read them; or three queries."""
+    if not _ledger_serves():
+        class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True)
+        top = [(t['consumer_id'], t['amount']) for t in owned_allocations(**owners).filter(
+            resource_class_id__in=class_id).values('consumer_id').annotate(
+            amount=Sum('used')).order_by('-amount', 'consumer_id')[:limit]]
+        return _holding(top)
+    class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True).first()
+    if class_id is None:
+        return []
+    return _holding([(consumer, -used) for used, consumer in allocation_ledger.top_holders(
+        Allocation.objects.db, class_id, owners_wanted(owners), limit)])
 
 
-def _top_consumers(allocations, resource_class, limit):
-    class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True)
-    top = list(allocations.filter(resource_class_id__in=class_id).values(
-        'consumer_id').annotate(amount=Sum('used')).order_by('-amount', 'consumer_id')[:limit])
+def _holding(top):
+    """[(consumer, amount, {class name: used})] of [(consumer id, amount)]."""
     consumers = {c.pk: c for c in Consumer.objects.filter(
-        pk__in=[t['consumer_id'] for t in top]).select_related(
+        pk__in=[consumer for consumer, _ in top]).select_related(
         'project', 'user', 'consumer_type')}
     holdings = collections.defaultdict(dict)
     for consumer_id, class_name, used in Allocation.objects.filter(
@@ -447,7 +510,9 @@ def _top_consumers(allocations, resource_class, limit):
             'consumer_id', 'resource_class__name').annotate(total=Sum('used')).order_by(
             'consumer_id', 'resource_class_id'):
         holdings[consumer_id][class_name] = used
-    return [(consumers[t['consumer_id']], t['amount'], holdings[t['consumer_id']]) for t in top]
+    # A consumer gone since the sums were read is left out.
+    return [(consumers[consumer], amount, holdings[consumer]) for consumer, amount in top
+            if consumer in consumers]
 
 
 # ---- pods ---------------------------------------------------------------------------

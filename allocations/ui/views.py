@@ -265,8 +265,7 @@ def usage(request):
         'by_type': usage.rows(['project', 'consumer_type']),
         'by_user': usage.rows(['project', 'user']),
         'top_class': top_class,
-        'top': reports.top_consumers(reports.owned_allocations(**owners), top_class,
-                                     TOP_CONSUMERS),
+        'top': reports.top_consumers(owners, top_class, TOP_CONSUMERS),
         'top_limit': TOP_CONSUMERS,
         'consumer_types': ConsumerType.objects.order_by('name'),
     })

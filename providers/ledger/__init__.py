@@ -15,7 +15,8 @@ tests/ledger/ holds the folds to those sums on random write sequences.
 import dataclasses
 
 from django.conf import settings
-from django.db import connections
+
+from providers import changes
 
 from providers.fits import Fit
 from providers.ledger import groupings
@@ -27,8 +28,9 @@ __all__ = ['books', 'fits', 'forget', 'groupings', 'serves', 'tree_books', 'tree
 
 def serves(using):
     """Whether reads on `using` may come from the ledger: it is on, and
-    they are not inside a transaction that may write."""
-    return settings.PLACEMENT_LEDGER and not connections[using].in_atomic_block
+    they are not inside a transaction that may write (a page's read
+    snapshot may: placement_site.snapshots)."""
+    return settings.PLACEMENT_LEDGER and changes.serving(using)
 
 
 def _shapes_key(shapes):

@@ -74,15 +74,18 @@ class Provider(NamedTuple):
 
 
 class Tree:
-    """One provider tree: its providers (the root first), their
-    inventories, and the facets' data (in the order of facets())."""
-    __slots__ = ('facets', 'inventories', 'providers', 'root')
+    """One provider tree: its root's id, name and uuid, its providers (the
+    root first), their inventories, and the facets' data (in the order of
+    facets())."""
+    __slots__ = ('facets', 'inventories', 'name', 'providers', 'root', 'uuid')
 
-    def __init__(self, root, providers, inventories, facets=()):
+    def __init__(self, root, providers, inventories, facets=(), name=None, uuid=None):
         self.root = root
         self.providers = providers
         self.inventories = inventories
         self.facets = facets
+        self.name = name
+        self.uuid = uuid
 
     @property
     def root_provider(self):
@@ -157,6 +160,11 @@ def facets():
     return found
 
 
+def facet_data(tree, key):
+    """What the facet `key` read for the tree (None: nothing)."""
+    return tree.facets[list(facets()).index(key)]
+
+
 # ---- reading trees -------------------------------------------------------------------
 
 def _roots_filter(roots, column):
@@ -183,9 +191,14 @@ def read_trees(rows, roots, interned):
     """{root: Tree} of the trees `roots` (None: every tree) as the
     database holds them now (rows: streamed()): a fixed number of queries."""
     where, params = _roots_filter(roots, 'rp.root_provider_id')
-    members = {pk: (parent, root) for pk, parent, root in rows(
-        f'SELECT rp.id, rp.parent_provider_id, rp.root_provider_id '
-        f'FROM resource_providers rp{where}', params) if root is not None}
+    members, names = {}, {}
+    for pk, parent, root, name, uuid in rows(
+            f'SELECT rp.id, rp.parent_provider_id, rp.root_provider_id, rp.name, rp.uuid '
+            f'FROM resource_providers rp{where}', params):
+        if root is not None:
+            members[pk] = (parent, root)
+            if pk == root:
+                names[pk] = (name, uuid)
     traits = collections.defaultdict(list)
     for pk, trait_id in rows(
             f'SELECT t.resource_provider_id, t.trait_id FROM resource_provider_traits t '
@@ -218,7 +231,7 @@ def read_trees(rows, roots, interned):
     for root, found in providers.items():
         found.sort(key=lambda p: (p.id != root, p.id))   # the root first
         trees[root] = Tree(root, tuple(found), tuple(inventories.pop(root, ())),
-                           tuple(data.get(root) for data in loaded))
+                           tuple(data.get(root) for data in loaded), *names.get(root, (None, None)))
     return trees
 
 

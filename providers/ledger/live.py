@@ -13,15 +13,15 @@ room; a fold is built from the whole image the first time it is asked for.
 When a quarter of the trees changed at once (a bulk load, an import), the
 image is read whole again and the folds built afresh when next asked.
 """
-import contextlib
 import logging
 import threading
 import time
 
 import cachetools
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections
 
+from placement_site import snapshots
 from providers import changes
 from providers.ledger import stamps
 from providers.ledger.image import Image, streamed
@@ -30,22 +30,6 @@ LOG = logging.getLogger('placement.ledger')
 
 # Below this many changed trees the image always reads only those.
 REREAD_FLOOR = 2000
-
-
-@contextlib.contextmanager
-def snapshot(using):
-    """Reads that see the database at one moment: a repeatable-read
-    transaction (SQLite's read transaction), unless the caller already
-    reads inside one."""
-    connection = connections[using]
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic(using=using):
-        if connection.vendor in ('postgresql', 'mysql'):
-            with connection.cursor() as cursor:
-                cursor.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
-        yield
 
 
 class _Entry:
@@ -68,9 +52,13 @@ class Ledger:
         self.builds = 0      # how many folds were built from a whole image
 
     def _refresh(self):
-        with snapshot(self.using):
+        # All of it at one moment: the page's snapshot when one is open.
+        with snapshots.read_snapshot(self.using):
             version = changes.version(self.using)
-            if self.image is not None and version == self.image.version:
+            # Read in a page's snapshot older than the image (another
+            # thread moved it on meanwhile), the image stays as it is.
+            if self.image is not None and (version == self.image.version or changes.older(
+                    version, self.image.version)):
                 return
             connection = connections[self.using]
             with connection.cursor() as cursor:

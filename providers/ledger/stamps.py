@@ -63,9 +63,10 @@ WATCHED = [
     through_provider('inventories'),
     through_provider('resource_provider_traits'),
     through_provider('resource_provider_aggregates'),
-    # A provider's own row names its root; a move steps both trees.
+    # A provider's own row names its root; a move steps both trees, a
+    # rename its own (the image knows roots by name).
     Watched('resource_providers', '{row}.root_provider_id',
-            columns=('root_provider_id', 'parent_provider_id')),
+            columns=('root_provider_id', 'parent_provider_id', 'name')),
     Watched('resource_classes', str(CATALOGUE)),
     Watched('traits', str(CATALOGUE)),
 ]

@@ -91,9 +91,10 @@ def test_a_deleted_root_takes_its_stamp_along(trees):
     assert other.pk not in read()
 
 
-def test_a_rename_or_a_claimed_generation_steps_nothing(trees):
-    node, *_ = trees
-    assert stepped(lambda: services.provider_update(provider=fresh(node), name='renamed')) == set()
+def test_a_rename_steps_its_tree_and_a_claimed_generation_nothing(trees):
+    node, child, _ = trees
+    assert stepped(lambda: services.provider_update(provider=fresh(child), name='renamed')) == {
+        node.pk}
     assert stepped(lambda: services.claim_generation(fresh(node))) == set()
 
 
