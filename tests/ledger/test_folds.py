@@ -11,10 +11,12 @@ import random
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
+from allocations import metrics as allocation_metrics
 from allocations import services as allocation_services
 from allocations.models import Consumer, Project
+from allocations.ui import reports
 from placement_site.exceptions import PlacementDomainError
 from providers import books, capacity, ledger, scopes, services
 from providers.ledger import live
@@ -72,6 +74,8 @@ def build_cloud(rng):
     providers.append(add_provider(
         'net', inventories={'DISK_GB': inventory(300), 'IPV4_ADDRESS': inventory(20)},
         traits=['MISC_SHARES_VIA_AGGREGATE'], aggregates=[POOLS[2]]))
+    for project in ('p1', 'p2', 'p3', 'p4'):   # their pages read from the start
+        Project.objects.get_or_create(external_id=project)
     pod_services.pod_create(name='pod-a', aggregate_uuid=POOLS[0], availability_zone='az1')
     pod_services.pod_create(name='pod-b', aggregate_uuid=POOLS[1], availability_zone='az1')
     pod_services.pod_create(name='pod-c', aggregate_uuid=POOLS[2], availability_zone='az2')
@@ -239,16 +243,43 @@ def same_books(ours, theirs):
 
 def read_every_fold():
     """Every fold read, so each write moves them (checked or not)."""
+    owners_read()
     shapes = shape_ids()
     for _, scope in groupings_now():
         books.scope_books(scope)
         capacity.fit_counts(scope, shapes)
 
 
+OWNER_FILTERS = [{}, {'project': 'p1'}, {'user': 'u2', 'consumer_type': 'unknown'},
+                 {'project': 'p4', 'user': 'u1'}, {'project': 'nobody'}]
+
+
+def owners_read():
+    """What the dashboards read of the owners' usage: the usage tables, the
+    largest holders, each project's usage, hosts and pools, /metrics'
+    project series."""
+    found = []
+    for filters in OWNER_FILTERS:
+        filters = {key: filters.get(key) for key in reports.OWNERS}
+        usage = reports.Usage.read(filters)
+        found += [usage.sums, usage.consumers, [
+            (consumer.uuid, amount, holding) for consumer, amount, holding in
+            reports.top_consumers(filters, 'VCPU', 4)]]
+    for project in Project.objects.order_by('external_id'):
+        found += [reports.project_usage(project), reports.project_hosts(project, 3),
+                  [pool.uuid for pool in reports.project_pools(project)]]
+    found.append(''.join(allocation_metrics.project_usage()))
+    return found
+
+
 def check_every_fold():
     """What the dashboards read (from the ledger: no writing transaction is
     open) is what the database's rows recounted say."""
     assert ledger.serves(connection.alias)
+    owners = owners_read()
+    with transaction.atomic():   # a transaction that may write: the rows summed
+        assert not ledger.serves(connection.alias)
+        assert owners == owners_read()
     shapes = shape_ids()
     for name, scope in groupings_now():
         same_books(books.scope_books(scope), books._summed_books(scope))
@@ -316,7 +347,6 @@ def test_a_write_inside_a_transaction_reads_the_live_rows():
     rng = random.Random('live')
     build_cloud(rng)
     check_every_fold()
-    from django.db import transaction
     with transaction.atomic():
         node = ResourceProvider.objects.get(name='cn0')
         services.inventory_update(provider=node, resource_class='VCPU',
