@@ -138,16 +138,19 @@ class OwnerUsage(_TreeFold):
         """({owner: {class id: used}}, {owner: consumers}) of the owners
         (project id, user id, type id or -1) `wanted` accepts."""
         owners = Allocations.owner_list
-        return ({owners[o]: dict(sums) for o, sums in self.sums.items() if wanted(owners[o])},
-                {owners[o]: n for o, n in self.holders.items() if wanted(owners[o])})
+        accepted = {index for index, owner in enumerate(owners) if wanted(owner)}
+        return ({owners[o]: dict(sums) for o, sums in self.sums.items() if o in accepted},
+                {owners[o]: n for o, n in self.holders.items() if o in accepted})
 
 
 class TopHolders(_TreeFold):
-    """What each consumer holds of one class, for the largest holders."""
+    """What each consumer holds of one class, and the consumers by amount,
+    for the largest holders."""
 
     def __init__(self, class_id):
         self.class_id = class_id
-        self.held = {}   # consumer -> [used, owner]
+        self.held = {}        # consumer -> [used, owner]
+        self.by_amount = {}   # used -> consumers holding that much
 
     def add(self, image, tree, sign):
         for consumer, owner, _provider, class_id, used in _allocations(tree):
@@ -156,21 +159,37 @@ class TopHolders(_TreeFold):
             found = self.held.get(consumer)
             if found is None:
                 found = self.held[consumer] = [0, owner]
+            else:
+                self._unfile(consumer, found[0])
             found[0] += sign * used
             found[1] = owner
-            if not found[0]:
+            if found[0]:
+                self.by_amount.setdefault(found[0], set()).add(consumer)
+            else:
                 del self.held[consumer]
 
+    def _unfile(self, consumer, used):
+        holders = self.by_amount[used]
+        holders.discard(consumer)
+        if not holders:
+            del self.by_amount[used]
+
     def estimated_size(self):
-        return 1000 + 150 * len(self.held)
+        return 1000 + 200 * len(self.held)
 
     def value(self, wanted, limit):
-        """[(consumer id, used)]: the `limit` largest holders among the
+        """[(-used, consumer id)]: the `limit` largest holders among the
         owners `wanted` accepts, the older consumer first on a tie."""
         owners = Allocations.owner_list
-        return heapq.nsmallest(limit, (
-            (-used, consumer) for consumer, (used, owner) in self.held.items()
-            if wanted(owners[owner])))
+        accepted = {index for index, owner in enumerate(owners) if wanted(owner)}
+        found = []
+        for used in sorted(self.by_amount, reverse=True):
+            for consumer in sorted(self.by_amount[used]):
+                if self.held[consumer][1] in accepted:
+                    found.append((-used, consumer))
+                    if len(found) == limit:
+                        return found
+        return found
 
 
 class ProjectTrees(_TreeFold):
