@@ -11,26 +11,32 @@ series (providers.os_capacity); last those other apps read, named by
 settings.PLACEMENT_METRICS_SERIES (allocations' per-project usage, which
 this app may not read).
 
-A scrape costs a fixed number of queries whatever the size of the cloud:
-the inventories with their providers' and classes' names, the aggregates,
-the pools and the cloud (four), os-capacity's reads and the other apps'.
-Rows are read into compact tuples and the text is
-streamed out family by family, gzip-compressed as it goes when the scraper
-accepts it (Prometheus does): a cloud of 100,000 providers has over a
-million samples, 90 MB of text and 5 MB compressed.
+A cloud of 100,000 providers has over a million samples: 136 MB of text,
+7 MB compressed. The samples of every provider and tree (Rendering) come
+from the ledger's image (providers.ledger), rendered a bucket of trees at
+a time and kept gzip-compressed: a scrape after a claim renders again the
+bucket of the tree the claim changed, and sends the others as they are
+(the answer is a gzip stream of several members, which gzip readers,
+Prometheus' among them, read as one). Inside a transaction that may write
+(and with the ledger off) every bucket is rendered from the rows read
+then. Pools, the cloud and the rest are a few hundred lines, written anew.
 """
+import collections
 import logging
+import zlib
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.http import StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.module_loading import import_string
 
+from placement_site import budgets
 from placement_site import metrics as site_metrics
-from placement_site.compression import accepts_gzip, gzipped
+from placement_site.compression import GZIP_LEVEL, accepts_gzip
 from placement_site.metrics import family, labels, number
-from providers import books, os_capacity, rules, scopes
+from providers import books, ledger, os_capacity, rules, scopes
+from providers.ledger.image import Image, streamed
 from providers.models import Aggregate, Inventory
 
 LOG = logging.getLogger(__name__)
@@ -46,6 +52,31 @@ BOOK_FIELDS = (  # (series suffix, what it is, its value in a books.ClassUsage)
     ('free', 'Free capacity, capacity - used (at least 0),', lambda usage: usage.free),
 )
 
+# The families with a sample per provider and class (an inventory): name,
+# HELP text, the sample's value, and whether os-capacity's (relabelled).
+INVENTORY_FAMILIES = (
+    (f'{COMPAT}resource_total', 'resource_total', lambda i: str(i.total), False),
+    (f'{COMPAT}resource_allocation_ratio', 'resource_allocation_ratio',
+     lambda i: number(i.allocation_ratio), False),
+    (f'{COMPAT}resource_reserved', 'resource_reserved', lambda i: str(i.reserved), False),
+    (f'{COMPAT}resource_usage', 'resource_usage', lambda i: str(i.used), False),
+    ('placement_provider_capacity',
+     'What may be allocated of a resource class on a provider: '
+     '(total - reserved) * allocation_ratio.', lambda i: number(i.capacity), False),
+    ('placement_provider_free',
+     'Capacity not allocated of a resource class on a provider (at least 0).',
+     lambda i: number(max(i.capacity - i.used, 0)), False),
+    ('openstack_hypervisor_placement_allocated',
+     'Currently allocated resource for each provider in placement.',
+     lambda i: str(i.used), True),
+    ('openstack_hypervisor_placement_allocatable_capacity',
+     'The total allocatable resource in the placement inventory.',
+     lambda i: number(rules.capacity(i.total, i.reserved, i.allocation_ratio)), True),
+)
+HYPERVISOR_FLAVORS = 'openstack_free_capacity_hypervisor_by_flavor'
+# Trees per bucket, roughly: a claim renders one bucket again.
+BUCKETS = 256
+
 
 def scrape(request):
     """Prometheus' text format, to allowed networks or the bearer token."""
@@ -53,85 +84,173 @@ def scrape(request):
         return site_metrics.method_not_allowed(request)
     if not site_metrics.scrape_allowed(request):
         return site_metrics.forbidden(request)
+    gzip = accepts_gzip(request)
     try:
-        catalogue = read_catalogue()
+        catalogue = read_catalogue(gzip)
+    except budgets.OverBudget:
+        raise   # a 503 saying so (placement_site.budgets), not a database down
     except DatabaseError as exc:
         LOG.error('GET /metrics: the database did not answer: %s', exc)
         catalogue = None
     # Read here, inside the request; only the writing is streamed.
-    text = series(site_metrics.request_series(), catalogue)
-    if not accepts_gzip(request):
-        response = StreamingHttpResponse(text, content_type=site_metrics.CONTENT_TYPE)
-    else:
-        response = StreamingHttpResponse(gzipped(text), content_type=site_metrics.CONTENT_TYPE)
+    chunks = answer(site_metrics.request_series(), catalogue, gzip)
+    response = StreamingHttpResponse(chunks, content_type=site_metrics.CONTENT_TYPE)
+    if gzip:
         response['Content-Encoding'] = 'gzip'
     patch_vary_headers(response, ('Accept-Encoding',))
     return response
 
 
-def read_catalogue():
-    """What the series show: inventory rows as (rendered labels, total,
-    reserved, allocation ratio, used), the books of every pool and of the
-    cloud (four queries), os-capacity's flavor counts, and the other apps'
-    series, read now and written as the answer streams."""
-    inventories = Inventory.objects.order_by('resource_provider_id', 'resource_class_id')
-    rows = [
-        (labels(hostname=provider, resourcetype=resource_class), total, reserved, ratio, used)
-        for provider, resource_class, total, reserved, ratio, used in inventories.values_list(
-            'resource_provider__name', 'resource_class__name', 'total', 'reserved',
-            'allocation_ratio', 'used').iterator(chunk_size=10000)
-    ]
+class Catalogue(collections.namedtuple(
+        'Catalogue', 'members pool_rows cloud_rows flavor_capacity others')):
+    """What a scrape writes after the request series: the per-tree families'
+    gzip members ({family name: [member per bucket]}), the pools' and the
+    cloud's books as rows, os-capacity's counts, the other apps' series."""
+
+
+def read_catalogue(gzip=True):
+    """Everything the series show, read now (within the page's snapshot)
+    and written as the answer streams."""
+    using = Inventory.objects.db
     pools = dict(Aggregate.objects.values_list('id', 'uuid'))
-    pool_books = books.pool_books(pools)
     pool_rows = [(labels(aggregate=pools[aggregate_id], resourcetype=name), usage)
-                 for aggregate_id, classes in pool_books.items()
+                 for aggregate_id, classes in books.pool_books(pools).items()
                  for name, usage in classes.items()]
     cloud_rows = [(labels(resourcetype=name), usage)
                   for name, usage in books.scope_books(scopes.cloud()).get(
                       scopes.CLOUD, {}).items()]
-    others = [import_string(path)() for path in settings.PLACEMENT_METRICS_SERIES]
     flavor_capacity = os_capacity.read() if settings.PLACEMENT_METRICS_OS_CAPACITY else None
-    return rows, pool_rows, cloud_rows, flavor_capacity, others
+    hypervisors = flavor_capacity.hypervisors if flavor_capacity else {}
+    if ledger.serves(using):
+        members = ledger.ledger(using).read(
+            ('metrics', settings.PLACEMENT_METRICS_OS_CAPACITY), Rendering,
+            lambda rendering, image: rendering.members(image, hypervisors))
+    else:
+        image = Image.read(streamed(connections[using]), None, {}, with_facets=False)
+        rendering = Rendering()
+        rendering.build(image)
+        members = rendering.members(image, hypervisors)
+    others = [import_string(path)() for path in settings.PLACEMENT_METRICS_SERIES]
+    return Catalogue(members, pool_rows, cloud_rows, flavor_capacity, others)
 
 
-def series(request_text, catalogue):
-    """The whole answer, in chunks; without a catalogue (the database did
-    not answer) the request series and openstack_placement_up 0."""
-    yield request_text
-    yield from family(f'{COMPAT}up', 'up', [('', 0 if catalogue is None else 1)])
+# ---- the per-tree families, rendered a bucket of trees at a time ------------------------
+
+def compressed(text):
+    """The text as one gzip member."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(text.encode()) + compressor.flush()
+
+
+class Rendering:
+    """The per-tree families' samples as gzip members, a member per family
+    and bucket of trees (root id modulo BUCKETS), kept as a ledger fold: a
+    bucket is rendered again when one of its trees changed (update), when
+    the catalogue's names did, or when os-capacity's counts or labels of
+    one of its trees (what `hypervisors` says) moved."""
+
+    def __init__(self):
+        self.buckets = {}     # bucket -> (what its hypervisor samples were, {family: member})
+        self.dirty = set(range(BUCKETS))
+        self.catalogue = None
+        self.os_capacity = settings.PLACEMENT_METRICS_OS_CAPACITY
+
+    def build(self, image):
+        self.buckets, self.dirty = {}, set(range(BUCKETS))
+
+    def update(self, old, new, roots):
+        self.dirty.update(root % BUCKETS for root in roots)
+        return True
+
+    def estimated_size(self):
+        return 10_000 + sum(300 * len(members) + sum(len(m) for m in members.values())
+                            for _, members in self.buckets.values())
+
+    def families(self):
+        found = [(name, help_text) for name, help_text, _, compat in INVENTORY_FAMILIES
+                 if self.os_capacity or not compat]
+        return found + ([(HYPERVISOR_FLAVORS, '')] if self.os_capacity else [])
+
+    def members(self, image, hypervisors):
+        """{family name: [gzip member per bucket]}; hypervisors: os-capacity's
+        per-root counts and places (os_capacity.FlavorCapacity.hypervisors)."""
+        if image.catalogue is not self.catalogue:
+            self.catalogue, self.dirty = image.catalogue, set(range(BUCKETS))
+        by_bucket = collections.defaultdict(list)
+        for root in image.trees:
+            by_bucket[root % BUCKETS].append(root)
+        found = collections.defaultdict(list)
+        for bucket in range(BUCKETS):
+            roots = sorted(by_bucket.get(bucket, ()))
+            samples = tuple((root, hypervisors[root]) for root in roots if root in hypervisors)
+            held = self.buckets.get(bucket)
+            if bucket in self.dirty or held is None or held[0] != samples:
+                held = self.buckets[bucket] = (samples, self._render(image, roots, samples))
+            for name, _ in self.families():
+                found[name].append(held[1][name])
+        self.dirty.clear()
+        return dict(found)
+
+    def _render(self, image, roots, samples):
+        lines = collections.defaultdict(list)
+        families = [f for f in INVENTORY_FAMILIES if self.os_capacity or not f[3]]
+        for root in roots:
+            tree = image.trees[root]
+            names = {provider.id: provider.name for provider in tree.providers}
+            for inventory in tree.inventories:
+                host = labels(hostname=names[inventory.provider],
+                              resourcetype=image.class_name(inventory.resource_class))
+                relabelled = os_capacity.hypervisor_labels(host) if self.os_capacity else None
+                for name, _, value, compat in families:
+                    lines[name].append(
+                        f'{name}{relabelled if compat else host} {value(inventory)}\n')
+        if self.os_capacity:
+            for root, (where, fits) in samples:
+                head = os_capacity.hypervisor_head(image.trees[root].name, where)
+                lines[HYPERVISOR_FLAVORS] += [
+                    f'{HYPERVISOR_FLAVORS}{head},{labels(flavor_name=flavor)[1:]} {count}\n'
+                    for flavor, count in fits.items()]
+        return {name: compressed(''.join(lines[name])) for name, _ in self.families()}
+
+
+# ---- the answer ---------------------------------------------------------------------
+
+def answer(request_text, catalogue, gzip):
+    """The whole answer, in chunks: gzip members when `gzip` (the buckets'
+    as they are kept), else text; without a catalogue (the database did not
+    answer) the request series and openstack_placement_up 0."""
+    def text(chunks):
+        joined = ''.join(chunks)
+        return compressed(joined) if gzip else joined
+
+    def kept(name, help_text):
+        header = family(name, help_text, ())
+        yield text(header)
+        for member in catalogue.members[name]:
+            yield member if gzip else zlib.decompress(member, 16 + zlib.MAX_WBITS).decode()
+
+    yield text([request_text])
+    yield text(family(f'{COMPAT}up', 'up', [('', 0 if catalogue is None else 1)]))
     if catalogue is None:
         return
-    rows, pool_rows, cloud_rows, flavor_capacity, others = catalogue
-    yield from family(f'{COMPAT}resource_total', 'resource_total',
-                      ((label, str(total)) for label, total, _, _, _ in rows))
-    yield from family(f'{COMPAT}resource_allocation_ratio', 'resource_allocation_ratio',
-                      ((label, number(ratio)) for label, _, _, ratio, _ in rows))
-    yield from family(f'{COMPAT}resource_reserved', 'resource_reserved',
-                      ((label, str(reserved)) for label, _, reserved, _, _ in rows))
-    yield from family(f'{COMPAT}resource_usage', 'resource_usage',
-                      ((label, str(used)) for label, _, _, _, used in rows))
-    yield from family(
-        'placement_provider_capacity',
-        "What may be allocated of a resource class on a provider: "
-        "(total - reserved) * allocation_ratio.",
-        ((label, number(rules.capacity(total, reserved, ratio)))
-         for label, total, reserved, ratio, _ in rows))
-    yield from family(
-        'placement_provider_free',
-        'Capacity not allocated of a resource class on a provider (at least 0).',
-        ((label, number(max(rules.capacity(total, reserved, ratio) - used, 0)))
-         for label, total, reserved, ratio, used in rows))
+    for name, help_text, _, compat in INVENTORY_FAMILIES[:6]:
+        yield from kept(name, help_text)
     for suffix, help_text, value in BOOK_FIELDS:
-        yield from family(
+        yield text(family(
             f'placement_pool_{suffix}',
             f'{help_text} per resource class of a pool (aggregate): its members and the '
             'trees of member roots, as the pool pages count them.',
-            ((label, number(value(usage))) for label, usage in pool_rows))
+            ((label, number(value(usage))) for label, usage in catalogue.pool_rows)))
     for suffix, help_text, value in BOOK_FIELDS:
-        yield from family(
+        yield text(family(
             f'placement_cloud_{suffix}', f'{help_text} per resource class over the whole cloud.',
-            ((label, number(value(usage))) for label, usage in cloud_rows))
-    if flavor_capacity is not None:
-        yield from os_capacity.series(flavor_capacity, rows)
-    for chunks in others:
-        yield from chunks
+            ((label, number(value(usage))) for label, usage in catalogue.cloud_rows)))
+    found = catalogue.flavor_capacity
+    if found is not None:
+        yield text(os_capacity.flavor_totals(found))
+        yield from kept(HYPERVISOR_FLAVORS, os_capacity.HYPERVISOR_FLAVORS_HELP)
+        yield text(os_capacity.project_filters(found))
+        for name, help_text, _, compat in INVENTORY_FAMILIES[6:]:
+            yield from kept(name, help_text)
+    for chunks in catalogue.others:
+        yield text(chunks)

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 import os_traits
 from django.db.models import Exists, OuterRef
 
-from placement_site.metrics import family, labels, number
-from providers import capacity, rules, scopes
+from placement_site.metrics import family, labels
+from providers import capacity, scopes
 from providers.flavors import configured_flavors
-from providers.models import ProviderAggregate, ProviderTrait, ResourceProvider
+from providers.models import ProviderAggregate, ProviderTrait
 from providers.pods.models import PodBinding
 
 # A pod's name stands for os-capacity's project-isolation aggregate; a
@@ -59,7 +59,7 @@ class FlavorCapacity:
     """What the os-capacity series show, read inside the request."""
     flavors: tuple
     totals: dict        # flavor name -> how many more fit the cloud
-    hypervisors: list   # (rendered labels but the flavor's, {flavor name: count}), by name
+    hypervisors: dict   # root id -> ((zone, pod), {flavor name: count}): hypervisor_labels
     bindings: list      # (project id, pod name), sorted
 
 
@@ -80,17 +80,13 @@ def read():
     totals.update(zip((flavor.name for flavor in counted), (fit.count for fit in found.total)))
     flavor_names = [flavor.name for flavor in counted]
     zones, pods = _pods_of_roots()
-    placed = {}   # (zone, pod) -> its labels, rendered once
-    hypervisors = []
-    for root, name in ResourceProvider.objects.roots().values_list('id', 'name').order_by('name'):
-        fits = {flavor: n for flavor, n in zip(flavor_names, found.trees.get(root, ())) if n}
+    hypervisors = {}
+    for root, counts in found.trees.items():
+        fits = {flavor: n for flavor, n in zip(flavor_names, counts) if n}
         if fits:
             bound = pods.get(root, ())
-            where = (zones.get(root, ''),
-                     bound[0] if len(bound) == 1 else SEVERAL_POD_NAMES if bound else '')
-            if where not in placed:
-                placed[where] = labels(az_aggregate=where[0], project_aggregate=where[1])[1:-1]
-            hypervisors.append((f'{labels(hypervisor=name)[:-1]},{placed[where]}', fits))
+            hypervisors[root] = ((zones.get(root, ''), bound[0] if len(bound) == 1
+                                  else SEVERAL_POD_NAMES if bound else ''), fits)
     bindings = sorted(set(PodBinding.objects.open().values_list('project_id', 'pod__name')))
     return FlavorCapacity(flavors, totals, hypervisors, bindings)
 
@@ -112,6 +108,14 @@ def _pods_of_roots():
     return zones, pods
 
 
+def hypervisor_head(name, where):
+    """A hypervisor sample's labels but the flavor's, '{hypervisor="..",
+    az_aggregate="..",project_aggregate=".."' (unclosed): the root's name,
+    and the zone and pod (FlavorCapacity.hypervisors) it is in."""
+    zone, pod = where
+    return labels(hypervisor=name, az_aggregate=zone, project_aggregate=pod)[:-1]
+
+
 def hypervisor_labels(label):
     """openstack-exporter's '{hostname="..",resourcetype=".."}' as
     os-capacity labels it, '{hypervisor="..",resource=".."}': the class
@@ -120,32 +124,23 @@ def hypervisor_labels(label):
     return '{hypervisor=' + host[len('{hostname='):] + ',resource=' + resource_class
 
 
-def series(found, rows):
-    """The os-capacity families, in chunks; rows: GET /metrics' inventory
-    rows (labels, total, reserved, allocation ratio, used)."""
-    yield from family(
+HYPERVISOR_FLAVORS_HELP = ('Free capacity for each hypervisor if you fill remaining space '
+                           'full of each flavor')
+
+
+def flavor_totals(found):
+    """openstack_free_capacity_by_flavor_total, in chunks (the hypervisors'
+    samples and the per-provider ones are providers.metrics' to write)."""
+    return family(
         'openstack_free_capacity_by_flavor_total',
         'Free capacity if you fill the cloud full of each flavor',
         ((labels(flavor_name=flavor.name, public='True'),
           str(found.totals[flavor.name])) for flavor in found.flavors))
-    flavor_labels = {flavor.name: labels(flavor_name=flavor.name)[1:] for flavor in found.flavors}
-    yield from family(
-        'openstack_free_capacity_hypervisor_by_flavor',
-        'Free capacity for each hypervisor if you fill remaining space full of each flavor',
-        ((f'{head},{flavor_labels[name]}', str(count))
-         for head, fits in found.hypervisors for name, count in fits.items()))
-    yield from family(
+
+
+def project_filters(found):
+    """openstack_project_filter_aggregate, in chunks."""
+    return family(
         'openstack_project_filter_aggregate',
         'Mapping of project_ids to aggregates in the host free capacity info.',
         ((labels(project_id=project, aggregate=pod), '1') for project, pod in found.bindings))
-    relabelled = [hypervisor_labels(label) for label, *_ in rows]
-    yield from family(
-        'openstack_hypervisor_placement_allocated',
-        'Currently allocated resource for each provider in placement.',
-        ((label, str(row[4])) for label, row in zip(relabelled, rows)))
-    yield from family(
-        'openstack_hypervisor_placement_allocatable_capacity',
-        'The total allocatable resource in the placement inventory.',
-        ((label, number(rules.capacity(total, reserved, ratio)))
-         for label, (_, total, reserved, ratio, _) in zip(relabelled, rows)))
-

@@ -314,16 +314,19 @@ class FitsFold:
         providers serving it (fits.count_lone_tree), as capacity.tree_fit_counts."""
         every = frozenset(p for providers in self.sharing.values() for p in providers)
         supply = [self._supply(image, every, set(shape), shape) for shape in self.shapes]
+        pooled = {}   # (sharing providers, shape) -> what they offer together
         found = {}
         for root, counts in self.trees.items():
             if counts and counts[0] == 'reached':
                 reached = image.reach.get(root, frozenset()) & every
                 found[root] = []
                 for index, shape in enumerate(self.shapes):
-                    pooled = collections.Counter()
-                    for provider in reached:
-                        pooled.update(supply[index][provider])
-                    found[root].append(fitting.count_lone_tree(counts[1][index], pooled,
+                    offered = pooled.get((reached, index))
+                    if offered is None:
+                        offered = pooled[reached, index] = collections.Counter()
+                        for provider in reached:
+                            offered.update(supply[index][provider])
+                    found[root].append(fitting.count_lone_tree(counts[1][index], offered,
                                                                list(shape)))
             else:
                 found[root] = counts

@@ -71,12 +71,13 @@ class Provider(NamedTuple):
     parent: int
     traits: int             # a bit per trait (Image.trait_bit)
     aggregates: frozenset   # aggregate ids
+    name: str
 
 
 class Tree:
     """One provider tree: its root's id, name and uuid, its providers (the
-    root first), their inventories, and the facets' data (in the order of
-    facets())."""
+    root first, then by id), their inventories (by provider and class), and
+    the facets' data (in the order of facets())."""
     __slots__ = ('facets', 'inventories', 'name', 'providers', 'root', 'uuid')
 
     def __init__(self, root, providers, inventories, facets=(), name=None, uuid=None):
@@ -187,16 +188,17 @@ def streamed(connection):
     return rows
 
 
-def read_trees(rows, roots, interned):
+def read_trees(rows, roots, interned, with_facets=True):
     """{root: Tree} of the trees `roots` (None: every tree) as the
-    database holds them now (rows: streamed()): a fixed number of queries."""
+    database holds them now (rows: streamed()): a fixed number of queries
+    (the facets' left out without `with_facets`)."""
     where, params = _roots_filter(roots, 'rp.root_provider_id')
     members, names = {}, {}
     for pk, parent, root, name, uuid in rows(
             f'SELECT rp.id, rp.parent_provider_id, rp.root_provider_id, rp.name, rp.uuid '
             f'FROM resource_providers rp{where}', params):
         if root is not None:
-            members[pk] = (parent, root)
+            members[pk] = (parent, root, name)
             if pk == root:
                 names[pk] = (name, uuid)
     traits = collections.defaultdict(list)
@@ -210,9 +212,9 @@ def read_trees(rows, roots, interned):
             f'JOIN resource_providers rp ON rp.id = a.resource_provider_id{where}', params):
         aggregates[pk].append(aggregate_id)
     providers = collections.defaultdict(list)
-    for pk, (parent, root) in members.items():
+    for pk, (parent, root, name) in members.items():
         providers[root].append(Provider(pk, parent, interned.traits(traits.pop(pk, ())),
-                                        interned.aggregates(aggregates.pop(pk, ()))))
+                                        interned.aggregates(aggregates.pop(pk, ())), name))
     del traits, aggregates, members
     inventories = collections.defaultdict(list)
     number = interned.number
@@ -226,7 +228,8 @@ def read_trees(rows, roots, interned):
             inventories[root].append(Inventory(
                 provider, number(class_id), number(total), number(reserved),
                 number(float(ratio)), number(min_unit), number(max_unit), number(step), used))
-    loaded = [facet.read(rows, roots, providers) for facet in facets().values()]
+    loaded = [facet.read(rows, roots, providers) if with_facets else {}
+              for facet in facets().values()]
     trees = {}
     for root, found in providers.items():
         found.sort(key=lambda p: (p.id != root, p.id))   # the root first
@@ -257,10 +260,10 @@ class Image:
     sharing: dict
 
     @classmethod
-    def read(cls, rows, version, tree_stamps, interned=None):
+    def read(cls, rows, version, tree_stamps, interned=None, with_facets=True):
         """The whole cloud, read now (rows: streamed())."""
         interned = interned or Interned()
-        trees = read_trees(rows, None, interned)
+        trees = read_trees(rows, None, interned, with_facets)
         image = cls(version, dict(tree_stamps), trees, read_catalogue(rows), interned, {}, {})
         image._index(trees.values(), add=True, owned=set())
         return image

@@ -6,6 +6,7 @@ given to other owners, on nested trees with sharing providers of one and of
 two classes, in pools and zones. The folds must follow every write by the
 trees it touched alone, and answer what recounting answers."""
 import collections
+import gzip as gzip_module
 import math
 import random
 import uuid
@@ -19,6 +20,7 @@ from allocations.models import Consumer, Project
 from allocations.ui import reports
 from placement_site.exceptions import PlacementDomainError
 from providers import books, capacity, ledger, scopes, services
+from providers import metrics as provider_metrics
 from providers.ledger import live
 from providers.models import (
     Inventory,
@@ -244,6 +246,7 @@ def same_books(ours, theirs):
 def read_every_fold():
     """Every fold read, so each write moves them (checked or not)."""
     owners_read()
+    provider_metrics.read_catalogue()
     shapes = shape_ids()
     for _, scope in groupings_now():
         books.scope_books(scope)
@@ -272,14 +275,27 @@ def owners_read():
     return found
 
 
+def scraped():
+    """GET /metrics' catalogue lines (the request series aside), sorted:
+    the per-tree ones from the ledger's kept buckets, or rendered anew."""
+    for gzip in (True, False):   # the kept members, and them unpacked
+        chunks = provider_metrics.answer('', provider_metrics.read_catalogue(gzip), gzip)
+        text = gzip_module.decompress(b''.join(chunks)).decode() if gzip else ''.join(chunks)
+        if gzip:
+            zipped = text
+    assert text == zipped
+    return sorted(text.splitlines())
+
+
 def check_every_fold():
     """What the dashboards read (from the ledger: no writing transaction is
     open) is what the database's rows recounted say."""
     assert ledger.serves(connection.alias)
-    owners = owners_read()
+    owners, metrics = owners_read(), scraped()
     with transaction.atomic():   # a transaction that may write: the rows summed
         assert not ledger.serves(connection.alias)
         assert owners == owners_read()
+        assert metrics == scraped()
     shapes = shape_ids()
     for name, scope in groupings_now():
         same_books(books.scope_books(scope), books._summed_books(scope))
