@@ -1,7 +1,8 @@
 # Sourced by the benchmark scripts (scale-bench.sh, ui-bench.sh), from the
-# repository's root: strict mode, DATABASE_URL required, their --load
-# option, and the server under test started in the background, waited for
-# and stopped when the script exits.
+# repository's root: strict mode, DATABASE_URL required, scale-bench.sh's
+# --load option (ui-bench.sh has more and parses its own), and the server
+# under test started in the background, waited for and stopped when the
+# script exits.
 set -euo pipefail
 : "${DATABASE_URL:?set DATABASE_URL}"
 
