@@ -279,9 +279,12 @@ PLACEMENT_METRICS_OS_CAPACITY = config.env_bool('PLACEMENT_METRICS_OS_CAPACITY',
 PLACEMENT_LEDGER = config.env_bool('PLACEMENT_LEDGER', True)
 # What other apps add to each tree of the ledger's image.
 PLACEMENT_LEDGER_FACETS = ['allocations.ledger.Allocations']
-# The bytes a process may spend remembering results (the ledger's folds, the
-# explorer's answers, the usage tables), least recently read dropped first.
-PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 64)
+# The bytes a process may spend on the ledger's folds (books, fits, owners'
+# usage, /metrics' rendered samples: about 150 MB at 40,000 compute nodes and
+# 180,000 consumers), and on other remembered answers (the explorer's),
+# least recently read dropped first.
+PLACEMENT_LEDGER_MB = config.env_int('PLACEMENT_LEDGER_MB', 256)
+PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 32)
 # Serving (scripts/serve.sh, docs/serving.md): which pool this process is,
 # `api` or `operator` behind the front, empty for one pool serving all.
 PLACEMENT_SERVING_POOL = os.environ.get('PLACEMENT_SERVING_POOL', '')

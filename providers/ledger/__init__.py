@@ -13,8 +13,11 @@ are summed from the live rows (providers.books, providers.capacity), and
 tests/ledger/ holds the folds to those sums on random write sequences.
 """
 import dataclasses
+import logging
+import threading
 
 from django.conf import settings
+from django.db import connections
 
 from providers import changes
 
@@ -23,7 +26,10 @@ from providers.ledger import groupings
 from providers.ledger.folds import BooksFold, FitsFold
 from providers.ledger.live import forget, ledger
 
-__all__ = ['books', 'fits', 'forget', 'groupings', 'serves', 'tree_books', 'tree_fits']
+LOG = logging.getLogger('placement.ledger')
+
+__all__ = ['books', 'fits', 'forget', 'groupings', 'prewarm', 'prewarm_in_background', 'serves',
+           'tree_books', 'tree_fits']
 
 
 def serves(using):
@@ -83,3 +89,29 @@ def tree_books(using, roots):
         if tree is not None:
             fold.add(image, tree)
     return fold.value(image)
+
+
+def prewarm(using='default'):
+    """Read the image, and build the folds the overview and the pools read
+    (the books and the configured flavors' fits of the cloud and every
+    pool): what a large cloud's first page would otherwise wait for."""
+    from providers import capacity, flavors
+    _, shapes = capacity.flavor_shapes(flavors.configured_flavors())
+    for grouping in (groupings.Grouping(groupings.CLOUD), groupings.Grouping(groupings.POOLS)):
+        books(using, grouping)
+        fits(using, grouping, shapes)
+
+
+def prewarm_in_background(using='default'):
+    """prewarm() in a thread of its own (a failure is logged, not raised:
+    the pages read it themselves then)."""
+    def run():
+        try:
+            close = connections[using].close
+            try:
+                prewarm(using)
+            finally:
+                close()
+        except Exception:   # the database not up yet, say: the pages will read
+            LOG.warning('ledger: reading the image at start failed', exc_info=True)
+    threading.Thread(target=run, name='ledger-prewarm', daemon=True).start()

@@ -6,9 +6,10 @@ version (providers.changes) while nothing changed; otherwise, in one
 snapshot, the tree stamps (one row per tree) and the trees whose stamps
 moved, read again, and every fold moved along (providers.ledger.folds). So
 the first read after a claim costs what the claim changed, not what the
-cloud holds. A fold nobody reads stays until the byte budget
-(PLACEMENT_REMEMBERED_MB, with the other remembered results) needs its
-room; a fold is built from the whole image the first time it is asked for.
+cloud holds. A fold nobody reads stays until the byte budget needs its
+room (PLACEMENT_LEDGER_MB: a cloud's folds grow with its trees and
+consumers); a fold is built from the whole image the first time it is
+asked for.
 
 When a quarter of the trees changed at once (a bulk load, an import), the
 image is read whole again and the folds built afresh when next asked.
@@ -41,13 +42,27 @@ class _Entry:
         self.size = size
 
 
+class _Folds(cachetools.LRUCache):
+    """The folds in their byte budget; the least recently read one that
+    makes room says so (it is built again when next asked for)."""
+
+    def __init__(self, using):
+        super().__init__(budget_bytes(), getsizeof=lambda entry: entry.size)
+        self.using = using
+
+    def popitem(self):
+        key, entry = super().popitem()
+        LOG.info('ledger %s: dropped %s (%d bytes) for room', self.using, key[0], entry.size)
+        return key, entry
+
+
 class Ledger:
 
     def __init__(self, using):
         self.using = using
         self.image = None
         self.lock = threading.RLock()
-        self.folds = cachetools.LRUCache(budget_bytes(), getsizeof=lambda entry: entry.size)
+        self.folds = _Folds(using)
         self.refreshes = 0   # how many times the image moved
         self.builds = 0      # how many folds were built from a whole image
 
@@ -98,9 +113,12 @@ class Ledger:
             self._refresh()
             entry = self.folds.get(key)
             if entry is None:
+                started = time.monotonic()
                 entry = _Entry(make(), 0)
                 entry.fold.build(self.image)
                 self.builds += 1
+                LOG.info('ledger %s: built %s in %.2f s', self.using, key[0],
+                         time.monotonic() - started)
             # Sized again as it is read: a fold grows and shrinks with its trees.
             entry.size = entry.fold.estimated_size()
             self.folds.pop(key, None)
@@ -116,7 +134,8 @@ class Ledger:
 
 
 def budget_bytes():
-    return int(settings.PLACEMENT_REMEMBERED_MB * 1024 * 1024)
+    """What the folds may hold, in bytes (PLACEMENT_LEDGER_MB)."""
+    return int(settings.PLACEMENT_LEDGER_MB * 1024 * 1024)
 
 
 _ledgers = {}
