@@ -4,6 +4,7 @@ and a project's own page for its members and readers. Server-rendered, a
 fixed number of queries per page; who sees what is placement_site.viewers'."""
 import collections
 import dataclasses
+import pickle
 
 from django.conf import settings
 from django.http import Http404
@@ -18,7 +19,7 @@ from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, candidates, changes, flavors
+from providers import books, candidates, changes, flavors, ledger
 from providers.candidates import combine, matching
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
@@ -352,19 +353,50 @@ def _explored(query, params, pod=None):
     """_explore's answer, remembered against the books' change log like the
     other dashboards' reads (everything the search reads writes the log),
     except for a project's pod (bindings are not in the log) or a random
-    draw of candidates."""
+    draw of candidates. A search for resources alone is held by the ledger
+    while claims leave it as it is: no tree it shows changed, and no
+    provider came to fit the amounts or stopped fitting them."""
     if pod is not None or settings.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES:
-        return _explore(query, params)
-    return changes.remembered(ResourceProvider.objects.all().db,
-                              ('explorer', query.urlencode(), params.urlencode()),
-                              lambda: _explore(query, params))
+        return _explore(query, params)[0]
+    using = ResourceProvider.objects.all().db
+    key = ('explorer', query.urlencode(), params.urlencode())
+    if set(query) <= {'resources', 'limit'} and ledger.serves(using):
+        held = ledger.held_answer(using, key)
+        if held is not None:
+            return held
+        found, shown, wanted = _explore(query, params)
+        ledger.keep_answer(using, key, found, _spoils(shown, _class_ids(wanted)),
+                           len(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)))
+        return found
+    return changes.remembered(using, key, lambda: _explore(query, params)[0])
+
+
+def _class_ids(wanted):
+    """{class id: amount} of {class name: amount}."""
+    ids = dict(ResourceClass.objects.filter(name__in=list(wanted)).values_list('name', 'id'))
+    return {ids[name]: amount for name, amount in wanted.items() if name in ids}
+
+
+def _spoils(shown, wanted):
+    """Whether a tree's change spoils an explorer answer for the amounts
+    `wanted` ({class id: amount}) that shows the providers `shown`: a tree
+    added, gone, or its providers moved or renamed, a shown tree changed at
+    all, or which of its inventories take their amount changed."""
+    def spoiled(old, new):
+        if old is None or new is None or old.placement() != new.placement():
+            return True
+        if any(provider.id in shown for provider in new.providers):
+            return old is not new
+        return old.fitting(wanted) != new.fitting(wanted)
+    return spoiled
 
 
 def _explore(query, params):
-    """The candidates for the query (at the latest microversion), with
-    provider names, the funnels, the explanation, the near misses and the
-    suggestions, each with a link re-running the explorer's `params` as
-    the suggestion rewrites them."""
+    """(answer, shown, wanted): the candidates for the query (at the latest
+    microversion), with provider names, the funnels, the explanation, the
+    near misses and the suggestions, each with a link re-running the
+    explorer's `params` as the suggestion rewrites them; the ids of the
+    providers it shows; the unsuffixed group's resources."""
     latest = microversion.parse(microversion.MAX_VERSION)
     parsed = candidates.parse(query, latest)
     explanation = candidates.explain_candidates(parsed, counted=False)
@@ -390,7 +422,7 @@ def _explore(query, params):
             'mappings': {suffix: [summaries[p].uuid for p in ids]
                          for suffix, ids in request.mappings.items()},
         })
-    return {
+    answer = {
         'candidates': rows,
         'summaries': sorted(((*provider(s.id), {
             'resources': {name: {'capacity': capacity, 'used': used}
@@ -406,6 +438,9 @@ def _explore(query, params):
             'link': '?' + suggestion.rewrite(params).urlencode(safe=':,!'),
         } for suggestion in explanation.suggestions],
     }
+    unsuffixed = parsed.groups.get('')
+    return (answer, {s.id for s in result.summaries},
+            dict(unsuffixed.resources) if unsuffixed is not None else {})
 
 
 # ---- the orphan audit -------------------------------------------------------------------

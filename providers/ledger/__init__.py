@@ -23,12 +23,12 @@ from providers import changes
 
 from providers.fits import Fit
 from providers.ledger import groupings
-from providers.ledger.folds import BooksFold, FitsFold
+from providers.ledger.folds import BooksFold, FitsFold, GuardedAnswer
 from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'groupings', 'prewarm', 'prewarm_in_background', 'serves',
+__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'keep_answer', 'prewarm', 'prewarm_in_background', 'serves',
            'tree_books', 'tree_fits']
 
 
@@ -78,6 +78,20 @@ def tree_fits(using, grouping, shapes):
         return found or [Fit(0) for _ in shapes], fold.tree_counts(image)
     return ledger(using).read(('tree fits', grouping, _shapes_key(shapes)),
                               lambda: FitsFold(grouping, shapes, per_tree=True), answer)
+
+
+def held_answer(using, key):
+    """An answer kept with keep_answer() and still as it was, or None."""
+    fold = ledger(using).held(('answer', key))
+    return None if fold is None else fold.value
+
+
+def keep_answer(using, key, value, spoiled, size):
+    """Hold `value`, read from the database in the snapshot this reads the
+    books' version in, while the trees that change leave it as it is
+    (folds.GuardedAnswer: spoiled(old tree, new tree))."""
+    ledger(using).keep(('answer', key), GuardedAnswer(value, spoiled, size),
+                       changes.version(using))
 
 
 def tree_books(using, roots):

@@ -331,3 +331,24 @@ class FitsFold:
             else:
                 found[root] = counts
         return found
+
+
+class GuardedAnswer:
+    """An answer read from the database (the explorer's), held while the
+    trees that change leave it as it is: `spoiled(old tree, new tree)` says
+    when one does not (either None: a tree added or gone). `size`: the
+    answer's, in bytes (its pickle's, say)."""
+
+    def __init__(self, value, spoiled, size):
+        self.value = value
+        self.spoiled = spoiled
+        self.size = size
+
+    def build(self, image):
+        pass   # made whole, held by Ledger.keep
+
+    def update(self, old, new, roots):
+        return not any(self.spoiled(old.trees.get(root), new.trees.get(root)) for root in roots)
+
+    def estimated_size(self):
+        return self.size

@@ -98,6 +98,22 @@ class Tree:
                 return provider
         return None
 
+    def placement(self):
+        """The tree's providers with their parents, traits and aggregates:
+        what candidates and their searches see of it beyond its inventories."""
+        return self.providers
+
+    def fitting(self, wanted):
+        """{(provider, class id)} of the inventories able to take one more
+        claim of their class's amount in `wanted` ({class id: amount}), by
+        rules.fits as the candidate search reads them."""
+        return frozenset(
+            (i.provider, i.resource_class) for i in self.inventories
+            if i.resource_class in wanted and rules.fits(
+                wanted[i.resource_class], total=i.total, reserved=i.reserved,
+                allocation_ratio=i.allocation_ratio, used=i.used, min_unit=i.min_unit,
+                max_unit=i.max_unit, step_size=i.step_size))
+
     def aggregates_of(self, provider):
         """The pools a provider (Provider) of this tree is in as member_of
         reads them: its own aggregates and its root's."""

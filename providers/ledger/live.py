@@ -14,6 +14,7 @@ asked for.
 When a quarter of the trees changed at once (a bulk load, an import), the
 image is read whole again and the folds built afresh when next asked.
 """
+import collections
 import logging
 import threading
 import time
@@ -31,6 +32,8 @@ LOG = logging.getLogger('placement.ledger')
 
 # Below this many changed trees the image always reads only those.
 REREAD_FLOOR = 2000
+# Moves remembered for answers computed while the image moved on.
+MOVES_KEPT = 32
 
 
 class _Entry:
@@ -65,6 +68,9 @@ class Ledger:
         self.folds = _Folds(using)
         self.refreshes = 0   # how many times the image moved
         self.builds = 0      # how many folds were built from a whole image
+        # The last moves, (old image, new image, trees affected): what an
+        # answer computed meanwhile, at an older version, is moved along.
+        self.moves = collections.deque(maxlen=MOVES_KEPT)
 
     def _refresh(self):
         # All of it at one moment: the page's snapshot when one is open.
@@ -85,12 +91,13 @@ class Ledger:
                 started = time.monotonic()
                 self.image = None   # the old one's memory back before the new one's
                 self.folds.clear()
+                self.moves.clear()
                 self.image = Image.read(rows, version, tree_stamps)
                 LOG.info('ledger %s: read %d trees in %.2f s', self.using,
                          len(self.image.trees), time.monotonic() - started)
             else:
                 new = old.succeeded(rows, version, tree_stamps, changed)
-                self._move_folds(old, new, changed)
+                self.moves.append((old, new, self._move_folds(old, new, changed)))
                 self.image = new
         self.refreshes += 1
 
@@ -105,6 +112,33 @@ class Ledger:
         for key in list(self.folds.keys()):
             if not self.folds[key].fold.update(old, new, affected):
                 del self.folds[key]   # built afresh when next asked for
+        return affected
+
+    def held(self, key):
+        """The fold `key` if the ledger holds it (brought up to date), else None."""
+        with self.lock:
+            self._refresh()
+            entry = self.folds.get(key)
+            return entry.fold if entry is not None else None
+
+    def keep(self, key, fold, version):
+        """Hold a fold made outside the ledger at `version` (an answer read
+        from the database: GuardedAnswer), moved along the moves since; not
+        when the ledger no longer knows that version, or a move spoils it."""
+        with self.lock:
+            if self.image is None:
+                return
+            if version != self.image.version:
+                since = [i for i, (old, _, _) in enumerate(self.moves) if old.version == version]
+                if not since:
+                    return
+                for old, new, affected in list(self.moves)[since[-1]:]:
+                    if not fold.update(old, new, affected):
+                        return
+            entry = _Entry(fold, fold.estimated_size())
+            self.folds.pop(key, None)
+            if entry.size <= self.folds.maxsize:
+                self.folds[key] = entry
 
     def read(self, key, make, answer):
         """answer(fold, image) of the fold `key` (make() builds an empty
