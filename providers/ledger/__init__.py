@@ -33,10 +33,13 @@ __all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'keep_answer',
 
 
 def serves(using):
-    """Whether reads on `using` may come from the ledger: it is on, and
-    they are not inside a transaction that may write (a page's read
-    snapshot may: placement_site.snapshots)."""
-    return settings.PLACEMENT_LEDGER and changes.serving(using)
+    """Whether reads on `using` may come from the ledger: it is on, this
+    is not the API pool (the image is the operator pool's: an API worker
+    reading GET /pods sums the rows rather than read a cloud into its
+    memory), and they are not inside a transaction that may write (a page's
+    read snapshot may: placement_site.snapshots)."""
+    return (settings.PLACEMENT_LEDGER and settings.PLACEMENT_SERVING_POOL != 'api'
+            and changes.serving(using))
 
 
 def _shapes_key(shapes):

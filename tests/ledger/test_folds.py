@@ -371,3 +371,14 @@ def test_a_write_inside_a_transaction_reads_the_live_rows():
         assert books.scope_books(scopes.cloud())['cloud']['VCPU'].total == (
             books._summed_books(scopes.cloud())['cloud']['VCPU'].total)
         transaction.set_rollback(True)
+
+
+def test_the_api_pool_sums_the_rows(settings):
+    """The image is the operator pool's: an API worker (GET /pods reads
+    pools' books) never reads a cloud into its memory."""
+    build_cloud(random.Random('api'))
+    assert ledger.serves(connection.alias)
+    settings.PLACEMENT_SERVING_POOL = 'api'
+    assert not ledger.serves(connection.alias)
+    books.scope_books(scopes.cloud())
+    assert live.ledger('default').image is None
