@@ -37,11 +37,3 @@ def child_exit(server, worker):
     if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         multiprocess.mark_process_dead(worker.pid)
 
-
-def post_worker_init(worker):
-    """The operator pool reads the dashboards' image of the cloud as it
-    starts, in the background (providers.ledger.prewarm): the first page
-    need not wait for it."""
-    if os.environ.get('PLACEMENT_SERVING_POOL') == 'operator':
-        from providers import ledger
-        ledger.prewarm_in_background()

@@ -31,6 +31,7 @@ from django.db.models.lookups import GreaterThanOrEqual
 
 from providers import books, changes, ledger, scopes
 from providers.fits import Fit, count_fits, count_lone_tree
+from providers.flavors import configured_flavors
 from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
 from providers.pods.models import Pod
 from providers.rules import slots_sql, takes_sql
@@ -376,3 +377,13 @@ def why_none_fit(flavors, scope, groups, fits):
 
 def _class_ids(names):
     return ResourceClass.objects.filter(name__in=list(names)).values_list('name', 'id')
+
+
+def prewarm(using='default'):
+    """Read the ledger's image and build the folds the overview and the
+    pools read (the books and the configured flavors' fits of the cloud
+    and of every pool): what a large cloud's first page would wait for."""
+    _, shapes = flavor_shapes(configured_flavors())
+    for scope in (scopes.cloud(), scopes.pools()):
+        ledger.books(using, scope.grouping)
+        ledger.fits(using, scope.grouping, shapes)

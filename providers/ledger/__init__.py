@@ -28,7 +28,7 @@ from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'keep_answer', 'prewarm', 'prewarm_in_background', 'serves',
+__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'serves',
            'tree_books', 'tree_fits']
 
 
@@ -108,27 +108,16 @@ def tree_books(using, roots):
     return fold.value(image)
 
 
-def prewarm(using='default'):
-    """Read the image, and build the folds the overview and the pools read
-    (the books and the configured flavors' fits of the cloud and every
-    pool): what a large cloud's first page would otherwise wait for."""
-    from providers import capacity, flavors
-    _, shapes = capacity.flavor_shapes(flavors.configured_flavors())
-    for grouping in (groupings.Grouping(groupings.CLOUD), groupings.Grouping(groupings.POOLS)):
-        books(using, grouping)
-        fits(using, grouping, shapes)
 
-
-def prewarm_in_background(using='default'):
-    """prewarm() in a thread of its own (a failure is logged, not raised:
-    the pages read it themselves then)."""
+def in_background(work, using='default'):
+    """work(using) in a thread of its own (a failure is logged, not raised:
+    the pages read it themselves then), its connection closed after."""
     def run():
         try:
-            close = connections[using].close
             try:
-                prewarm(using)
+                work(using)
             finally:
-                close()
+                connections[using].close()
         except Exception:   # the database not up yet, say: the pages will read
             LOG.warning('ledger: reading the image at start failed', exc_info=True)
     threading.Thread(target=run, name='ledger-prewarm', daemon=True).start()
