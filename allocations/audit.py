@@ -12,17 +12,34 @@ Which servers the cloud still runs is not Placement's to know: the
 operator gives the list (`openstack server list --all-projects -f value
 -c ID`), and INSTANCE consumers missing from it are orphans.
 """
+import array
+import bisect
+import collections
 import datetime
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import Coalesce
 
-from allocations.models import Allocation, Consumer, ConsumerType
+from allocations import ledger as allocation_ledger
+from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site.queries import InStrings, count_of
 from placement_site.validation import is_uuid_like, normalize_uuid
-from providers import rules
+from providers import ledger, rules
+from providers.ledger.image import facets as image_facets
 from providers.models import Inventory, ResourceProvider
+from providers.querysets import SHARING_TRAIT
 
 # A consumer written this little before the live list was taken may be a
 # server the list does not show yet: it is never judged by the list.
@@ -41,10 +58,17 @@ class Finding:
     fields: tuple
     rows: QuerySet
     deleted: str = ''
+    # What the rows are found among, without the joins their columns take:
+    # counted rather than the rows (the same number).
+    found: QuerySet = None
 
     @property
     def columns(self):
         return [name for name, _path in self.fields]
+
+    def count(self):
+        """How many rows there are (one query)."""
+        return (self.rows if self.found is None else self.found).count()
 
     def listed(self, rows):
         """`rows` (some of self.rows) under the output's column names."""
@@ -53,23 +77,112 @@ class Finding:
 
 # ---- the selectors -----------------------------------------------------------------------
 
-def consumers_on_several_trees():
+def consumers_on_several_trees(among=None):
     """Consumers other than migrations holding allocations in more than one
     provider tree, sharing providers aside (an instance's disk on an NFS
     pool is in the pool's tree by design). During a move nova holds the
     source host with the MIGRATION consumer and the destination with the
     instance, so an instance on two trees is a move that went wrong.
     Consumers of unknown type (written before microversion 1.38) count as
-    not migrations."""
-    trees = (Allocation.objects
-             .exclude(resource_provider__in=ResourceProvider.objects.sharing().values('pk'))
-             .order_by().values('consumer_id')
-             .annotate(n=Count('resource_provider__root_provider_id', distinct=True)))
+    not migrations. `among`: consumer ids the answer is sought among (none
+    of the others is), else every consumer."""
+    held = (Allocation.objects
+            .exclude(resource_provider__in=ResourceProvider.objects.sharing().values('pk'))
+            .order_by().values('consumer_id'))
+    consumers = Consumer.objects.exclude(consumer_type__name=ConsumerType.MIGRATION)
+    if among is not None:
+        held = held.filter(consumer_id__in_ids=among)
+        consumers = consumers.filter(pk__in_ids=among)
     # Found by one grouping of every allocation (4 times faster than a count
-    # per consumer at 90,000 consumers); counted per consumer for those found.
-    return (Consumer.objects.exclude(consumer_type__name=ConsumerType.MIGRATION)
-            .filter(pk__in=trees.filter(n__gt=1).values('consumer_id'))
+    # per consumer at 90,000 consumers), a consumer's trees told apart by
+    # their lowest and highest root: a hash aggregate, where counting
+    # distinct roots sorted each consumer's (1.5 times slower at 180,000
+    # consumers). The trees are counted per consumer for those found.
+    spread = held.annotate(lowest=Min('resource_provider__root_provider_id'),
+                           highest=Max('resource_provider__root_provider_id')).filter(
+        lowest__lt=F('highest'))
+    trees = held.annotate(n=Count('resource_provider__root_provider_id', distinct=True))
+    return (consumers.filter(pk__in=spread.values('consumer_id'))
             .annotate(trees=Subquery(trees.filter(consumer_id=OuterRef('pk')).values('n'))))
+
+
+def held_on_several_trees(using):
+    """The ids of the consumers that hold allocations on more than one
+    tree, sharing providers aside, whatever their type, as the dashboards'
+    ledger (providers.ledger) holds the trees: kept as the trees change, a
+    claim moving it by the trees it wrote. A superset of
+    consumers_on_several_trees(), which sought among them says which."""
+    return ledger.ledger(using).read(('audit: trees held',), TreesHeld,
+                                     lambda fold, image: sorted(fold.several))
+
+
+class TreesHeld:
+    """A fold over the ledger's trees (providers.ledger.live): for each
+    consumer, how many trees hold its allocations on providers that do
+    not share, as two sorted arrays (16 bytes a consumer: the cloud's
+    consumers, where a dict would take a hundred each), and the consumers
+    on more than one."""
+    # Past this many consumers in the changed trees, built again instead.
+    MOVED_AT_MOST = 5000
+
+    def __init__(self):
+        self.consumers = array.array('q')   # consumer ids, ascending
+        self.trees = array.array('q')       # how many trees hold each one's allocations
+        self.several = set()
+
+    def build(self, image):
+        counted = collections.Counter()
+        for holding in _holding_per_tree(image, image.trees.values()):
+            counted.update(holding)
+        self.consumers = array.array('q', sorted(counted))
+        self.trees = array.array('q', (counted[consumer] for consumer in self.consumers))
+        self.several = {consumer for consumer, trees in counted.items() if trees > 1}
+
+    def update(self, old, new, roots):
+        gone = list(_holding_per_tree(old, [old.trees[r] for r in roots if r in old.trees]))
+        came = list(_holding_per_tree(new, [new.trees[r] for r in roots if r in new.trees]))
+        if sum(map(len, gone)) + sum(map(len, came)) > self.MOVED_AT_MOST:
+            return False   # many trees changed at once: built afresh when next read
+        for holding, step in [*((h, -1) for h in gone), *((h, 1) for h in came)]:
+            for consumer in holding:
+                self._step(consumer, step)
+        return True
+
+    def _step(self, consumer, step):
+        at = bisect.bisect_left(self.consumers, consumer)
+        if at < len(self.consumers) and self.consumers[at] == consumer:
+            trees = self.trees[at] + step
+            if trees:
+                self.trees[at] = trees
+            else:
+                del self.consumers[at]
+                del self.trees[at]
+        else:
+            trees = step
+            self.consumers.insert(at, consumer)
+            self.trees.insert(at, trees)
+        if trees > 1:
+            self.several.add(consumer)
+        else:
+            self.several.discard(consumer)
+
+    def estimated_size(self):
+        return 1000 + 16 * len(self.consumers) + 100 * len(self.several)
+
+
+def _holding_per_tree(image, trees):
+    """For each tree: the consumers holding allocations on its providers
+    that do not share (allocations.ledger's rows: consumer, owner,
+    provider, class, used)."""
+    index = list(image_facets()).index(allocation_ledger.Allocations.key)
+    step = allocation_ledger.Allocations.FIELDS
+    bit = image.trait_bit(SHARING_TRAIT)
+    for tree in trees:
+        rows = tree.facets[index]
+        if not rows:
+            continue
+        sharing = () if bit is None else {p.id for p in tree.providers if p.traits >> bit & 1}
+        yield {rows[at] for at in range(0, len(rows), step) if rows[at + 2] not in sharing}
 
 
 def lacking_inventory(allocations=None):
@@ -83,8 +196,11 @@ def lacking_inventory(allocations=None):
 
 def consumers_without_owner():
     """Consumers whose project or user has an empty external id: their
-    usage counts for nobody (GET /usages, quotas)."""
-    return Consumer.objects.filter(Q(project__external_id='') | Q(user__external_id=''))
+    usage counts for nobody (GET /usages, quotas). Those owners are found
+    in their own tables, not by joining both to every consumer."""
+    return Consumer.objects.filter(
+        Q(project__in=Project.objects.filter(external_id='').values('pk'))
+        | Q(user__in=User.objects.filter(external_id='').values('pk')))
 
 
 def inventories_over_capacity():
@@ -127,9 +243,15 @@ OVER_CAPACITY = 'over_capacity'
 NOT_LIVE = 'not_live'
 
 
-def findings(live_uuids=None, listed_at=None):
+def findings(live_uuids=None, listed_at=None, from_ledger=False):
     """Every finding, in the order they are reported; the live list's
-    only when a list is given."""
+    only when a list is given. `from_ledger`: where the dashboards' ledger
+    serves the read (a page's), the consumers on several trees are sought
+    among those it holds on several (held_on_several_trees), not among
+    every consumer: the same rows, without grouping every allocation."""
+    among = None
+    if from_ledger and allocation_ledger.serves(Allocation.objects.db):
+        among = held_on_several_trees(Allocation.objects.db)
     found = [
         Finding(SEVERAL_TREES, 'Consumers on more than one tree',
                 'Consumers that are not migrations hold allocations in more than one '
@@ -138,7 +260,8 @@ def findings(live_uuids=None, listed_at=None):
                 '(openstack server show) and write its allocations again on that host '
                 'alone (PUT /allocations/{uuid} at its generation).',
                 CONSUMER_FIELDS + (('trees', 'trees'),),
-                _consumer_rows(consumers_on_several_trees(), 'trees')),
+                _consumer_rows(consumers_on_several_trees(among), 'trees'),
+                found=consumers_on_several_trees(among)),
         Finding(WITHOUT_INVENTORY, 'Allocations without inventory',
                 'Allocations of a resource class their provider has no inventory of any '
                 'more: the database was changed behind Placement or a reshape was cut '
@@ -152,12 +275,14 @@ def findings(live_uuids=None, listed_at=None):
                     'consumer__uuid', 'consumer__generation', 'resource_provider__uuid',
                     'resource_provider__name', 'resource_class__name', 'used',
                 ).order_by('consumer_id', 'pk'),
-                deleted='these allocations (the consumer keeps its others)'),
+                deleted='these allocations (the consumer keeps its others)',
+                found=lacking_inventory()),
         Finding(WITHOUT_OWNER, 'Consumers without project or user',
                 'Consumers whose project or user id is empty: their usage counts for no '
                 'project (GET /usages, quotas). Write their allocations again with the '
                 'right project_id and user_id.',
-                CONSUMER_FIELDS, _consumer_rows(consumers_without_owner())),
+                CONSUMER_FIELDS, _consumer_rows(consumers_without_owner()),
+                found=consumers_without_owner()),
         Finding(OVER_CAPACITY, 'Usage over capacity',
                 'Inventories whose allocations exceed (total - reserved) * '
                 'allocation_ratio, after an inventory change Placement accepted: nothing '
@@ -170,7 +295,8 @@ def findings(live_uuids=None, listed_at=None):
                 inventories_over_capacity().values(
                     'resource_provider__uuid', 'resource_provider__name',
                     'resource_class__name', 'used', 'capacity', 'total', 'reserved',
-                    'allocation_ratio').order_by('resource_provider_id', 'resource_class_id')),
+                    'allocation_ratio').order_by('resource_provider_id', 'resource_class_id'),
+                found=inventories_over_capacity()),
     ]
     if live_uuids is not None:
         found.append(Finding(
@@ -182,7 +308,8 @@ def findings(live_uuids=None, listed_at=None):
             _consumer_rows(instances_not_live(live_uuids, listed_at).annotate(
                 allocation_count=count_of(Allocation, 'consumer')),
                 'allocation_count', 'created_at'),
-            deleted="all the consumer's allocations, and the consumer"))
+            deleted="all the consumer's allocations, and the consumer",
+            found=instances_not_live(live_uuids, listed_at)))
     return found
 
 

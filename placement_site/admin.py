@@ -11,6 +11,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext_lazy
 
 from placement_site import exceptions
@@ -31,6 +32,15 @@ class RelatedOnly(admin.RelatedOnlyFieldListFilter):
             used = field.model._default_manager.filter(**{field.name: OuterRef('pk')})
         return field.get_choices(include_blank=False, limit_choices_to=Q(Exists(used)),
                                  ordering=self.field_admin_ordering(field, request, model_admin))
+
+
+def search_words(search_term):
+    """The words of an admin search, as ModelAdmin.get_search_results
+    splits them (quoted phrases kept whole, their quotes removed)."""
+    for word in smart_split(search_term):
+        if word.startswith(('"', "'")) and word[0] == word[-1]:
+            word = unescape_string_literal(word)
+        yield word
 
 
 def count_column(annotation, description):
@@ -65,7 +75,13 @@ def adopt(obj, saved):
 class ServiceAdmin(admin.ModelAdmin):
     """An admin whose writes are service calls (save_model, delete_model and
     the inline formsets' save). A domain refusal is shown as an error
-    message, never as a 500, and changes nothing."""
+    message, never as a 500, and changes nothing.
+
+    A list says how many rows match, not also how many the table holds
+    ("Show all" instead of "N total"): that is a second COUNT(*) over the
+    whole table on every list page and search (180,000 consumers, 577,000
+    allocations at 40,000 compute nodes)."""
+    show_full_result_count = False
 
     def change_refusal(self, obj):
         """Why `obj` may not be edited at all, or None."""
@@ -164,7 +180,7 @@ class ReadOnly:
 
 
 class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
-    pass
+    show_full_result_count = False   # as ServiceAdmin's
 
 
 class ReadOnlyInline(ReadOnly, admin.TabularInline):

@@ -6,6 +6,8 @@ report; --delete removes only the orphans it names, as the API would
 import datetime
 import io
 import json
+import random
+import re
 import uuid
 
 import pytest
@@ -19,7 +21,7 @@ from allocations import services as allocation_services
 from allocations.management.commands import placement_audit
 from allocations.models import Allocation, Consumer
 from placement_site import exceptions
-from providers import services
+from providers import ledger, services
 from providers.models import Event, Inventory, ResourceProvider
 from tests.conftest import add_provider, command_result, unchanged
 
@@ -432,3 +434,77 @@ def test_json_lists_every_finding_with_its_rows(orphans, tmp_path):
     assert by_key['several_trees']['deleted_by_delete'] is None
     assert by_key['not_live']['deleted_by_delete']
     assert 'delete' not in report
+
+
+# ---- the dashboards' audit page: consumers on several trees sought among the ledger's -------
+
+COMMITTED = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def several_trees(from_ledger):
+    (finding,) = [f for f in audit.findings(None, timezone.now(), from_ledger=from_ledger)
+                  if f.key == audit.SEVERAL_TREES]
+    return finding.count(), finding.listed(finding.rows)
+
+
+@COMMITTED
+@pytest.mark.slow
+def test_the_ledgers_consumers_on_several_trees_are_the_databases(staff):
+    """held_on_several_trees (a fold over the ledger's trees, moved by the
+    trees each write touched) narrows the search of the audit page to
+    exactly what a grouping of every allocation finds, on random committed
+    writes: claims on one tree, two or a share, migrations, moves back to
+    one tree, deletes, a provider starting or ceasing to share, a
+    consumer's type changed, inventory taken away."""
+    rng = random.Random(7)
+    rps, instances, migrations = build_cloud()
+    cn3 = add_provider('cn3', inventories={'VCPU': {'total': 64}, 'MEMORY_MB': {'total': 8192}},
+                       aggregates=[POOL_AGGREGATE])
+    rps['cn3'] = cn3
+    services.inventories_replace(provider=fresh(rps['numa']), inventories={
+        'VCPU': {'total': 1000}})
+    consumers = list(instances + migrations)
+    held = [({rps['numa']: {'VCPU': 1}}), ({rps['cn2']: {'MEMORY_MB': 8}}),
+            ({rps['cn3']: {'VCPU': 1}}), ({rps['nfs']: {'DISK_GB': 1}}),
+            ({rps['cn1']: {'MEMORY_MB': 8}})]
+
+    def claim(consumer=None):
+        parts = rng.sample(held, rng.randint(1, 3))
+        wanted = {rp: amounts for part in parts for rp, amounts in part.items()}
+        generation = None
+        if consumer is not None:
+            generation = Consumer.objects.get(uuid=consumer).generation
+        return allocate(wanted, consumer=consumer, generation=generation,
+                        consumer_type=rng.choice(['INSTANCE', 'MIGRATION', None]))
+
+    def toggle_sharing(rp):
+        traits = set(ResourceProvider.objects.get(pk=rp.pk).traits.values_list('name', flat=True))
+        traits ^= {'MISC_SHARES_VIA_AGGREGATE'}
+        services.traits_replace(provider=fresh(rp), trait_names=sorted(traits))
+
+    seen = set()
+    for step in range(60):
+        action = rng.random()
+        if action < 0.45 or not consumers:
+            consumers.append(claim())
+        elif action < 0.65:
+            claim(rng.choice(consumers))                 # moved, or spread again
+        elif action < 0.8:
+            gone = consumers.pop(rng.randrange(len(consumers)))
+            allocation_services.allocations_delete(consumer_uuid=gone)
+        elif action < 0.9:
+            toggle_sharing(rng.choice([rps['nfs'], rps['cn3']]))
+        else:
+            Consumer.objects.filter(uuid=rng.choice(consumers)).update(
+                consumer_type=None)                      # as a hand edit would
+        expected = several_trees(from_ledger=False)
+        assert several_trees(from_ledger=True) == expected, step
+        seen.add(expected[0])
+        if step % 15 == 14:   # and the page, in its read snapshot
+            html = staff.get('/ui/audit/?finding=several_trees').content.decode()
+            assert re.search(r'<tr data-finding="several_trees"[^>]*>\s*<td>.*?</td>\s*'
+                             rf'<td class="num">{expected[0]}</td>', html, re.S), step
+            assert sorted(re.findall(r'<td data-column="consumer_uuid">(?:<a[^>]*>)?([^<]*)',
+                                     html)) == sorted(row['consumer_uuid'] for row in expected[1])
+    assert len(seen) > 3   # the answer moved
+    assert ('audit: trees held',) in ledger.ledger(connection.alias).folds

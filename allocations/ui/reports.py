@@ -6,7 +6,19 @@ providers, consumers or pods."""
 import collections
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    FloatField,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    Window,
+)
+from django.db.models.functions import Coalesce
 
 from allocations import ledger as allocation_ledger
 from allocations.models import Allocation, Consumer, ConsumerType, Project
@@ -84,21 +96,41 @@ def aggregates_with_counts():
 
 
 def fullest_inventories(limit=10):
-    """The inventories closest to full, with their providers (one query)."""
-    return list(Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
-                .select_related('resource_provider', 'resource_class')
-                .order_by(F('utilization').desc(nulls_last=True),
-                          'resource_provider__name')[:limit])
+    """The inventories closest to full, with their providers: one query
+    (two when fewer than `limit` inventories have a utilization at all).
+
+    Ordered by utilization, then by their provider's name: only the rows
+    at least as full as the limit-th fullest inventory can be among them,
+    so the provider names are joined for those alone (an uncorrelated
+    subquery finds that threshold over the inventories by themselves; a
+    utilization is never negative, -1 stands below them all when there is
+    none), not for every inventory of the cloud before sorting. Those
+    without a utilization come last, by name."""
+    with_capacity = Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
+    by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name')
+    threshold = with_capacity.order_by(by_fullness[0]).values('utilization')[
+        max(limit - 1, 0):max(limit, 1)]
+    fullest = list(with_capacity.filter(utilization__gte=Coalesce(
+        Subquery(threshold), Value(-1.0, FloatField()))).select_related(
+        'resource_provider', 'resource_class').order_by(*by_fullness)[:limit])
+    if len(fullest) < limit:
+        fullest += with_capacity.filter(utilization__isnull=True).select_related(
+            'resource_provider', 'resource_class').order_by(*by_fullness)[:limit - len(fullest)]
+    return fullest
 
 
 def cloud_counts():
+    """The cloud's providers, roots, consumers and projects holding
+    consumers (a project counted by an EXISTS per project on the consumers'
+    index, not a DISTINCT over a join with every consumer). Three queries."""
     providers = ResourceProvider.objects.aggregate(
         all=Count('id'), roots=Count('id', filter=Q(parent_provider__isnull=True)))
     return {
         'providers': providers['all'],
         'roots': providers['roots'],
         'consumers': Consumer.objects.count(),
-        'projects': Project.objects.filter(consumers__isnull=False).distinct().count(),
+        'projects': Project.objects.filter(
+            Exists(Consumer.objects.filter(project=OuterRef('pk')))).count(),
     }
 
 
@@ -223,11 +255,41 @@ def provider_tree(provider, with_inventories=False):
 
 def consumers_holding(**within):
     """The consumers holding allocations narrowed by `within` (Allocation
-    lookups: a provider, a tree), by uuid, with their owners (paginate it).
-    A semi-join from those allocations: the database starts from them, not
-    from every consumer of the cloud."""
-    return Consumer.objects.filter(pk__in=Allocation.objects.filter(**within).values(
-        'consumer_id')).select_related('project', 'user', 'consumer_type').order_by('uuid')
+    lookups: a provider, a tree's providers), by uuid, with their owners
+    (paginate it: Counted). A semi-join from those allocations: the
+    database starts from them, not from every consumer of the cloud; and
+    counted as the distinct consumers of those allocations alone."""
+    return Counted(
+        Consumer.objects.filter(pk__in=Allocation.objects.filter(**within).values(
+            'consumer_id')).select_related('project', 'user', 'consumer_type').order_by('uuid'),
+        lambda: Allocation.objects.filter(**within).values('consumer_id').distinct().count())
+
+
+class Counted:
+    """A queryset as a Paginator and an export read it (counted, sliced,
+    iterated), counted by `count()`: the same number as COUNT(*) over the
+    queryset, from a cheaper query."""
+    ordered = True
+
+    def __init__(self, queryset, count):
+        self.queryset, self._count, self._counted = queryset, count, None
+
+    def count(self):
+        if self._counted is None:
+            self._counted = self._count()
+        return self._counted
+
+    def __len__(self):
+        return self.count()
+
+    def __getitem__(self, key):
+        return self.queryset[key]
+
+    def __iter__(self):
+        return iter(self.queryset)
+
+    def iterator(self, chunk_size=None):
+        return self.queryset.iterator(chunk_size=chunk_size)
 
 
 def holdings(consumers, **within):
@@ -256,13 +318,16 @@ def sharing_relations(provider, sharing):
     """(the first RELATED_SHOWN by name, how many): for a sharing provider, the
     roots of the trees it serves through its aggregates, as the candidate
     search finds them (a share may serve every tree of the cloud); for any
-    other provider, the sharing providers serving its tree. Two queries."""
+    other provider, the sharing providers serving its tree. One query: the
+    rows shown, each with how many there are in all (a window count)."""
     if sharing:
         related = ResourceProvider.objects.filter(pk=provider.pk).roots_served().exclude(
             pk=provider.root_provider_id)
     else:
         related = ResourceProvider.objects.sharing().serving_tree(provider.root_provider_id)
-    return list(related.order_by('name')[:RELATED_SHOWN]), related.count()
+    shown = list(related.annotate(related_count=Window(Count('*'))).order_by(
+        'name')[:RELATED_SHOWN])
+    return shown, shown[0].related_count if shown else 0
 
 
 # ---- a consumer, a project ------------------------------------------------------------

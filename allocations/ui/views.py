@@ -14,7 +14,12 @@ from django.utils import timezone
 from allocations import audit
 from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
-from allocations.ui.filters import ProviderFilterSet, sort_choices, sorted_providers
+from allocations.ui.filters import (
+    ProviderFilterSet,
+    ProviderPages,
+    sort_choices,
+    sorted_providers,
+)
 from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
@@ -63,11 +68,13 @@ def provider_list(request):
         matching, error = providers.none(), exc.detail
     else:
         error = None
-    listed = sorted_providers(matching, sort, trees=trees)
     if exports.wanted(request):
+        listed = sorted_providers(matching, sort, trees=trees)
         return exports.streamed(request, 'providers',
                                 *reports.provider_rows(listed.with_max_utilization()))
-    page = page_of(request, listed)
+    # Counted on the filtered providers, a page found from the inventories
+    # where the sort is theirs (ProviderPages).
+    page = page_of(request, ProviderPages(matching, sort, trees=trees))
     usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
         'filters': filters, 'page': page, 'sort': sort, 'trees': trees, 'error': error,
@@ -107,18 +114,27 @@ def tree_detail(request, uuid):
     provider = get_object_or_404(ResourceProvider.objects.select_related('root_provider'),
                                  uuid=uuid)
     root = provider.root_provider
-    within = {'resource_provider__root_provider_id': root.pk}
-    listed = reports.consumers_holding(**within)
     if exports.wanted(request):
+        within = {'resource_provider__root_provider_id': root.pk}
         return exports.streamed(request, f'tree-{root.uuid}-consumers',
-                                *reports.consumer_rows(listed, **within))
-    consumers = page_of(request, listed)
+                                *reports.consumer_rows(reports.consumers_holding(**within),
+                                                       **within))
+    tree = reports.provider_tree(root, with_inventories=True)
+    # The tree's providers, as the tree was read: their allocations by
+    # provider, not joined with every provider to find its root.
+    providers, nodes = [], [tree]
+    while nodes:
+        node = nodes.pop()
+        providers.append(node.provider.pk)
+        nodes.extend(node.children)
+    within = {'resource_provider_id__in': sorted(providers)}
+    consumers = page_of(request, reports.consumers_holding(**within))
     tree_books = books.tree_books(root.pk)
     related, related_count = reports.sharing_relations(root, False)
     return render(request, 'ui/host.html', {
         'root': root, 'provider': provider,
         'books': tree_books.values(), 'classes': tree_books,
-        'tree': reports.provider_tree(root, with_inventories=True),
+        'tree': tree,
         'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, **within),
         'page': consumers,
@@ -457,12 +473,14 @@ def audit_page(request):
     Nothing here deletes: that is `manage.py placement_audit --delete`."""
     form = LiveListForm(request.POST or None)
     live = form.cleaned_data['servers'] if form.is_valid() else None
-    findings = audit.findings(live, timezone.now())
-    counts = {finding.key: finding.rows.count() for finding in findings}
+    findings = audit.findings(live, timezone.now(), from_ledger=True)
+    counts = {finding.key: finding.count() for finding in findings}
     chosen = audit.NOT_LIVE if live is not None else request.GET.get('finding')
     shown = next((f for f in findings if f.key == chosen), None) or next(
         (f for f in findings if counts[f.key]), findings[0])
-    page = shown.rows[:LIVE_ROWS] if live is not None else page_of(request, shown.rows)
+    # Paged by the count just read, not counted again (none: no rows read).
+    page = shown.rows[:min(LIVE_ROWS, counts[shown.key])] if live is not None else page_of(
+        request, reports.Counted(shown.rows, lambda: counts[shown.key]))
     return render(request, 'ui/audit.html', {
         'findings': [(finding, counts[finding.key]) for finding in findings],
         'shown': shown, 'page': page, 'form': form, 'live': live,

@@ -1108,3 +1108,46 @@ def test_pod_pages_queries_do_not_grow_with_rows(admin_client, db):
     assert (few['pods'][1], many['pods'][1]) == (2, 20)
     assert (few['bindings'][1], many['bindings'][1]) == (4, 40)
     assert (few['open bindings'][1], many['open bindings'][1]) == (2, 20)
+
+
+# ---- searching consumers without joining their owners to every consumer -------------
+
+def searched(client, model, words):
+    response = client.get(admin_url(model), {'q': words})
+    assert response.status_code == 200, words
+    return sorted(str(row) for row in response.context['cl'].result_list)
+
+
+def test_consumers_are_searched_by_uuid_and_by_their_owners_ids(admin_client, cloud):
+    instance = Consumer.objects.get(consumer_type__isnull=False)
+    untyped = Consumer.objects.get(consumer_type__isnull=True)
+    both = sorted([instance.uuid, untyped.uuid])
+    owned = allocation_services.ConsumerAllocations(
+        consumer_uuid=new_uuid(), allocations={provider('busy').uuid: {'VCPU': 1}},
+        project_id='other-team', user_id='Carol', generation=None)
+    allocation_services.allocations_replace([owned])
+    for words, expected in [
+            (instance.uuid, [instance.uuid]),                 # a whole uuid, by its index
+            (instance.uuid.upper(), [instance.uuid]),
+            (f'"{instance.uuid}"', [instance.uuid]),
+            (instance.uuid[4:20], [instance.uuid]),           # part of one
+            (instance.uuid + '0', []),                        # longer than any uuid
+            ('proj', both), ('PROJ', both), ('USE', both),    # part of a project's, a user's id
+            ('team', [owned.consumer_uuid]), ('carol', [owned.consumer_uuid]),
+            (f'proj {untyped.uuid[:8]}', [untyped.uuid]),      # every word
+            ('nobody', [])]:
+        assert searched(admin_client, Consumer, words) == expected, words
+    # A search says how many match, not also how many there are.
+    response = admin_client.get(admin_url(Consumer), {'q': 'proj'})
+    assert response.context['cl'].full_result_count is None
+    assert 'Show all' in response.content.decode()
+
+
+def test_a_consumer_found_by_uuid_costs_no_scan_of_the_consumers(admin_client, cloud):
+    instance = Consumer.objects.get(consumer_type__isnull=False)
+    with CaptureQueriesContext(connection) as captured:
+        assert searched(admin_client, Consumer, instance.uuid) == [instance.uuid]
+    (counted,) = [q['sql'] for q in captured
+                  if q['sql'].startswith('SELECT COUNT(*) AS "__count" FROM "consumers"')]
+    assert 'LIKE' not in counted and 'JOIN' not in counted
+    assert not any('LIKE' in q['sql'] for q in captured if 'FROM "consumers"' in q['sql'])

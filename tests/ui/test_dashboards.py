@@ -11,6 +11,7 @@ import uuid
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -18,6 +19,7 @@ from allocations.management.commands.load_scale import refresh_statistics
 from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.ui import reports, templatetags
+from allocations.ui.filters import ProviderPages, sorted_providers
 from allocations.ui.paging import PAGE_SIZE
 from providers.candidates import summaries
 from providers.models import (
@@ -917,3 +919,144 @@ def test_roots_only_lists_trees_with_their_summed_books_and_sorts_by_them(staff,
                          for rc, books in expected.items()}  # VCPU from the NUMA node too
     html = staff.get('/ui/providers/?root_only=true&sort=-utilization:VCPU').content.decode()
     assert re.findall(r'<tr data-uuid="([^"]+)">', html) == [roots[i].uuid for i in (1, 2, 0)]
+
+
+# ---- the providers table's pages, read from the inventories' side --------------------
+
+def uneven_cloud():
+    """grow_cloud's trees used unevenly (ties among them), providers with no
+    inventory, an inventory wholly reserved and one of ratio 0 (no
+    utilization), a root with two inventories of one utilization."""
+    roots = grow_cloud(12)
+    numas = list(ResourceProvider.objects.filter(parent_provider__isnull=False).order_by('pk'))
+    for index, numa in enumerate(numas):
+        Allocation.objects.filter(resource_provider=numa).update(used=(index % 4) * 8 + 4)
+    for index, root in enumerate(roots):
+        Allocation.objects.filter(resource_provider=root).update(used=(index % 3) * 60 + 10)
+    classes = dict(ResourceClass.objects.values_list('name', 'id'))
+    spare = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=new_uuid(), name=f'spare{i}') for i in range(3)])
+    ResourceProvider.objects.filter(root_provider__isnull=True).update(root_provider_id=F('id'))
+    Inventory.objects.bulk_create([
+        Inventory(resource_provider_id=spare[0].pk, resource_class_id=classes['VCPU'],
+                  total=8, reserved=8),
+        Inventory(resource_provider_id=spare[1].pk, resource_class_id=classes['VCPU'],
+                  total=8, allocation_ratio=0.0),
+        Inventory(resource_provider_id=roots[0].pk, resource_class_id=classes['MEMORY_MB'],
+                  total=490)])   # DISK_GB 10 of 490 used: the same utilization
+    return roots
+
+
+@pytest.mark.parametrize('walked', [(4, 100), (1, 0)], ids=['walk', 'walked-again'])
+def test_provider_pages_come_in_the_sorted_querysets_order(db, monkeypatch, walked):
+    """ProviderPages, which finds a sort's page among the inventories, gives
+    every page sorted_providers' queryset gives, in its order and count:
+    fullest first (a provider as full as its fullest inventory, read again
+    when the first inventories read name too few providers), a class's
+    used, free and utilization both ways, the providers without such a
+    value last by id, filtered or not."""
+    monkeypatch.setattr(ProviderPages, 'WALK', walked)
+    roots = uneven_cloud()
+    everything = ResourceProvider.objects.select_related('parent_provider', 'root_provider')
+    for matching in (everything, everything.with_trait_named('HW_CPU_X86_AVX2'),
+                     everything.filter(name__icontains='NUMA'),
+                     everything.filter(pk__in=[r.pk for r in roots[:3]])):
+        total = matching.count()
+        for sort in ('-utilization', 'utilization', '-used:VCPU', 'used:VCPU', '-free:VCPU',
+                     'free:DISK_GB', '-utilization:DISK_GB', 'utilization:VCPU', '-free:NOPE',
+                     'name', '-generation'):
+            expected = [p.pk for p in sorted_providers(matching, sort)]
+            pages = ProviderPages(matching, sort)
+            assert pages.count() == len(pages) == total == len(expected), sort
+            for size in (1, 5, 7):
+                shown = [p.pk for low in range(0, total + size, size)
+                         for p in ProviderPages(matching, sort)[low:low + size]]
+                assert shown == expected, (sort, size)
+    # Roots only: a class's sorts by the sums over each root's tree.
+    for matching in (everything.roots(), everything.roots().filter(pk__in=[
+            r.pk for r in roots[2:9]])):
+        for sort in ('-free:VCPU', 'used:VCPU', '-utilization:VCPU', 'utilization:DISK_GB',
+                     '-used:MEMORY_MB', '-utilization'):
+            expected = [p.pk for p in sorted_providers(matching, sort, trees=True)]
+            for size in (1, 4):
+                shown = [p.pk for low in range(0, len(expected) + size, size)
+                         for p in ProviderPages(matching, sort, trees=True)[low:low + size]]
+                assert shown == expected, (sort, size)
+    # The first provider's parent and root come with it.
+    first = ProviderPages(everything, '-utilization:VCPU')[0:1][0]
+    assert first.parent_provider.root_provider_id == first.root_provider.pk
+
+
+def test_deep_pages_of_the_fullest_first_group_every_providers_fullest(db, monkeypatch):
+    monkeypatch.setattr('allocations.ui.filters.WALKED_ROWS', 5)
+    uneven_cloud()
+    matching = ResourceProvider.objects.all()
+    expected = [p.pk for p in sorted_providers(matching, '-utilization')]
+    for low in (0, 5, 20, 25):
+        with CaptureQueriesContext(connection) as queries:
+            deep = [p.pk for p in ProviderPages(matching, '-utilization')[low:low + 5]]
+        assert deep == expected[low:low + 5], low
+        walked = [q['sql'] for q in queries if 'MAX(' in q['sql']]
+        assert len(walked) == (low >= 5), low   # grouped past WALKED_ROWS, walked before
+
+
+def test_the_utilization_filters_keep_the_fullest_inventorys_meaning(staff):
+    uneven_cloud()
+    shown = set()
+    for low, high in ((None, None), (10, None), (None, 40), (20, 50), (0, 0), (100, None),
+                      (12.5, 12.5)):
+        query = '&'.join(f'{name}={value}' for name, value in
+                         (('min_utilization', low), ('max_utilization', high))
+                         if value is not None)
+        html = staff.get(f'/ui/providers/?per_page=500&{query}').content.decode()
+        found = set(re.findall(r'<tr data-uuid="([^"]+)">', html))
+        expected = ResourceProvider.objects.with_max_utilization()
+        if low is not None:
+            expected = expected.filter(max_utilization__gte=low / 100)
+        if high is not None:
+            expected = expected.filter(max_utilization__lte=high / 100)
+        assert found == set(expected.values_list('uuid', flat=True)), query
+        shown |= found
+    assert len(shown) > 20
+
+
+def test_providers_are_searched_by_a_uuid_prefix_in_either_case_or_a_name_part(staff):
+    roots = grow_cloud(3)
+    for prefix in (roots[1].uuid[:8], roots[1].uuid[:8].upper(), roots[1].uuid[:13]):
+        html = staff.get(f'/ui/providers/?name={prefix}').content.decode()
+        assert re.findall(r'<tr data-uuid="([^"]+)">', html) == [roots[1].uuid], prefix
+    html = staff.get('/ui/providers/?name=1-NUMA').content.decode()
+    assert re.findall(r'<tr data-uuid="([^"]+)">', html) == [
+        ResourceProvider.objects.get(name='cn1-numa0').uuid]
+    assert '1 provider match' in html
+
+
+def test_the_fullest_inventories_are_every_inventory_sorted(db):
+    assert reports.fullest_inventories(10) == []
+    uneven_cloud()
+    everything = Inventory.objects.filter(total__gt=F('reserved')).with_utilization().order_by(
+        F('utilization').desc(nulls_last=True), 'resource_provider__name')
+    for limit in (1, 3, 10, 26, 27, 40):
+        found = reports.fullest_inventories(limit)
+        assert [(i.resource_provider.name, i.resource_class.name, i.utilization)
+                for i in found] == [
+            (i.resource_provider.name, i.resource_class.name, i.utilization)
+            for i in everything[:limit]], limit
+
+
+def test_cloud_counts_count_projects_holding_consumers(db):
+    grow_cloud(2)
+    Project.objects.create(external_id='idle')
+    assert reports.cloud_counts() == {'providers': 4, 'roots': 2, 'consumers': 2,
+                                      'projects': 1}
+
+
+def test_a_providers_consumers_are_counted_once_each(staff, api, nested_and_shared):
+    cloud = nested_and_shared
+    # Two allocations each in the tree: vm's VCPU and VF, grow_cloud's VCPU and disk.
+    holding = reports.consumers_holding(resource_provider__root_provider_id=cloud.root.pk)
+    assert holding.count() == len(holding) == len(list(holding)) == 2
+    html = staff.get(f'/ui/providers/{cloud.nfs}/').content.decode()
+    assert '(2 consumers)' in html
+    html = staff.get(f'/ui/trees/{cloud.nic}/').content.decode()
+    assert '(2 consumers)' in html
