@@ -28,7 +28,7 @@ from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'serves',
+__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
            'tree_books', 'tree_fits']
 
 
@@ -95,6 +95,12 @@ def keep_answer(using, key, value, spoiled, size):
     (folds.GuardedAnswer: spoiled(old tree, new tree))."""
     ledger(using).keep(('answer', key), GuardedAnswer(value, spoiled, size),
                        changes.version(using))
+
+
+def provider_counts(using):
+    """(providers, roots): how many providers, and trees, the image holds."""
+    image = ledger(using).current()
+    return image.provider_count, len(image.trees)
 
 
 def tree_books(using, roots):

@@ -266,7 +266,7 @@ class Image:
     """The cloud at one moment: its trees, the tree stamps and the books'
     version (providers.changes) they were read at, the catalogue."""
     version: tuple
-    stamps: dict
+    stamps: frozenset   # stamps.read's lines
     trees: dict
     catalogue: Catalogue
     interned: Interned
@@ -280,17 +280,14 @@ class Image:
         """The whole cloud, read now (rows: streamed())."""
         interned = interned or Interned()
         trees = read_trees(rows, None, interned, with_facets)
-        image = cls(version, dict(tree_stamps), trees, read_catalogue(rows), interned, {}, {})
+        image = cls(version, tree_stamps, trees, read_catalogue(rows), interned, {}, {})
         image._index(trees.values(), add=True, owned=set())
         return image
 
     def changed_roots(self, tree_stamps):
-        """The roots whose stamps differ from this image's (new, changed or gone)."""
-        ours = self.stamps
-        changed = {root for root, stamp in tree_stamps.items() if ours.get(root) != stamp}
-        added = sum(1 for root in changed if root not in ours)
-        if len(tree_stamps) - added != len(ours):   # some are gone
-            changed.update(root for root in ours if root not in tree_stamps)
+        """The roots whose stamps differ from this image's (new, changed or
+        gone; the catalogue's aside)."""
+        changed = stamps.roots_of(tree_stamps ^ self.stamps)
         changed.discard(stamps.CATALOGUE)
         return changed
 
@@ -299,9 +296,10 @@ class Image:
         (those gone removed), at `version`."""
         interned = self.interned
         catalogue = self.catalogue
-        if tree_stamps.get(stamps.CATALOGUE) != self.stamps.get(stamps.CATALOGUE):
+        moved = stamps.roots_of(tree_stamps - self.stamps)   # new or stepped, not gone
+        if stamps.CATALOGUE in moved:
             catalogue = read_catalogue(rows)
-        present = sorted(root for root in changed if root in tree_stamps)
+        present = sorted(moved & changed)
         fresh = {}
         for start in range(0, len(present), 1000):
             fresh.update(read_trees(rows, present[start:start + 1000], interned))
@@ -368,6 +366,10 @@ class Image:
         """The bit of the trait named `name` in provider masks (None: unknown)."""
         pk = self.trait_ids.get(name)
         return None if pk is None else self.interned.bit(pk)
+
+    @functools.cached_property
+    def provider_count(self):
+        return sum(len(tree.providers) for tree in self.trees.values())
 
     def trait_ids_of(self, mask):
         return self.interned.trait_ids(mask)

@@ -82,8 +82,7 @@ class Ledger:
                     version, self.image.version)):
                 return
             connection = connections[self.using]
-            with connection.cursor() as cursor:
-                tree_stamps = stamps.read(cursor)
+            tree_stamps = stamps.read(connection)
             rows = streamed(connection)
             old = self.image
             changed = old.changed_roots(tree_stamps) if old is not None else None

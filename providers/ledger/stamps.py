@@ -19,6 +19,7 @@ PostgreSQL's triggers run once per statement over its transition tables
 SQLite rebuilds a table to alter it, dropping its triggers: a migration
 that alters a WATCHED table must call install() again.
 """
+import io
 from dataclasses import dataclass
 
 CATALOGUE = 0   # the stamp row of the resource classes and traits
@@ -177,7 +178,20 @@ def install(connection, watched=None):
                        f'WHERE root_id = {CATALOGUE}) LIMIT 1')
 
 
-def read(cursor):
-    """{root id: stamp} of every tree, the catalogue's (CATALOGUE) among them."""
-    cursor.execute('SELECT root_id, stamp FROM tree_stamps')
-    return dict(cursor.fetchall())
+def read(connection):
+    """Every tree's stamp, the catalogue's (CATALOGUE) among them, as a set
+    of b'root\tstamp' lines: two reads' difference names the trees whose
+    stamps moved, compared in C. PostgreSQL copies them out as text (a third
+    of the time rows take); the others' rows are written so."""
+    with connection.cursor() as cursor:
+        if connection.vendor == 'postgresql':
+            out = io.BytesIO()
+            cursor.cursor.copy_expert('COPY tree_stamps (root_id, stamp) TO STDOUT', out)
+            return frozenset(out.getvalue().splitlines())
+        cursor.execute('SELECT root_id, stamp FROM tree_stamps')
+        return frozenset(b'%d\t%d' % row for row in cursor.fetchall())
+
+
+def roots_of(lines):
+    """The root ids of stamps' lines."""
+    return {int(line.split(b'\t', 1)[0]) for line in lines}

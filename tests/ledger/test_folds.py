@@ -272,6 +272,7 @@ def owners_read():
         found += [reports.project_usage(project), reports.project_hosts(project, 3),
                   [pool.uuid for pool in reports.project_pools(project)]]
     found.append(''.join(allocation_metrics.project_usage()))
+    found.append(reports.cloud_counts())
     return found
 
 

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def read():
-    with connection.cursor() as cursor:
-        return stamps.read(cursor)
+    """{root: stamp} of every tree (and the catalogue's row)."""
+    return {int(root): int(stamp)
+            for root, stamp in (line.split(b'\t') for line in stamps.read(connection))}
 
 
 def stepped(write):
