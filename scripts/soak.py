@@ -190,8 +190,11 @@ def socket_owners(pids):
 
 
 class Service:
-    """scripts/run.sh as production starts it; run.sh execs gunicorn, so the
-    process started here is the master and the workers are its children."""
+    """scripts/run.sh as production starts it. run.sh execs scripts/serve.sh,
+    which starts nginx and two gunicorn pools (docs/serving.md): the master
+    measured is the API pool's (the one whose environment names it), its
+    workers are its children; without nginx (FRONT=none) serve.sh execs that
+    gunicorn itself."""
 
     def __init__(self, *, db_url, workers, out):
         self.port = free_port()
@@ -207,6 +210,7 @@ class Service:
 
     def wait_ready(self, timeout=300):
         wait_until_up(self.process, self.port, self.log_path, timeout)
+        self.master = api_master(self.pid)
 
     def stop(self, timeout=90):
         """SIGTERM to the master (gunicorn's graceful stop); seconds it took."""
@@ -215,6 +219,23 @@ class Service:
     def tracebacks(self):
         with open(self.log_path, 'rb') as log:
             return log.read().count(b'Traceback (most recent call last)')
+
+
+def api_master(pid):
+    """The API pool's gunicorn master among `pid` and its descendants: the
+    first, from the top, whose environment says PLACEMENT_SERVING_POOL=api
+    (its workers inherit it); `pid` itself when none does (one gunicorn)."""
+    level = [pid]
+    while level:
+        for candidate in level:
+            try:
+                with open(f'/proc/{candidate}/environ', 'rb') as f:
+                    if b'PLACEMENT_SERVING_POOL=api' in f.read().split(b'\0'):
+                        return candidate
+            except OSError:
+                continue
+        level = [child for parent in level for child in children(parent)]
+    return pid
 
 
 def rss_mib(pid):
@@ -426,21 +447,21 @@ class Traffic:
 
 
 def sample(service, db_url, database):
-    workers = children(service.pid)
+    workers = children(service.master)
     memory = {pid: memory_mib(pid) for pid in workers}
     memory = {pid: value for pid, value in memory.items() if value}
     rss = {pid: value['VmRSS'] for pid, value in memory.items()}
     try:
         details, others = open_connections(db_url, database)
         connections = len(details)
-        owners = socket_owners([service.pid, *workers])
+        owners = socket_owners([service.master, *workers])
         for connection in details:
             connection['owner_pid'] = owners.get(connection['client_port'])
     except psycopg2.Error as exc:
         connections, details, others = None, [], {}
         print(f'soak: could not count connections: {exc}', file=sys.stderr)
     cpu = {pid: cpu_seconds(pid) for pid in workers}
-    return {'at': time.time(), 'master_rss_mib': rss_mib(service.pid),
+    return {'at': time.time(), 'master_rss_mib': rss_mib(service.master),
             'worker_cpu_seconds': {str(pid): v for pid, v in cpu.items() if v is not None},
             'worker_rss_mib': {str(pid): round(v, 1) for pid, v in rss.items()},
             'worker_memory_mib': {str(pid): {k: round(v, 1) for k, v in parts.items()}
@@ -458,7 +479,7 @@ def drive(args, service, db_url, nodes, aggregates):
     recorder = Recorder(start, args.bucket_seconds, buckets)
     traffic = Traffic(service.port, recorder, nodes, aggregates,
                       live_claims=args.live_claims, seed=args.seed)
-    first_pids = set(children(service.pid))
+    first_pids = set(children(service.master))
     recorder.cpu_at_start = {str(pid): cpu_seconds(pid) or 0.0 for pid in first_pids}
 
     def sampler():
