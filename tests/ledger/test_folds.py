@@ -328,7 +328,10 @@ def test_the_folds_follow_claims_without_being_built_again():
     assert kept.refreshes > refreshed + 10
 
 
-@pytest.mark.parametrize('seed', range(3))
+# Three sequences on SQLite, one on PostgreSQL and MariaDB: what differs
+# between the databases is their triggers, which every sequence exercises
+# (and CI's time is a budget).
+@pytest.mark.parametrize('seed', range(3 if connection.vendor == 'sqlite' else 1))
 def test_the_folds_follow_every_kind_of_write(seed):
     rng = random.Random(f'everything-{seed}')
     build_cloud(rng)
