@@ -118,7 +118,8 @@ class InventoryQuerySet(models.QuerySet):
         """Annotate `utilization` (used / capacity; unknown when
         there is no capacity: reserved == total, or a zero ratio)."""
         return self.annotate(
-            utilization=Cast(F('used'), FloatField()) / NullIf(rules.capacity_sql(), 0.0))
+            utilization=Cast(F('used'), FloatField()) / NullIf(rules.capacity_sql(),
+                                                                 rules.SQLConstant(0)))
 
     def over_capacity(self):
         """Inventories holding more than their capacity: Placement accepts an
@@ -254,7 +255,7 @@ class ResourceProviderQuerySet(models.QuerySet):
             max_utilization=Max(Case(When(
                 fullness__total__gt=F('fullness__reserved'),
                 then=Cast(F('fullness__used'), FloatField())
-                / NullIf(rules.capacity_sql('fullness__'), 0.0)))))
+                / NullIf(rules.capacity_sql('fullness__'), rules.SQLConstant(0))))))
 
 
 class EventQuerySet(models.QuerySet):

@@ -66,6 +66,20 @@ def slots(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit
 
 # ---- SQL (expressions over an inventory row; `prefix` reaches it through a relation) ----
 
+class SQLConstant(models.Expression):
+    """A number written into the query's text, not bound as a parameter:
+    SQLite matches an expression index (inventories' utilization) only
+    against the same expression, and a bound parameter is not a constant
+    to it (PostgreSQL's driver writes parameters into the text anyway)."""
+
+    def __init__(self, value, output_field=None):
+        super().__init__(output_field=output_field or FloatField())
+        self.value = float(value)
+
+    def as_sql(self, compiler, connection):
+        return repr(self.value), []
+
+
 def capacity_sql(prefix=''):
     """capacity, as SQL."""
     return models.ExpressionWrapper(
