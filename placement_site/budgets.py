@@ -107,14 +107,9 @@ def cut_off(exc):
 # ---- statements ----------------------------------------------------------------
 
 def _session_sql(connection, raw, seconds):
-    """(SQL giving the session's statements `seconds`, SQL taking it off).
-    On PostgreSQL the session also gets no parallel workers: a heavy
-    operator read (an export, a scrape) planned in parallel takes every core
-    of the database's host, and the claims nova is waiting on queue behind it."""
+    """(SQL giving the session's statements `seconds`, SQL taking it off)."""
     if connection.vendor == 'postgresql':
-        return (f'SET statement_timeout = {round(seconds * 1000)}; '
-                'SET max_parallel_workers_per_gather = 0',
-                'RESET statement_timeout; RESET max_parallel_workers_per_gather')
+        return f'SET statement_timeout = {round(seconds * 1000)}', 'RESET statement_timeout'
     if 'MariaDB' in raw.get_server_info():
         return (f'SET SESSION max_statement_time = {seconds:g}',
                 'SET SESSION max_statement_time = DEFAULT')

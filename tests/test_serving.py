@@ -114,20 +114,11 @@ def slow_export(request):
     return StreamingHttpResponse(rows(), content_type='text/csv')
 
 
-def session_settings(request):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('statement_timeout'), "
-                       "current_setting('max_parallel_workers_per_gather')")
-        return HttpResponse(' '.join(cursor.fetchone()))
-
-
 # ROOT_URLCONF of the tests below: a dashboard page and an export whose
-# statement never ends, and a page showing its session's settings, before
-# every real route.
+# statement never ends, before every real route.
 urlpatterns = [
     path('ui/slow/', slow_page),
     path('ui/slow-export/', slow_export),
-    path('ui/session/', session_settings),
     path('', include('placement_site.urls')),
 ]
 
@@ -189,20 +180,6 @@ def test_an_export_past_its_budget_ends_saying_so(budget, caplog):
     assert b''.join(answer.streaming_content).decode() == (
         'name\n\n# stopped: a query ran past its budget of 0.5 s; narrow the list\n')
     assert_stopped_in_time(started, caplog)
-
-
-@pytest.mark.skipif(connection.vendor != 'postgresql', reason='PostgreSQL parallel query')
-def test_an_operator_read_on_postgresql_takes_one_core_and_gives_it_back(budget):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('max_parallel_workers_per_gather')")
-        (default,) = cursor.fetchone()
-    assert default != '0'
-    # The statement budget, and no parallel workers, while the page reads...
-    assert budget.get('/ui/session/').content.decode() == '500ms 0'
-    # ...and the session as it was once the request ended (one pool).
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('max_parallel_workers_per_gather')")
-        assert cursor.fetchone() == (default,)
 
 
 @pytest.mark.any_database
