@@ -314,12 +314,17 @@ class Image:
             for name in ('served', 'reach'):
                 if name in self.__dict__:
                     image.__dict__[name] = self.__dict__[name]
-            return image
-        image = Image(version, tree_stamps, trees, catalogue, interned, dict(self.members),
-                      dict(self.sharing))
-        owned = set()
-        image._index(old, add=False, owned=owned)
-        image._index(fresh.values(), add=True, owned=owned)
+        else:
+            image = Image(version, tree_stamps, trees, catalogue, interned,
+                          dict(self.members), dict(self.sharing))
+            owned = set()
+            image._index(old, add=False, owned=owned)
+            image._index(fresh.values(), add=True, owned=owned)
+        if 'provider_count' in self.__dict__:
+            # Moved by the changed trees alone, not summed over every tree.
+            image.__dict__['provider_count'] = (
+                self.provider_count - sum(len(tree.providers) for tree in old)
+                + sum(len(tree.providers) for tree in fresh.values()))
         return image
 
     def _placed(self, trees):
