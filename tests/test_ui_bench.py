@@ -65,8 +65,10 @@ def test_the_writes_are_made_and_balanced(bench):
         claims = sum(phase['claims_made'] for phase in phases)
         deletes = sum(phase['deletes_made'] for phase in phases)
         assert claims > 0 and deletes > 0, (mode, bench['report'])
-        # Every other write deletes one of its claims; the rest is deleted after.
-        assert 0 <= claims - deletes <= 2 and result['released'] == claims - deletes, (
+        # Every other write deletes one of the claims that landed (a claim
+        # when none has yet: a slow machine makes more of those), and the
+        # claims still held at the end are deleted after.
+        assert claims >= deletes and result['released'] == claims - deletes, (
             mode, claims, deletes, result['released'])
         assert all(phase['errors_5xx'] == 0 for phase in phases), bench['report']
         assert len(result['write_samples']) >= claims + deletes
