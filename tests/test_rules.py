@@ -3,7 +3,7 @@ answers on random inventories, on the real database, and Inventory.used is
 the allocations' sum they both read."""
 import pytest
 from django.db.models import Sum
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from allocations.models import Allocation
@@ -52,6 +52,10 @@ def stored(row, values):
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=inventories(), amount=st.integers(1, 100_000))
+# A subnormal ratio: a capacity so small that used / capacity overflows
+# (PostgreSQL raises where it does, so nothing written may compute it).
+@example(values={'total': 2, 'reserved': 0, 'allocation_ratio': 5e-324, 'used': 3,
+                 'min_unit': 1, 'max_unit': 1, 'step_size': 1}, amount=1)
 def test_the_python_and_the_sql_agree(row, values, amount):
     found = stored(row, values).annotate(
         capacity=rules.capacity_sql(), slots=rules.slots_sql(amount),

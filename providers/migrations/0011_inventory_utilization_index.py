@@ -5,15 +5,15 @@ from django.db import migrations
 # "fullest first": the overview's fullest inventories and the provider
 # list's sort read the top of it instead of sorting every inventory.
 INDEXES = {
-    'postgresql': ('CREATE INDEX IF NOT EXISTS inventories_utilization_idx ON inventories '
-                   '((("used")::double precision / NULLIF((("total" - "reserved") * '
-                   '"allocation_ratio"), 0.0)) DESC NULLS LAST, resource_provider_id) '
-                   'WHERE "total" > "reserved"'),
     'sqlite': ('CREATE INDEX IF NOT EXISTS inventories_utilization_idx ON inventories '
                '((CAST("used" AS real) / NULLIF((("total" - "reserved") * "allocation_ratio"), '
                '0.0)) DESC, resource_provider_id) WHERE "total" > "reserved"'),
-    # MariaDB indexes no expression (a generated column would have to be
-    # written by every writer): it sorts, as before.
+    # Not PostgreSQL: it raises an error where a float division overflows
+    # (a subnormal allocation ratio, which Placement's schema accepts), so
+    # an index on the expression would fail the inventory's write with it;
+    # SQLite divides to infinity. MariaDB indexes no expression (a
+    # generated column would have to be written by every writer). Both
+    # sort, as before.
 }
 
 
@@ -30,7 +30,7 @@ def drop(apps, schema_editor):
 
 class Migration(migrations.Migration):
     """An index on inventories' utilization (used / capacity), the fullest
-    first, on PostgreSQL and SQLite."""
+    first, on SQLite."""
 
     dependencies = [
         ('providers', '0010_tree_stamps'),
