@@ -233,14 +233,20 @@ class Served:
         return self.log_path.read_text(errors='replace')
 
     def processes(self):
-        """{'api': master, 'operator': master, 'nginx': master} below serve.sh."""
+        """{'api': master, 'operator': master, 'nginx': master} below serve.sh
+        (another child, serve.sh's wait for nginx still ending as the
+        front already answers, is not one of them)."""
         found = {}
         for pid in harness.children(self.process.pid):
-            command = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode()
+            try:
+                command = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode()
+            except OSError:
+                continue   # ended since
+            pool = re.search(r'unix:\S+/(\w+)\.sock', command)
             if 'nginx' in command:
                 found['nginx'] = pid
-            else:
-                found[re.search(r'unix:\S+/(\w+)\.sock', command).group(1)] = pid
+            elif pool:
+                found[pool.group(1)] = pid
         return found
 
     def stop(self):
