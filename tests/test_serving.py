@@ -619,6 +619,12 @@ def test_operator_requests_go_to_the_operator_pool_and_never_hold_up_the_api(fro
 @pytest.mark.any_database
 def test_the_set_up_stops_when_a_server_exits(front, tmp_path):
     served = Served(tmp_path, 'short-lived', script='scripts/serve.sh', database=front.database)
+    # Until serve.sh has done starting (its wait for nginx ended: only the
+    # three are left), so that its watch over them has begun.
+    deadline = time.monotonic() + 30
+    while (len(harness.children(served.process.pid)) != 3 or len(served.processes()) != 3) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
     processes = served.processes()
     assert set(processes) == {'api', 'operator', 'nginx'}
     os.kill(processes['operator'], signal.SIGKILL)
