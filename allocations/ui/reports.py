@@ -105,8 +105,19 @@ def fullest_inventories(limit=10):
     subquery finds that threshold over the inventories by themselves; a
     utilization is never negative, -1 stands below them all when there is
     none), not for every inventory of the cloud before sorting. Those
-    without a utilization come last, by name."""
+    without a utilization come last, by name. Outside a writing
+    transaction the order comes from the ledger (providers.ledger.fullest:
+    a claim moves its tree's place, not a sort of the cloud's inventories)
+    and the query reads those inventories alone."""
     with_capacity = Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
+    if ledger.serves(Inventory.objects.db):
+        order = ledger.fullest(Inventory.objects.db, limit)
+        wanted = Q(pk__in=[])
+        for provider, class_id in order:
+            wanted |= Q(resource_provider_id=provider, resource_class_id=class_id)
+        found = {(i.resource_provider_id, i.resource_class_id): i for i in with_capacity.filter(
+            wanted).select_related('resource_provider', 'resource_class')} if order else {}
+        return [found[key] for key in order]
     by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name')
     threshold = with_capacity.order_by(by_fullness[0]).values('utilization')[
         max(limit - 1, 0):max(limit, 1)]

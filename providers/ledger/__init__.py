@@ -23,12 +23,12 @@ from providers import changes
 
 from providers.fits import Fit
 from providers.ledger import groupings
-from providers.ledger.folds import BooksFold, FitsFold, GuardedAnswer
+from providers.ledger.folds import BooksFold, FitsFold, FullestFold, GuardedAnswer
 from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
+__all__ = ['books', 'fits', 'forget', 'fullest', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
            'tree_books', 'tree_fits']
 
 
@@ -81,6 +81,11 @@ def tree_fits(using, grouping, shapes):
         return found or [Fit(0) for _ in shapes], fold.tree_counts(image)
     return ledger(using).read(('tree fits', grouping, _shapes_key(shapes)),
                               lambda: FitsFold(grouping, shapes, per_tree=True), answer)
+
+
+def fullest(using, limit):
+    """[(provider, class id)] of the `limit` fullest inventories (FullestFold)."""
+    return ledger(using).read(('fullest',), FullestFold, lambda fold, image: fold.value(limit))
 
 
 def held_answer(using, key):

@@ -24,7 +24,9 @@ the sharing providers' slots are read from the image when asked. With two
 or more shared classes the fold keeps each reached tree's own slots and
 solves count_fits when asked.
 """
+import bisect
 import collections
+import heapq
 import math
 
 from providers import books as the_books
@@ -331,6 +333,77 @@ class FitsFold:
             else:
                 found[root] = counts
         return found
+
+
+class FullestFold:
+    """The inventories by utilization: used / capacity as
+    InventoryQuerySet.with_utilization computes it (a float of the same
+    operations, so ties fall as they do in SQL), for inventories with
+    total above reserved; none when the capacity is zero. Kept as the
+    distinct utilizations in order, each with its inventories, so the
+    fullest few are read from the top without sorting the cloud."""
+
+    def __init__(self):
+        self.levels = []        # the distinct utilizations held, ascending
+        self.at = {}            # utilization -> {(provider name, provider, class id)}
+        self.unknown = set()    # (provider name, provider, class id) without one
+
+    def build(self, image):
+        for tree in image.trees.values():
+            for utilization, entry in self._entries(tree):
+                (self.unknown if utilization is None
+                 else self.at.setdefault(utilization, set())).add(entry)
+        self.levels = sorted(self.at)
+
+    @staticmethod
+    def _entries(tree):
+        names = {provider.id: provider.name for provider in tree.providers}
+        for i in tree.inventories:
+            if i.total > i.reserved:
+                capacity = (i.total - i.reserved) * i.allocation_ratio
+                yield (float(i.used) / capacity if capacity else None,
+                       (names[i.provider], i.provider, i.resource_class))
+
+    def _add(self, tree, sign):
+        for utilization, entry in self._entries(tree):
+            if utilization is None:
+                (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
+                continue
+            held = self.at.get(utilization)
+            if sign > 0:
+                if held is None:
+                    held = self.at[utilization] = set()
+                    bisect.insort(self.levels, utilization)
+                held.add(entry)
+            elif held is not None:
+                held.discard(entry)
+                if not held:
+                    del self.at[utilization]
+                    del self.levels[bisect.bisect_left(self.levels, utilization)]
+
+    def update(self, old, new, roots):
+        for root in roots:
+            if root in old.trees:
+                self._add(old.trees[root], -1)
+        for root in roots:
+            if root in new.trees:
+                self._add(new.trees[root], 1)
+        return True
+
+    def estimated_size(self):
+        return 1000 + 150 * (sum(map(len, self.at.values())) + len(self.unknown))
+
+    def value(self, limit):
+        """[(provider, class id)] of the `limit` fullest inventories, by
+        utilization, then provider name; those without one last, by name."""
+        found = []
+        for utilization in reversed(self.levels):
+            found += sorted(self.at[utilization])
+            if len(found) >= limit:
+                break
+        if len(found) < limit:
+            found += heapq.nsmallest(limit - len(found), self.unknown)
+        return [(provider, class_id) for _name, provider, class_id in found[:limit]]
 
 
 class GuardedAnswer:

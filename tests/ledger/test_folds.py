@@ -246,6 +246,7 @@ def same_books(ours, theirs):
 def read_every_fold():
     """Every fold read, so each write moves them (checked or not)."""
     owners_read()
+    fullest_read()
     provider_metrics.read_catalogue()
     shapes = shape_ids()
     for _, scope in groupings_now():
@@ -276,6 +277,12 @@ def owners_read():
     return found
 
 
+def fullest_read():
+    """The overview's fullest inventories, a few and more than there are."""
+    return [[(i.resource_provider.name, i.resource_class.name, i.used, i.utilization)
+             for i in reports.fullest_inventories(limit)] for limit in (1, 4, 100)]
+
+
 def scraped():
     """GET /metrics' catalogue lines (the request series aside), sorted:
     the per-tree ones from the ledger's kept buckets, or rendered anew."""
@@ -292,10 +299,11 @@ def check_every_fold():
     """What the dashboards read (from the ledger: no writing transaction is
     open) is what the database's rows recounted say."""
     assert ledger.serves(connection.alias)
-    owners, metrics = owners_read(), scraped()
+    owners, fullest, metrics = owners_read(), fullest_read(), scraped()
     with transaction.atomic():   # a transaction that may write: the rows summed
         assert not ledger.serves(connection.alias)
         assert owners == owners_read()
+        assert fullest == fullest_read()
         assert metrics == scraped()
     shapes = shape_ids()
     for name, scope in groupings_now():
