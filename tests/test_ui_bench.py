@@ -79,7 +79,10 @@ def test_claims_are_timed_alone_and_while_pages_are_browsed(bench):
     claims = bench['claims']
     assert claims['alone']['claim']['p95_ms'] > 0 and claims['browsed']['claim']['p95_ms'] > 0
     assert claims['claim_p95_ratio'] > 0
-    assert claims['pages_opened'] >= 1
+    assert claims['pages_opened'] >= 1 and claims['rounds'] == 1
+    names = [result['name'] for result in claims['results']]
+    assert [name for _, _, name in claims['pages_opened_s']] == [
+        names[index % len(names)] for index in range(claims['pages_opened'])]
     opened = [status for result in claims['results'] for status in result['statuses']]
     assert len(opened) == claims['pages_opened'] and set(opened) == {200}
     assert 'claims\' p95 with pages browsed / without' in bench['stdout']

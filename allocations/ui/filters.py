@@ -22,6 +22,7 @@ from django.db.models.functions import Cast, NullIf
 
 from placement_site import microversion
 from providers import filters as api_filters
+from providers import ledger
 from providers.models import Inventory, ResourceClass, ResourceProvider
 from providers.rules import capacity_sql
 
@@ -268,10 +269,14 @@ class ProviderPages:
     def _ids(self, low, high):
         """The ids of the providers at positions low..high-1."""
         if self.fullest and high <= WALKED_ROWS:
-            walked = _with_utilization(self._inventories()).order_by(
-                F('utilization').desc(nulls_last=True), 'resource_provider_id')
-            found, complete = self._fullest(
-                walked.values_list('resource_provider_id', flat=True), high)
+            if not self.matching.query.where and ledger.serves(Inventory.objects.db):
+                # Every provider: the walk is the ledger's, no sort of the cloud's inventories.
+                found, complete = ledger.fullest_providers(Inventory.objects.db, high)
+            else:
+                walked = _with_utilization(self._inventories()).order_by(
+                    F('utilization').desc(nulls_last=True), 'resource_provider_id')
+                found, complete = self._fullest(
+                    walked.values_list('resource_provider_id', flat=True), high)
             page = found[low:high]
             return page + self._unvalued(len(found), low, high) if complete else page
         # One value per provider (or tree): a row is a provider.

@@ -28,7 +28,7 @@ from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'fullest', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
+__all__ = ['books', 'fits', 'forget', 'fullest', 'fullest_providers', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
            'tree_books', 'tree_fits']
 
 
@@ -86,6 +86,12 @@ def tree_fits(using, grouping, shapes):
 def fullest(using, limit):
     """[(provider, class id)] of the `limit` fullest inventories (FullestFold)."""
     return ledger(using).read(('fullest',), FullestFold, lambda fold, image: fold.value(limit))
+
+
+def fullest_providers(using, wanted):
+    """FullestFold.providers: ([provider id] fullest first, whether all)."""
+    return ledger(using).read(('fullest',), FullestFold,
+                              lambda fold, image: fold.providers(wanted))
 
 
 def held_answer(using, key):

@@ -405,6 +405,23 @@ class FullestFold:
             found += heapq.nsmallest(limit - len(found), self.unknown)
         return [(provider, class_id) for _name, provider, class_id in found[:limit]]
 
+    def providers(self, wanted):
+        """([provider] by their fullest inventory's utilization, then id, at
+        least `wanted` of them; whether that is every provider with a
+        utilization): the distinct providers of the inventories read from
+        the fullest, each where its fullest one comes."""
+        found = {}
+        for utilization in reversed(self.levels):
+            for _name, provider, _class in sorted(self.at[utilization], key=_by_provider):
+                found.setdefault(provider)
+            if len(found) >= wanted:
+                return list(found), False
+        return list(found), True
+
+
+def _by_provider(entry):
+    return entry[1]
+
 
 class GuardedAnswer:
     """An answer read from the database (the explorer's), held while the

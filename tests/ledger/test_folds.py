@@ -18,6 +18,7 @@ from allocations import metrics as allocation_metrics
 from allocations import services as allocation_services
 from allocations.models import Consumer, Project
 from allocations.ui import reports
+from allocations.ui.filters import ProviderPages
 from placement_site.exceptions import PlacementDomainError
 from providers import books, capacity, ledger, scopes, services
 from providers import metrics as provider_metrics
@@ -278,9 +279,13 @@ def owners_read():
 
 
 def fullest_read():
-    """The overview's fullest inventories, a few and more than there are."""
+    """The overview's fullest inventories and the providers' list fullest
+    first, a few and more than there are."""
+    every = ResourceProvider.objects.all()
     return [[(i.resource_provider.name, i.resource_class.name, i.used, i.utilization)
-             for i in reports.fullest_inventories(limit)] for limit in (1, 4, 100)]
+             for i in reports.fullest_inventories(limit)] for limit in (1, 4, 100)] + [
+        [p.name for p in ProviderPages(every, '-utilization')[low:high]]
+        for low, high in ((0, 1), (0, 5), (3, 9), (0, 100))]
 
 
 def scraped():
