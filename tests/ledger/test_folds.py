@@ -220,6 +220,7 @@ def groupings_now():
     some = list(ProviderAggregate.objects.values_list('aggregate_id', flat=True).distinct())[:2]
     return [('cloud', scopes.cloud()), ('pools', scopes.pools()), ('two pools', scopes.pools(some)),
             ('traits', scopes.traits()), ('zones', scopes.unions_of_pools(zones)),
+            ('trees', scopes.trees()),
             ('cloud, VCPU only', scopes.cloud().narrowed(resource_class_id__in=[0]))]
 
 
