@@ -413,9 +413,15 @@ def project_hosts(project, limit=20):
 def project_consumers(project):
     """The project's consumers holding allocations, by uuid, with their
     owners (paginate it). From the consumers' side, by the project's index:
-    a large project's allocations are many, its consumers' rows few."""
-    return owned_consumers(project=project.external_id).select_related(
+    a large project's allocations are many, its consumers' rows few.
+    Counted by the ledger's owners' usage where it serves (counting 36,000
+    consumers' EXISTS took a large project's page 50 ms of every read)."""
+    listed = owned_consumers(project=project.external_id).select_related(
         'project', 'user', 'consumer_type').order_by('uuid')
+    if not _ledger_serves():
+        return listed
+    return Counted(listed, lambda: sum(allocation_ledger.owner_usage(
+        Allocation.objects.db, lambda owner: owner[0] == project.pk)[1].values()))
 
 
 def project_pools(project, limit=50):

@@ -274,7 +274,8 @@ def owners_read():
             reports.top_consumers(filters, 'VCPU', 4)]]
     for project in Project.objects.order_by('external_id'):
         found += [reports.project_usage(project), reports.project_hosts(project, 3),
-                  [pool.uuid for pool in reports.project_pools(project)]]
+                  [pool.uuid for pool in reports.project_pools(project)],
+                  reports.project_consumers(project).count()]
     found.append(''.join(allocation_metrics.project_usage()))
     found.append(reports.cloud_counts())
     return found
