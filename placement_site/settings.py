@@ -285,6 +285,10 @@ PLACEMENT_LEDGER_FACETS = ['allocations.ledger.Allocations']
 # least recently read dropped first.
 PLACEMENT_LEDGER_MB = config.env_int('PLACEMENT_LEDGER_MB', 256)
 PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 32)
+# While its pages are read, the operator pool follows the writes this often
+# (seconds; 0: only as pages read), for a minute after the last read: the
+# first read after a quiet spell of browsing need not catch up on its own.
+PLACEMENT_LEDGER_FOLLOW_SECONDS = config.env_float('PLACEMENT_LEDGER_FOLLOW_SECONDS', 1.0)
 # Serving (scripts/serve.sh, docs/serving.md): which pool this process is,
 # `api` or `operator` behind the front, empty for one pool serving all.
 PLACEMENT_SERVING_POOL = os.environ.get('PLACEMENT_SERVING_POOL', '')

@@ -37,6 +37,9 @@ REREAD_FLOOR = 2000
 MOVES_KEPT = 32
 # A fold built this big (bytes, as estimated) is settled (settle()).
 SETTLED_BYTES = 1 << 20
+# The operator pool follows the writes (Ledger.follow) this long after the
+# last page read the ledger; then it waits for the next.
+FOLLOWED_SECONDS = 60.0
 
 
 def settle():
@@ -93,6 +96,9 @@ class Ledger:
         self.lock = threading.RLock()
         self.folds = _Folds(using)
         self.refreshes = 0   # how many times the image moved
+        self.last_read = 0.0  # when a page last read it (time.monotonic())
+        self.follower = None
+        self.follower_lock = threading.Lock()
         self.builds = 0      # how many folds were built from a whole image
         # The last moves, (old, new, trees affected; old and new _Touched):
         # what an answer computed meanwhile, at an older version, is moved along.
@@ -142,8 +148,45 @@ class Ledger:
                 del self.folds[key]   # built afresh when next asked for
         return affected
 
+    def follow(self):
+        """Keep the image close behind the writes while pages read it: a
+        page after a pause (an export's seconds, an admin reading) finds
+        the trees changed meanwhile already read, and reads only those
+        changed since the last second. In the operator pool alone (its
+        process is niced), every PLACEMENT_LEDGER_FOLLOW_SECONDS, until a
+        minute passes with no page read, or the ledger is dropped."""
+        every = settings.PLACEMENT_LEDGER_FOLLOW_SECONDS
+        if every <= 0 or settings.PLACEMENT_SERVING_POOL != 'operator':
+            return
+        with self.follower_lock:
+            if self.follower is None or not self.follower.is_alive():
+                self.follower = threading.Thread(target=self._follow, args=(every,),
+                                                 name='ledger-follower', daemon=True)
+                self.follower.start()
+
+    def _follow(self, every):
+        try:
+            while (time.monotonic() - self.last_read < FOLLOWED_SECONDS
+                   and _ledgers.get(self.using) is self):
+                time.sleep(every)
+                try:
+                    with self.lock:
+                        self._refresh()
+                except Exception:   # the database away: the pages will say so
+                    LOG.warning('ledger %s: following the writes failed', self.using,
+                                exc_info=True)
+                    connections[self.using].close()
+                    time.sleep(max(every, 5.0))
+        finally:
+            connections[self.using].close()
+
+    def _read_now(self):
+        self.last_read = time.monotonic()
+        self.follow()
+
     def held(self, key):
         """The fold `key` if the ledger holds it (brought up to date), else None."""
+        self._read_now()
         with self.lock:
             self._refresh()
             entry = self.folds.get(key)
@@ -171,6 +214,7 @@ class Ledger:
     def read(self, key, make, answer):
         """answer(fold, image) of the fold `key` (make() builds an empty
         one), brought up to date first."""
+        self._read_now()
         with self.lock:
             self._refresh()
             entry = self.folds.get(key)
@@ -192,6 +236,7 @@ class Ledger:
 
     def current(self):
         """The image, brought up to date."""
+        self._read_now()
         with self.lock:
             self._refresh()
             return self.image

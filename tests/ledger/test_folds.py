@@ -10,6 +10,7 @@ import gc
 import gzip as gzip_module
 import math
 import random
+import time
 import uuid
 
 import pytest
@@ -423,3 +424,36 @@ def test_the_image_and_large_folds_are_kept_out_of_full_collections(monkeypatch)
     moved = [tree for root, tree in live.ledger('default').current().trees.items()
              if tree is not image.trees.get(root)]
     assert moved and all(gc.is_tracked(tree) for tree in moved)
+
+
+def test_the_operator_pool_follows_the_writes_while_pages_read(settings, monkeypatch):
+    """A page read starts a follower that reads the changed trees every
+    PLACEMENT_LEDGER_FOLLOW_SECONDS without waiting for the next page; it
+    stops once no page has read for FOLLOWED_SECONDS."""
+    build_cloud(random.Random('follow'))
+    settings.PLACEMENT_SERVING_POOL = 'operator'
+    settings.PLACEMENT_LEDGER_FOLLOW_SECONDS = 0.05
+    monkeypatch.setattr(live, 'FOLLOWED_SECONDS', 1.5)
+    live.forget()
+    kept = live.ledger('default')
+    before = kept.current()
+    assert kept.follower is not None and kept.follower.is_alive()
+    node = ResourceProvider.objects.get(name='cn0')
+    services.inventory_update(provider=fresh(node), resource_class='VCPU',
+                              record={'total': 1000})
+    deadline = time.monotonic() + 10
+    while kept.image is before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Read again by the follower, no page asking.
+    assert kept.image is not before
+    assert next(i.total for i in kept.image.trees[node.pk].inventories) == 1000
+    kept.follower.join(timeout=10)
+    assert not kept.follower.is_alive()   # no page read for FOLLOWED_SECONDS
+
+
+def test_the_api_pool_and_tests_do_not_follow(settings):
+    build_cloud(random.Random('still'))
+    live.forget()
+    kept = live.ledger('default')
+    kept.current()   # PLACEMENT_SERVING_POOL is not 'operator' here
+    assert kept.follower is None
