@@ -289,6 +289,9 @@ PLACEMENT_REMEMBERED_MB = config.env_int('PLACEMENT_REMEMBERED_MB', 32)
 # (seconds; 0: only as pages read), for a minute after the last read: the
 # first read after a quiet spell of browsing need not catch up on its own.
 PLACEMENT_LEDGER_FOLLOW_SECONDS = config.env_float('PLACEMENT_LEDGER_FOLLOW_SECONDS', 1.0)
+# The share of its time a dashboard export may work (allocations.ui.exports):
+# it waits the rest between chunks, leaving the cores to the claims.
+PLACEMENT_EXPORT_DUTY = min(max(config.env_float('PLACEMENT_EXPORT_DUTY', 0.5), 0.05), 1.0)
 # Serving (scripts/serve.sh, docs/serving.md): which pool this process is,
 # `api` or `operator` behind the front, empty for one pool serving all.
 PLACEMENT_SERVING_POOL = os.environ.get('PLACEMENT_SERVING_POOL', '')

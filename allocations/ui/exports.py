@@ -6,7 +6,9 @@ held from the first row to the last (placement_site.snapshots, around
 every dashboards view)."""
 import csv
 import json
+import time
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from placement_site.queries import batched
@@ -21,8 +23,18 @@ def wanted(request):
 
 
 def chunks(queryset, size=CHUNK):
-    """The queryset's rows in lists of `size`, read as they are needed."""
-    return batched(queryset.iterator(chunk_size=size), size)
+    """The queryset's rows in lists of `size`, read as they are needed,
+    paced: an export works PLACEMENT_EXPORT_DUTY of its time at most (the
+    rest it waits between chunks). An export is seconds of the database's
+    work at normal priority, on the cores nova's claims need; it has no
+    deadline, the claims have."""
+    duty = settings.PLACEMENT_EXPORT_DUTY
+    started = time.monotonic()
+    for chunk in batched(queryset.iterator(chunk_size=size), size):
+        yield chunk   # back here once the chunk is written
+        if duty < 1:
+            time.sleep((time.monotonic() - started) * (1 - duty) / duty)
+            started = time.monotonic()
 
 
 def streamed(request, filename, columns, rows):
