@@ -99,7 +99,7 @@ def fullest_inventories(limit=10):
     """The inventories closest to full, with their providers: one query
     (two when fewer than `limit` inventories have a utilization at all).
 
-    Ordered by utilization, then by their provider's name: only the rows
+    Ordered by utilization, then by their provider's name (and class): only the rows
     at least as full as the limit-th fullest inventory can be among them,
     so the provider names are joined for those alone (an uncorrelated
     subquery finds that threshold over the inventories by themselves; a
@@ -118,7 +118,9 @@ def fullest_inventories(limit=10):
         found = {(i.resource_provider_id, i.resource_class_id): i for i in with_capacity.filter(
             wanted).select_related('resource_provider', 'resource_class')} if order else {}
         return [found[key] for key in order]
-    by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name')
+    # A provider's inventories equally full: by class, as the ledger's order has them.
+    by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name',
+                   'resource_class_id')
     threshold = with_capacity.order_by(by_fullness[0]).values('utilization')[
         max(limit - 1, 0):max(limit, 1)]
     fullest = list(with_capacity.filter(utilization__gte=Coalesce(

@@ -28,8 +28,8 @@ from providers.ledger.live import forget, ledger
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'fullest', 'fullest_providers', 'groupings', 'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves',
-           'tree_books', 'tree_fits']
+__all__ = ['books', 'fits', 'forget', 'fullest', 'fullest_providers', 'groupings', 'held_answer',
+           'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books', 'tree_fits']
 
 
 def serves(using):

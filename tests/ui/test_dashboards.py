@@ -1035,7 +1035,7 @@ def test_the_fullest_inventories_are_every_inventory_sorted(db):
     assert reports.fullest_inventories(10) == []
     uneven_cloud()
     everything = Inventory.objects.filter(total__gt=F('reserved')).with_utilization().order_by(
-        F('utilization').desc(nulls_last=True), 'resource_provider__name')
+        F('utilization').desc(nulls_last=True), 'resource_provider__name', 'resource_class_id')
     for limit in (1, 3, 10, 26, 27, 40):
         found = reports.fullest_inventories(limit)
         assert [(i.resource_provider.name, i.resource_class.name, i.utilization)
