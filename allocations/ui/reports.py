@@ -117,7 +117,9 @@ def fullest_inventories(limit=10):
             wanted |= Q(resource_provider_id=provider, resource_class_id=class_id)
         found = {(i.resource_provider_id, i.resource_class_id): i for i in with_capacity.filter(
             wanted).select_related('resource_provider', 'resource_class')} if order else {}
-        return [found[key] for key in order]
+        # The image may be a moment ahead of this page's snapshot (another
+        # thread moved it on): an inventory not in the snapshot yet is left out.
+        return [found[key] for key in order if key in found]
     # A provider's inventories equally full: by class, as the ledger's order has them.
     by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name',
                    'resource_class_id')
