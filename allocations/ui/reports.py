@@ -389,7 +389,9 @@ def project_usage(project):
         for by_class in sums.values():
             totals.update(by_class)
         names = dict(ResourceClass.objects.filter(pk__in=list(totals)).values_list('pk', 'name'))
-        return {names[class_id]: totals[class_id] for class_id in sorted(totals)}
+        # (A class the page's snapshot does not know yet: the image is a moment ahead.)
+        return {names[class_id]: totals[class_id] for class_id in sorted(totals)
+                if class_id in names}
     held = Allocation.objects.filter(consumer__project=project)
     return dict(held.values_list('resource_class__name').annotate(used=Sum('used')).order_by(
         'resource_class_id'))
