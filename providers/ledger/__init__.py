@@ -24,7 +24,7 @@ from providers import changes
 from providers.fits import Fit
 from providers.ledger import groupings
 from providers.ledger.folds import BooksFold, FitsFold, FullestFold, GuardedAnswer
-from providers.ledger.live import forget, ledger
+from providers.ledger.live import forget, ledger, unobserved
 
 LOG = logging.getLogger('placement.ledger')
 
@@ -132,7 +132,8 @@ def in_background(work, using='default'):
     def run():
         try:
             try:
-                work(using)
+                with unobserved():   # no page read it: nothing to follow yet
+                    work(using)
             finally:
                 connections[using].close()
         except Exception:   # the database not up yet, say: the pages will read

@@ -15,6 +15,7 @@ When a quarter of the trees changed at once (a bulk load, an import), the
 image is read whole again and the folds built afresh when next asked.
 """
 import collections
+import contextlib
 import gc
 import logging
 import threading
@@ -181,6 +182,8 @@ class Ledger:
             connections[self.using].close()
 
     def _read_now(self):
+        if getattr(_unobserved, 'active', False):
+            return
         self.last_read = time.monotonic()
         self.follow()
 
@@ -240,6 +243,20 @@ class Ledger:
         with self.lock:
             self._refresh()
             return self.image
+
+
+_unobserved = threading.local()
+
+
+@contextlib.contextmanager
+def unobserved():
+    """Reads in this thread that are not a page's (the operator pool's
+    start-up reads): they do not start the follower."""
+    _unobserved.active = True
+    try:
+        yield
+    finally:
+        _unobserved.active = False
 
 
 def budget_bytes():

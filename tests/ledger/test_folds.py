@@ -457,3 +457,21 @@ def test_the_api_pool_and_tests_do_not_follow(settings):
     kept = live.ledger('default')
     kept.current()   # PLACEMENT_SERVING_POOL is not 'operator' here
     assert kept.follower is None
+
+
+def test_the_operator_pools_start_up_reads_do_not_follow(settings):
+    """The image read as the operator pool starts (no page asked) leaves no
+    follower holding a connection."""
+    build_cloud(random.Random('start'))
+    settings.PLACEMENT_SERVING_POOL = 'operator'
+    settings.PLACEMENT_LEDGER_FOLLOW_SECONDS = 0.05
+    live.forget()
+    kept = live.ledger('default')
+    with live.unobserved():
+        kept.current()
+    assert kept.follower is None
+    kept.current()   # a page's read
+    assert kept.follower is not None
+    live.forget()    # the follower ends with its ledger
+    kept.follower.join(timeout=10)
+    assert not kept.follower.is_alive()
