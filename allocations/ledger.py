@@ -94,14 +94,16 @@ def _holders(rows):
     return {(row[0], row[1]) for row in rows}
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)
 def _changed(before, after):
     """What changed between two versions of a tree: (rows gone, rows come,
     holders gone, holders come). A claim on a share's tree of 6,000
     allocations changes one row of it; the folds move by that row, not by
     taking the whole tree out and in (which cost 90 ms a share's tree on
-    every read after such a claim, at 100,000 providers). Kept for the pair
-    of trees: every fold moves along the same change."""
+    every read after such a claim, at 100,000 providers). Kept for the last
+    pairs of trees, so every fold moves along the same change without
+    finding it again (few: a pair keeps both trees alive, a share's are
+    hundreds of kB)."""
     old, new = collections.Counter(_allocations(before)), collections.Counter(_allocations(after))
     gone, come = old - new, new - old
     if not gone and not come:

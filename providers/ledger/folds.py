@@ -38,7 +38,21 @@ INF = math.inf
 GENERAL = 'general'   # two or more of the shape's classes shared: count_fits
 
 
-class BooksFold:
+class _TreeByTree:
+    """A fold whose part of each tree is _add(image, tree, sign): a change
+    takes the old trees' parts out, then puts the new ones' in."""
+
+    def update(self, old, new, roots):
+        for root in roots:
+            if root in old.trees:
+                self._add(old, old.trees[root], -1)
+        for root in roots:
+            if root in new.trees:
+                self._add(new, new.trees[root], 1)
+        return True
+
+
+class BooksFold(_TreeByTree):
     """{group: {class id: [total, reserved, scaled capacity, used, providers]}}
     of a grouping (providers.ledger.groupings)."""
 
@@ -53,15 +67,6 @@ class BooksFold:
 
     def add(self, image, tree):
         self._add(image, tree, 1)
-
-    def update(self, old, new, roots):
-        for root in roots:
-            if root in old.trees:
-                self._add(old, old.trees[root], -1)
-        for root in roots:
-            if root in new.trees:
-                self._add(new, new.trees[root], 1)
-        return True
 
     def _add(self, image, tree, sign):
         for groups, providers in self.grouping.parts(image, tree):
@@ -335,7 +340,7 @@ class FitsFold:
         return found
 
 
-class FullestFold:
+class FullestFold(_TreeByTree):
     """The inventories by utilization: used / capacity as
     InventoryQuerySet.with_utilization computes it (a float of the same
     operations, so ties fall as they do in SQL), for inventories with
@@ -347,12 +352,14 @@ class FullestFold:
         self.levels = []        # the distinct utilizations held, ascending
         self.at = {}            # utilization -> {(provider name, provider, class id)}
         self.unknown = set()    # (provider name, provider, class id) without one
+        self.count = 0          # inventories held
 
     def build(self, image):
         for tree in image.trees.values():
             for utilization, entry in self._entries(tree):
                 (self.unknown if utilization is None
                  else self.at.setdefault(utilization, set())).add(entry)
+                self.count += 1
         self.levels = sorted(self.at)
 
     @staticmethod
@@ -360,12 +367,13 @@ class FullestFold:
         names = {provider.id: provider.name for provider in tree.providers}
         for i in tree.inventories:
             if i.total > i.reserved:
-                capacity = (i.total - i.reserved) * i.allocation_ratio
+                capacity = i.capacity
                 yield (float(i.used) / capacity if capacity else None,
                        (names[i.provider], i.provider, i.resource_class))
 
-    def _add(self, tree, sign):
+    def _add(self, image, tree, sign):
         for utilization, entry in self._entries(tree):
+            self.count += sign
             if utilization is None:
                 (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
                 continue
@@ -381,17 +389,8 @@ class FullestFold:
                     del self.at[utilization]
                     del self.levels[bisect.bisect_left(self.levels, utilization)]
 
-    def update(self, old, new, roots):
-        for root in roots:
-            if root in old.trees:
-                self._add(old.trees[root], -1)
-        for root in roots:
-            if root in new.trees:
-                self._add(new.trees[root], 1)
-        return True
-
     def estimated_size(self):
-        return 1000 + 150 * (sum(map(len, self.at.values())) + len(self.unknown))
+        return 1000 + 150 * self.count
 
     def value(self, limit):
         """[(provider, class id)] of the `limit` fullest inventories, by
