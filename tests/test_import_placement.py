@@ -430,7 +430,7 @@ def differences(real, ours, paths, *, ordered=True):
             found.append((path, theirs.status_code, their_body, mine.status_code, my_body))
         elif theirs.headers.get('Last-Modified') and path.count('/') > 1 and (
                 theirs.headers.get('Last-Modified') != mine.get('Last-Modified')) and not (
-                path.split('?')[0].endswith(DATED_NOW)
+                _answer_dated_now(path, their_body)
                 and _dated_now(theirs.headers['Last-Modified'], theirs.headers['Date'])
                 and _dated_now(mine.get('Last-Modified'), format_datetime(
                     dt.datetime.now(dt.timezone.utc), usegmt=True))):
@@ -440,8 +440,14 @@ def differences(real, ours, paths, *, ordered=True):
 
 # A provider's reads that Placement dates with the moment of the answer (no
 # row to take a date from: usages, aggregates, and the traits of a provider
-# with none), which two servers do a second apart.
+# with none), which two servers do a second apart; so is a consumer's
+# allocations once it holds none (an empty 'allocations').
 DATED_NOW = ('/usages', '/aggregates', '/traits')
+
+
+def _answer_dated_now(path, body):
+    return path.split('?')[0].endswith(DATED_NOW) or (
+        path.startswith('/allocations/') and not (body or {}).get('allocations'))
 
 
 def _dated_now(last_modified, date):
