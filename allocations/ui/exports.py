@@ -4,13 +4,13 @@ written as they are read, so a 100,000-row export holds one chunk in
 memory, never the list; every chunk from one snapshot of the database,
 held from the first row to the last (placement_site.snapshots, around
 every dashboards view)."""
-import csv
 import json
 import time
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
+from placement_site import downloads
 from placement_site.queries import batched
 
 CONTENT_TYPES = {'csv': 'text/csv; charset=utf-8', 'json': 'application/json'}
@@ -39,11 +39,12 @@ def chunks(queryset, size=CHUNK):
 
 def streamed(request, filename, columns, rows):
     """A streamed attachment of `rows` (an iterable of sequences in the
-    order of `columns`) in the requested format."""
+    order of `columns`) in the requested format, saved as `filename` made
+    safe (placement_site.downloads)."""
     form = wanted(request)
     body = _csv(columns, rows) if form == 'csv' else _json(columns, rows)
     response = StreamingHttpResponse(body, content_type=CONTENT_TYPES[form])
-    response['Content-Disposition'] = f'attachment; filename="{filename}.{form}"'
+    response['Content-Disposition'] = downloads.attachment(filename, form)
     return response
 
 
@@ -55,7 +56,7 @@ class _Line:
 
 
 def _csv(columns, rows):
-    writer = csv.writer(_Line())
+    writer = downloads.csv_writer(_Line())
     yield writer.writerow(columns)
     for row in rows:
         yield writer.writerow(row)

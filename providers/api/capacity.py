@@ -2,12 +2,11 @@
 used, free and utilization per resource class for each group of providers,
 and how many more of a request shape fit in each (providers.capacity).
 JSON, or CSV with format=csv or an Accept header preferring text/csv."""
-import csv
 import io
 
 from django.http import StreamingHttpResponse
 
-from placement_site import errors, exceptions, querystring, snapshots
+from placement_site import downloads, errors, exceptions, querystring, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
 from providers import capacity, querysets
 
@@ -65,7 +64,7 @@ def csv_chunks(group_by, found_groups):
     (group_by=root has a row per tree and class: 130,000 at 40,000 compute
     nodes)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator='\r\n')
+    writer = downloads.csv_writer(out, lineterminator='\r\n')
     writer.writerow(CSV_COLUMNS)
     for found in found_groups:
         fit = found.fit

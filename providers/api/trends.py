@@ -2,14 +2,13 @@
 snapshots of the cloud or of one pool, per resource class, with the
 forecast of when each class is full; JSON, or CSV with format=csv or an
 Accept header preferring text/csv."""
-import csv
 import io
 from datetime import timedelta
 
 from django.http import HttpResponse
 from django.utils import timezone
 
-from placement_site import errors, exceptions, snapshots
+from placement_site import downloads, errors, exceptions, snapshots
 from placement_site.api import (CSV, PlacementViewSet, answer_format, moment, query_params,
                                 timestamp)
 from placement_site.queries import storable
@@ -112,7 +111,7 @@ def describe(trend):
 def csv_text(found):
     """One row per class and snapshot, the columns of CSV_COLUMNS."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator='\r\n')
+    writer = downloads.csv_writer(out, lineterminator='\r\n')
     writer.writerow(CSV_COLUMNS)
     for trend in found:
         for point in trend.points:
