@@ -127,9 +127,11 @@ def page_sizes():
 
 @register.simple_tag(takes_context=True)
 def page_link(context, page_number, per_page=None):
-    """The current query at another page (and page size)."""
+    """The current query at another page (and page size) of the list whose
+    page is `page_param` in the context ('page' unless a page of several
+    lists says otherwise)."""
     query = context['request'].GET.copy()
-    query['page'] = page_number
+    query[context.get('page_param') or 'page'] = page_number
     if per_page is not None:
         query['per_page'] = per_page
     return '?' + query.urlencode()
@@ -141,8 +143,8 @@ def export_links(context, table=None):
     (allocations.ui.exports), every row, not one page; `table` names the
     list on a page of several."""
     query = context['request'].GET.copy()
-    for key in ('page', 'per_page'):
-        query.pop(key, None)
+    for key in [key for key in query if key in ('page', 'per_page') or key.endswith('_page')]:
+        query.pop(key)
     if table:
         query['table'] = table
     links = []

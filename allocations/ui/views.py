@@ -275,12 +275,14 @@ def usage(request):
         keys = USAGE_TABLES.get(request.GET.get('table'), ['project'])
         return exports.streamed(request, 'usage-by-' + '-and-'.join(keys),
                                 *reports.usage_rows(usage.rows(keys), keys, classes))
+    # Each table a page at a time (?project_page=, ?type_page=, ?user_page=):
+    # a cloud has thousands of projects.
     return render(request, 'ui/usage.html', {
         'form': form,
         'classes': classes,
-        'by_project': by_project,
-        'by_type': usage.rows(['project', 'consumer_type']),
-        'by_user': usage.rows(['project', 'user']),
+        'by_project': page_of(request, by_project, 'project_page'),
+        'by_type': page_of(request, usage.rows(USAGE_TABLES['type']), 'type_page'),
+        'by_user': page_of(request, usage.rows(USAGE_TABLES['user']), 'user_page'),
         'top_class': top_class,
         'top': reports.top_consumers(owners, top_class, TOP_CONSUMERS),
         'top_limit': TOP_CONSUMERS,

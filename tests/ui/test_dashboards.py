@@ -169,6 +169,34 @@ def test_usage_page_matches_get_usages(staff, api):
     assert re.findall(r'<td class="num">([^<]*)</td>', row) == ['4']
 
 
+def test_the_usage_tables_come_a_page_at_a_time(staff):
+    """Each of the usage page's tables is paged on its own (thousands of
+    projects in a cloud), and every owner is on one of its pages."""
+    roots = grow_cloud(45)
+    for index, consumer in enumerate(Consumer.objects.order_by('pk')):
+        consumer.project = Project.objects.get_or_create(external_id=f'p{index:02}')[0]
+        consumer.user = PlacementUser.objects.get_or_create(external_id=f'u{index % 2}')[0]
+        consumer.save()
+    assert len(roots) == 45
+
+    def shown(query, table):
+        response = staff.get('/ui/usage/' + query)
+        html = response.content.decode()
+        block = re.search(rf'<table id="{table}">(.*?)</table>', html, re.S).group(1)
+        return re.findall(r'<tr data-project="([^"]+)"', block), html
+
+    first, html = shown('?per_page=20', 'by-project')
+    assert len(first) == 20 and len(html) < 60_000
+    assert 'href="?per_page=20&amp;project_page=2"' in html
+    pages = [shown(f'?per_page=20&project_page={n}', 'by-project')[0] for n in (1, 2, 3)]
+    assert sorted(sum(pages, [])) == [f'p{i:02}' for i in range(45)]
+    by_user, html = shown('?per_page=20&user_page=3', 'by-user')
+    assert len(by_user) == 5 and 'page 3 of 3' in html
+    assert len(shown('?per_page=20&user_page=3', 'by-project')[0]) == 20   # its own page
+    exported = staff.get('/ui/usage/?per_page=20&project_page=2&export=json&table=user')
+    assert len(json.loads(b''.join(exported.streaming_content))) == 45   # every row
+
+
 def test_provider_page_spells_out_the_capacity_formula(staff):
     root = grow_cloud(1)[0]
     numa = ResourceProvider.objects.get(parent_provider=root)
