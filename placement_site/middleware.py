@@ -14,6 +14,7 @@ import uuid
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpResponse
+from django.utils.cache import add_never_cache_headers
 from oslo_context import context as oslo_context
 
 from placement_site import actor, errors, microversion, outages, serving, snapshots
@@ -26,12 +27,23 @@ UI_PREFIXES = ('/admin/', '/api/', '/static/', '/ui/', '/accounts/')
 # Not Placement's either: Prometheus' scrape endpoint has its own access rule,
 # and the browsers' icon needs none.
 NON_API_PATHS = ('/metrics', '/favicon.ico')
+# This site's own files: the same for every viewer, cacheable.
+SITE_FILES = ('/static/', '/favicon.ico')
 # Django's SecurityMiddleware and XFrameOptionsMiddleware add these for the
 # browser pages; Placement's answers carry none of them, and a drop-in
 # replacement answers with Placement's headers only.
 BROWSER_HEADERS = ('X-Frame-Options', 'X-Content-Type-Options', 'Referrer-Policy',
                    'Cross-Origin-Opener-Policy', 'Content-Security-Policy')
 REQUEST_ID_HEADER = 'x-openstack-request-id'
+
+
+def guard_browser_page(response):
+    """Not sniffed, not framed, this site's files only: what Django's
+    middleware gives the dashboards, for a page that is not theirs."""
+    response.setdefault('X-Content-Type-Options', 'nosniff')
+    response.setdefault('X-Frame-Options', settings.X_FRAME_OPTIONS)
+    if settings.PLACEMENT_UI_CSP:
+        response.setdefault('Content-Security-Policy', settings.PLACEMENT_UI_CSP)
 
 
 def is_api_path(path):
@@ -67,8 +79,13 @@ class RequestLogMiddleware:
         if not accept or accept == '*/*':
             request.META['HTTP_ACCEPT'] = 'application/json'
         response = self.get_response(request)
-        for header in BROWSER_HEADERS:
-            del response[header]
+        if response.get('Content-Type', '').startswith('text/html'):
+            # An HTML error page (a browser's Accept) shares the dashboards'
+            # origin, so it carries their guards; JSON goes as Placement's.
+            guard_browser_page(response)
+        else:
+            for header in BROWSER_HEADERS:
+                del response[header]
         if REQUEST_ID_HEADER not in response:
             response[REQUEST_ID_HEADER] = request.placement_request_id
         if not response.streaming and not response.has_header('Content-Length'):
@@ -240,6 +257,26 @@ def inline_styles_allowed(view):
                 f"{settings.PLACEMENT_UI_CSP}; style-src 'self' 'unsafe-inline'")
         return response
     return wrapped
+
+
+class SignedInPagesMiddleware:
+    """A signed-in viewer's pages and exports are a cloud's books: no
+    browser or proxy may keep them (Cache-Control: no-store, as the admin's
+    pages send). This site's own files stay cacheable."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        path = request.path_info
+        user = getattr(request, 'user', None)
+        # Asked before the view: DRF's views (the API docs) replace the user.
+        signed_in = (not is_api_path(path) and not path.startswith(SITE_FILES)
+                     and user is not None and user.is_authenticated)
+        response = self.get_response(request)
+        if signed_in:
+            add_never_cache_headers(response)
+        return response
 
 
 class StaffActorMiddleware:

@@ -64,6 +64,8 @@ MIDDLEWARE = [
     'django.middleware.csrf.CsrfViewMiddleware',
     'django.contrib.auth.middleware.AuthenticationMiddleware',
     'django.contrib.messages.middleware.MessageMiddleware',
+    # Signed-in pages and exports: Cache-Control no-store.
+    'placement_site.middleware.SignedInPagesMiddleware',
     # A Keystone-signed-in session's token re-validated on every page.
     'placement_site.keystone_signin.KeystoneSessionMiddleware',
     'django.middleware.clickjacking.XFrameOptionsMiddleware',
@@ -362,11 +364,19 @@ LOGGING = {
     'formatters': {
         'plain': {'format': '%(asctime)s %(levelname)s %(name)s %(message)s'},
     },
+    'filters': {
+        'without_traceback': {'()': 'placement_site.log_filters.WithoutTraceback'},
+    },
     'handlers': {
         'console': {'class': 'logging.StreamHandler', 'formatter': 'plain'},
+        'console_one_line': {'class': 'logging.StreamHandler', 'formatter': 'plain',
+                             'filters': ['without_traceback']},
     },
     'root': {'handlers': ['console'], 'level': 'WARNING'},
     'loggers': {
+        # A refused Host header or body: one line, not the refusing stack.
+        'django.security': {'handlers': ['console_one_line'], 'level': 'WARNING',
+                            'propagate': False},
         # 4xx answers are the API working as designed, not server trouble.
         'django.request': {'handlers': ['console'], 'level': 'ERROR', 'propagate': False},
         'placement': {
