@@ -4,7 +4,8 @@
 The user name, password, domain and optionally a project (or "system")
 are checked by Keystone itself through keystoneauth1 against the Keystone
 the API's auth_token options name (KEYSTONE_AUTHTOKEN_AUTH_URL, or
-PLACEMENT_UI_KEYSTONE_URL); so is an application credential's id and
+PLACEMENT_UI_KEYSTONE_URL, with or without /v3: keystoneauth1's version
+discovery finds the v3 API); so is an application credential's id and
 secret. Without a project the token is scoped to the user's first project,
 as Horizon does, and the user may switch to any other of theirs. The
 session keeps the token, its scope and roles; every page re-validates the
@@ -13,6 +14,7 @@ next page, with a message. The local user standing for a Keystone identity
 is named after its Keystone user id; what it may see and change is the
 policy's answer for the token (placement_site.viewers).
 """
+import functools
 import logging
 from datetime import datetime, timezone
 
@@ -24,6 +26,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
+from keystoneauth1 import discover
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
@@ -42,8 +45,25 @@ def enabled():
     return 'keystone' in settings.PLACEMENT_UI_AUTH
 
 
-def keystone_url():
+def configured_url():
     return settings.PLACEMENT_UI_KEYSTONE_URL or settings.KEYSTONE_AUTHTOKEN.get('auth_url')
+
+
+def keystone_url():
+    """Keystone's v3 API behind the configured URL, which install guides
+    write without /v3 (http://keystone:5000)."""
+    return _identity_v3(configured_url())
+
+
+@functools.lru_cache(maxsize=4)
+def _identity_v3(url):
+    # Asked once per process: Keystone's versions do not move under us. A
+    # failure (Keystone out of reach) is not remembered.
+    found = discover.get_discovery(ks_session.Session(timeout=TIMEOUT), url,
+                                   authenticated=False).url_for((3, 0))
+    if found is None:
+        raise ks_exceptions.DiscoveryFailure(f'{url} offers no Keystone v3 API')
+    return found.rstrip('/')
 
 
 def _access(auth):
@@ -54,7 +74,7 @@ def _listed(token, path, key):
     """What Keystone lists for the token itself (GET /v3/auth/projects or
     /v3/auth/system): every project, or the system, it may be scoped to."""
     answer = ks_session.Session(timeout=TIMEOUT).get(
-        f'{keystone_url().rstrip("/")}/auth/{path}', headers={'X-Auth-Token': token},
+        f'{keystone_url()}/auth/{path}', headers={'X-Auth-Token': token},
         raise_exc=False)
     return answer.json().get(key, []) if answer.status_code == 200 else []
 
@@ -88,20 +108,21 @@ class KeystoneBackend:
 
     def authenticate(self, request, username=None, password=None, domain=None, project=None,
                      method=PASSWORD, **kwargs):
-        if not enabled() or not username or not password or not keystone_url():
+        if not enabled() or not username or not password or not configured_url():
             return None
         domain = domain or 'Default'
-        if method == APPLICATION_CREDENTIAL:
-            auth = v3.ApplicationCredential(auth_url=keystone_url(),
-                                            application_credential_id=username,
-                                            application_credential_secret=password)
-        else:
-            system = project == SYSTEM
-            auth = v3.Password(auth_url=keystone_url(), username=username, password=password,
-                               user_domain_name=domain, system_scope='all' if system else None,
-                               project_name=None if system else project or None,
-                               project_domain_name=domain if project and not system else None)
         try:
+            if method == APPLICATION_CREDENTIAL:
+                auth = v3.ApplicationCredential(auth_url=keystone_url(),
+                                                application_credential_id=username,
+                                                application_credential_secret=password)
+            else:
+                system = project == SYSTEM
+                auth = v3.Password(auth_url=keystone_url(), username=username, password=password,
+                                   user_domain_name=domain,
+                                   system_scope='all' if system else None,
+                                   project_name=None if system else project or None,
+                                   project_domain_name=domain if project and not system else None)
             access = _access(auth)
             projects, system_allowed = _scopes(access, method)
             if not (access.project_scoped or access.system_scoped) and projects:
@@ -113,7 +134,7 @@ class KeystoneBackend:
                         username, domain, serving.client_address(request))
             return None
         except ks_exceptions.ClientException as exc:
-            LOG.error('sign-in failed: Keystone at %s did not answer (%s)', keystone_url(), exc)
+            LOG.error('sign-in failed: Keystone at %s did not answer (%s)', configured_url(), exc)
             return None
         held = _held(access, method, projects, system_allowed)
         user = _local_user(held)
@@ -156,11 +177,10 @@ def switch_scope(request):
                             or (wanted == SYSTEM and held['system_allowed'])):
         messages.error(request, 'That project is not one you can switch to.')
         return redirect('ui:overview')
-    auth = v3.Token(auth_url=keystone_url(), token=held['token'],
-                    system_scope='all' if wanted == SYSTEM else None,
-                    project_id=None if wanted == SYSTEM else wanted)
     try:
-        access = _access(auth)
+        access = _access(v3.Token(auth_url=keystone_url(), token=held['token'],
+                                  system_scope='all' if wanted == SYSTEM else None,
+                                  project_id=None if wanted == SYSTEM else wanted))
     except ks_exceptions.ClientException as exc:
         LOG.warning('switching %s to %s refused by Keystone (%s)', held['user'], wanted, exc)
         messages.error(request, 'Keystone refused to switch to that project.')
@@ -214,7 +234,7 @@ def token_valid(token):
     The token validates itself (Keystone lets a token's subject)."""
     session = ks_session.Session(timeout=TIMEOUT)
     try:
-        answer = session.get(f'{keystone_url().rstrip("/")}/auth/tokens',
+        answer = session.get(f'{keystone_url()}/auth/tokens',
                              headers={'X-Auth-Token': token, 'X-Subject-Token': token},
                              raise_exc=False)
     except ks_exceptions.ClientException as exc:

@@ -60,6 +60,28 @@ def test_a_project_admin_signs_in_with_keystones_password(signin, keystone, capl
                for r in caplog.records)
 
 
+@pytest.mark.parametrize('versioned', [False, True], ids=['without-v3', 'with-v3'])
+@pytest.mark.parametrize('setting', ['PLACEMENT_UI_KEYSTONE_URL', 'KEYSTONE_AUTHTOKEN_AUTH_URL'])
+def test_keystone_named_with_or_without_v3_signs_in_and_stays_signed_in(
+        signin, keystone, settings, setting, versioned):
+    """Install guides write auth_url as http://keystone:5000: keystoneauth1's
+    version discovery finds the v3 API behind it, for signing in, the
+    user's projects and every page's check of the token."""
+    url = keystone.url.removesuffix('/v3') + ('/v3' if versioned else '')
+    settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS = 0   # every page asks Keystone
+    ui_own = setting == 'PLACEMENT_UI_KEYSTONE_URL'
+    settings.PLACEMENT_UI_KEYSTONE_URL = url if ui_own else ''
+    # The dashboards' own URL wins over the API's (nothing listens there).
+    settings.KEYSTONE_AUTHTOKEN = {'auth_url': 'http://127.0.0.1:9' if ui_own else url}
+    client, answer = signin(keystone.admin_name, keystone.admin_name)
+    assert answer.status_code == 302
+    # No project asked for: its only project, from Keystone's list of them.
+    assert client.session[keystone_signin.SESSION_KEY]['project_id'] == keystone.project_id
+    for _ in range(2):
+        assert client.get('/ui/').status_code == 200
+    assert keystone_signin.SESSION_KEY in client.session
+
+
 def test_the_sign_in_form_asks_for_domain_and_project(signin):
     page = Client().get('/accounts/login/').content.decode()
     assert 'name="domain"' in page and 'name="project"' in page
