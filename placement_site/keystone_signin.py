@@ -8,9 +8,10 @@ PLACEMENT_UI_KEYSTONE_URL, with or without /v3: keystoneauth1's version
 discovery finds the v3 API); so is an application credential's id and
 secret. Without a project the token is scoped to the user's first project,
 as Horizon does, and the user may switch to any other of theirs. The
-session keeps the token, its scope and roles; every page re-validates the
-token with Keystone, so a revoked or expired one signs the user out on the
-next page, with a message. The local user standing for a Keystone identity
+session keeps the token, its scope and roles; pages re-validate the token
+with Keystone at most every PLACEMENT_UI_TOKEN_RECHECK_SECONDS, so a revoked
+one signs the user out within that bound and an expired one on the next
+page, with a message. The local user standing for a Keystone identity
 is named after its Keystone user id; what it may see and change is the
 policy's answer for the token (placement_site.viewers).
 """
@@ -91,8 +92,10 @@ def _scopes(access, method):
 
 
 def _held(access, method, projects, system_allowed):
-    """What the session keeps of a Keystone sign-in."""
+    """What the session keeps of a Keystone sign-in: Keystone has just
+    issued the token, which counts as its first check."""
     return {
+        'checked_at': datetime.now(timezone.utc).timestamp(),
         'token': access.auth_token, 'expires_at': access.expires.isoformat(),
         'user_id': access.user_id, 'user': access.username,
         'domain': access.user_domain_name, 'project_id': access.project_id,
@@ -245,11 +248,13 @@ def token_valid(token):
 
 def _still_valid(request, held, now):
     """token_valid, asked at most every PLACEMENT_UI_TOKEN_RECHECK_SECONDS
-    (0: on every page); the time of the last answer is kept in the session
-    only when there is an interval to keep it for."""
+    (0: on every page): the session keeps when Keystone last said yes, so
+    every process serving the session shares the answer, and signing out
+    (the session flushed) forgets it."""
     interval = settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS
     checked = held.get('checked_at')
-    if interval and checked and now.timestamp() - checked < interval:
+    # A time ahead of ours (another server's clock) does not stretch the bound.
+    if interval and checked and 0 <= now.timestamp() - checked < interval:
         return True
     if not token_valid(held['token']):
         return False
@@ -260,8 +265,10 @@ def _still_valid(request, held, now):
 
 
 class KeystoneSessionMiddleware:
-    """Every page of a Keystone-signed-in session: the token re-validated;
-    revoked or expired, the session ends with a message."""
+    """Every page of a Keystone-signed-in session: the token's expiry
+    checked, and the token re-validated when Keystone's last answer is
+    older than the bound; expired or revoked, the session ends with a
+    message."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -324,10 +324,13 @@ PLACEMENT_UI_AUTH = [name.strip() for name in
 if set(PLACEMENT_UI_AUTH) - {'django', 'keystone'} or not PLACEMENT_UI_AUTH:
     raise ValueError("PLACEMENT_UI_AUTH must name 'django', 'keystone' or both")
 PLACEMENT_UI_KEYSTONE_URL = os.environ.get('PLACEMENT_UI_KEYSTONE_URL', '')
-# How often a Keystone session's token is re-validated with Keystone: 0, on
-# every page; N, at most every N seconds (a revoked token is honoured up to
-# N seconds; an expired one never). Each check is a round trip to Keystone.
-PLACEMENT_UI_TOKEN_RECHECK_SECONDS = config.env_int('PLACEMENT_UI_TOKEN_RECHECK_SECONDS', 0)
+# How long Keystone's answer on a dashboards session's token holds: pages
+# re-validate it at most every N seconds (0: on every page, a round trip to
+# Keystone each). A revoked token is honoured up to N seconds, an expired one
+# never, a signed-out session not at all. A minute, not keystonemiddleware's
+# 300 s for the API: the dashboards' admin edits, and a user clicking
+# through pages still costs Keystone one check a minute.
+PLACEMENT_UI_TOKEN_RECHECK_SECONDS = config.env_int('PLACEMENT_UI_TOKEN_RECHECK_SECONDS', 60)
 AUTHENTICATION_BACKENDS = (
     ['axes.backends.AxesStandaloneBackend']   # first: a locked-out sign-in goes no further
     + (['django.contrib.auth.backends.ModelBackend'] if 'django' in PLACEMENT_UI_AUTH else [])

@@ -4,12 +4,16 @@ fernet tokens, bootstrapped), shared by the test processes, and given the
 projects, users and roles a test needs through Keystone's own API
 (keystoneauth1). Where it cannot be installed or started, the tests that
 need it are skipped with the reason."""
+import collections
 import fcntl
 import subprocess
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
@@ -118,3 +122,50 @@ class Identity:
 
     def disable(self, user_id):
         self._call('PATCH', f'/users/{user_id}', user={'enabled': False})
+
+
+class CountingFront:
+    """A pass-through in front of the real Keystone, at an unversioned URL
+    (http://127.0.0.1:PORT, as install guides write auth_url), counting the
+    requests that reach Keystone through it by (method, path): whether a
+    page asked Keystone is Keystone's own traffic, not a guess. Keystone
+    answers everything; its links name the front (the Host header is
+    passed on)."""
+
+    def __init__(self, keystone):
+        self.keystone = keystone.rstrip('/').removesuffix('/v3')
+        self.asked = collections.Counter()
+        front = self
+
+        class Pass(BaseHTTPRequestHandler):
+            def _pass(self):
+                front.asked[self.command, self.path.split('?')[0].rstrip('/')] += 1
+                body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+                answer = requests.request(self.command, front.keystone + self.path,
+                                          headers=dict(self.headers), data=body or None,
+                                          timeout=30)
+                self.send_response(answer.status_code)
+                for name, value in answer.headers.items():
+                    if name.lower() not in ('content-length', 'content-encoding',
+                                            'transfer-encoding', 'connection'):
+                        self.send_header(name, value)
+                self.send_header('Content-Length', str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Pass)
+        self.url = f'http://127.0.0.1:{self.server.server_address[1]}'
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def validations(self):
+        """Token validations Keystone answered (GET /v3/auth/tokens)."""
+        return self.asked['GET', '/v3/auth/tokens']
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
