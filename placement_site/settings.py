@@ -345,15 +345,19 @@ PLACEMENT_UI_CSP = os.environ.get(
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; "
     "form-action 'self'; frame-ancestors 'none'")
 # Sign-in throttling: after PLACEMENT_UI_SIGNIN_FAILURES wrong passwords for
-# one user name, or from one client address, further sign-ins of it (the
-# right password too) are refused for PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES.
+# one user name from one client address, that user's sign-ins from that
+# address (the right password too) are refused for
+# PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES. The pair, not either alone (axes'
+# nested list): behind a proxy users share an address, and anyone may type
+# another's user name, so either alone lets one person lock others out.
 AXES_FAILURE_LIMIT = config.env_int('PLACEMENT_UI_SIGNIN_FAILURES', 5)
 AXES_COOLOFF_TIME = timedelta(minutes=config.env_int('PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES', 15))
-AXES_LOCKOUT_PARAMETERS = ['username', 'ip_address']
+AXES_LOCKOUT_PARAMETERS = [['username', 'ip_address']]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = 'registration/locked_out.html'
 AXES_VERBOSE = False
-# The client's address behind the front too (placement_site.serving).
+# The client's address: the connection's, or the X-Real-IP of a proxy named
+# in PLACEMENT_TRUSTED_PROXIES (placement_site.serving), never a client's.
 AXES_CLIENT_IP_CALLABLE = 'placement_site.serving.client_address'
 # keystonemiddleware auth_token options, e.g. KEYSTONE_AUTHTOKEN_AUTH_URL.
 KEYSTONE_AUTHTOKEN = {

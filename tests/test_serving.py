@@ -67,8 +67,9 @@ def test_a_trusted_proxy_setting_must_name_networks(settings):
 @pytest.mark.any_database
 @pytest.mark.django_db
 def test_sign_in_throttling_locks_the_client_behind_the_front_not_the_front(settings):
-    """Five wrong passwords from one client behind the front lock that
-    address; another client behind the same front still signs in."""
+    """Five wrong passwords from one client behind the front lock the user
+    at that client's address; from another client behind the same front
+    the user still signs in."""
     from django.contrib.auth.models import User
 
     settings.AXES_ENABLED = True
@@ -79,8 +80,8 @@ def test_sign_in_throttling_locks_the_client_behind_the_front_not_the_front(sett
         client = Client(REMOTE_ADDR='', HTTP_X_REAL_IP=client_address)
         return client.post('/accounts/login/', {'username': username, 'password': password})
 
-    for n in range(5):
-        sign_in(f'guess{n}', 'wrong', '192.0.2.66')
+    for _ in range(5):
+        sign_in('operator', 'wrong', '192.0.2.66')
     assert sign_in('operator', 'right', '192.0.2.66').status_code == 429
     assert sign_in('operator', 'right', '192.0.2.67').status_code == 302
 

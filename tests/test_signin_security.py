@@ -1,7 +1,8 @@
 """Signing in safely: throttling (django-axes, settings AXES_*) locks a
-user name, and a client address, after wrong passwords, refuses a locked
+user name at a client address after wrong passwords, refuses a locked
 sign-in even with the right password and lifts the lock after the window;
-a session ends hours after signing in."""
+the address is the connection's or a trusted proxy's X-Real-IP; a session
+ends hours after signing in."""
 import logging
 from datetime import timedelta
 
@@ -25,8 +26,8 @@ def operator(db):
     return Account.objects.create_user('operator', password='right', is_staff=True)
 
 
-def sign_in(username, password, address='10.0.0.1'):
-    client = Client(REMOTE_ADDR=address)
+def sign_in(username, password, address='10.0.0.1', real_ip=None):
+    client = Client(REMOTE_ADDR=address, **({'HTTP_X_REAL_IP': real_ip} if real_ip else {}))
     answer = client.post('/accounts/login/', {'username': username, 'password': password,
                                               'next': '/ui/'})
     return client, answer
@@ -40,14 +41,13 @@ def test_the_sixth_sign_in_after_five_wrong_passwords_is_refused_until_the_windo
     for _ in range(5):
         _, answer = sign_in('operator', 'wrong', address='10.0.0.1')
         assert answer.status_code in (200, 429)
-    # From another address, with the right password: the user name is locked.
-    client, answer = sign_in('operator', 'right', address='10.0.0.2')
+    client, answer = sign_in('operator', 'right', address='10.0.0.1')
     assert answer.status_code == 429
     assert 'Sign-in locked' in answer.content.decode()
     assert not signed_in(client)
     # The window passes.
     AccessAttempt.objects.update(attempt_time=F('attempt_time') - timedelta(minutes=16))
-    client, answer = sign_in('operator', 'right', address='10.0.0.2')
+    client, answer = sign_in('operator', 'right', address='10.0.0.1')
     assert answer.status_code == 302
     assert signed_in(client)
 
@@ -59,14 +59,39 @@ def test_four_wrong_passwords_do_not_lock(operator):
     assert answer.status_code == 302 and signed_in(client)
 
 
-def test_an_address_guessing_many_user_names_is_locked(operator):
-    for n in range(5):
-        sign_in(f'guess{n}', 'wrong', address='10.9.9.9')
-    client, answer = sign_in('operator', 'right', address='10.9.9.9')
-    assert answer.status_code == 429
-    assert not signed_in(client)
-    client, answer = sign_in('operator', 'right', address='10.0.0.3')
+def test_a_lock_holds_one_user_at_one_address(operator):
+    """Behind a proxy every user may share one address: wrong passwords for
+    one user lock that user there, not a colleague at the same address,
+    nor that user elsewhere."""
+    Account.objects.create_user('colleague', password='theirs', is_staff=True)
+    for _ in range(5):
+        sign_in('operator', 'wrong', address='10.0.0.1')
+    assert sign_in('operator', 'right', address='10.0.0.1')[1].status_code == 429
+    client, answer = sign_in('colleague', 'theirs', address='10.0.0.1')
     assert answer.status_code == 302 and signed_in(client)
+    client, answer = sign_in('operator', 'right', address='10.0.0.2')
+    assert answer.status_code == 302 and signed_in(client)
+
+
+def test_the_address_is_a_trusted_proxys_header_and_no_one_elses(operator, settings):
+    """X-Real-IP names the client only from PLACEMENT_TRUSTED_PROXIES: from
+    anyone else a new address in each attempt neither escapes the lock of
+    the connection's address nor is recorded."""
+    settings.PLACEMENT_TRUSTED_PROXIES = ['10.0.0.0/24']
+    for n in range(5):
+        sign_in('operator', 'wrong', address='192.0.2.9', real_ip=f'198.51.100.{n}')
+    assert sign_in('operator', 'right', address='192.0.2.9',
+                   real_ip='198.51.100.77')[1].status_code == 429
+    # Through the trusted proxy: the client it names is locked, another is not.
+    for _ in range(5):
+        sign_in('operator', 'wrong', address='10.0.0.5', real_ip='198.51.100.1')
+    assert sign_in('operator', 'right', address='10.0.0.5',
+                   real_ip='198.51.100.1')[1].status_code == 429
+    client, answer = sign_in('operator', 'right', address='10.0.0.5', real_ip='198.51.100.2')
+    assert answer.status_code == 302 and signed_in(client)
+    assert set(AccessAttempt.objects.values_list('ip_address', flat=True)) >= {
+        '192.0.2.9', '198.51.100.1'}
+    assert not AccessAttempt.objects.filter(ip_address__in=['10.0.0.5', '198.51.100.0'])
 
 
 def test_a_session_ends_hours_after_signing_in(operator, settings):
