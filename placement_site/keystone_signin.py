@@ -19,12 +19,14 @@ import functools
 import logging
 from datetime import datetime, timezone
 
+from axes.signals import user_locked_out
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import authenticate, get_user_model, logout
+from django.contrib.auth import authenticate, get_user_model, logout, user_logged_out
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
+from django.dispatch import receiver
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 from keystoneauth1 import discover
@@ -223,6 +225,19 @@ class SignInForm(AuthenticationForm):
                      'Keystone' if self.user_cache.username.startswith(USERNAME_PREFIX)
                      else 'local account', serving.client_address(self.request))
         return self.cleaned_data
+
+
+@receiver(user_locked_out)
+def _locked_out(sender, request, username, ip_address, **kwargs):
+    """django-axes' lock, as it begins and on each sign-in it refuses."""
+    LOG.warning('sign-in locked: user %s from %s', username, ip_address)
+
+
+@receiver(user_logged_out)
+def _signed_out(sender, request, user, **kwargs):
+    held = request.session.get(SESSION_KEY) or {}
+    LOG.info('signed out: user %s from %s', held.get('user') or (user and user.get_username()),
+             serving.client_address(request))
 
 
 class SignInView(LoginView):

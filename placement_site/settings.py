@@ -391,5 +391,8 @@ LOGGING = {
             'level': os.environ.get('PLACEMENT_LOG_LEVEL', 'WARNING').upper(),
             'propagate': False,
         },
+        # The sign-in audit lines (docs/ui-identity.md) at INFO whatever
+        # PLACEMENT_LOG_LEVEL says: INFO there also logs every API request.
+        'placement.signin': {'handlers': ['console'], 'level': 'INFO', 'propagate': False},
     },
 }

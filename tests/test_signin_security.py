@@ -3,7 +3,10 @@ user name at a client address after wrong passwords, refuses a locked
 sign-in even with the right password and lifts the lock after the window;
 the address is the connection's or a trusted proxy's X-Real-IP; a session
 ends hours after signing in."""
+import copy
+import io
 import logging
+import logging.config
 from datetime import timedelta
 
 import pytest
@@ -12,6 +15,8 @@ from django.contrib.auth.models import User as Account
 from django.contrib.sessions.models import Session
 from django.db.models import F
 from django.test import Client
+
+from placement_site import settings as defaults
 
 pytestmark = pytest.mark.any_database
 
@@ -110,3 +115,34 @@ def test_sign_ins_and_refusals_are_audit_lines(operator, caplog):
     assert [r.getMessage() for r in caplog.records if r.name == 'placement.signin'] == [
         'sign-in refused: user operator from 10.1.2.3',
         'signed in: user operator (local account) from 10.1.2.4']
+
+
+@pytest.fixture
+def written(settings):
+    """What the server's logging writes as configured by default (no
+    PLACEMENT_LOG_LEVEL): its console, into a buffer."""
+    config = copy.deepcopy(defaults.LOGGING)
+    assert config['loggers']['placement']['level'] == 'WARNING'
+    stream = io.StringIO()
+    config['handlers']['console']['stream'] = stream
+    logging.config.dictConfig(config)
+    yield stream
+    logging.config.dictConfig(defaults.LOGGING)
+
+
+def test_audit_lines_are_written_at_the_default_log_level(operator, written):
+    """Refusals, the lock, sign-in and sign-out are written; the API's
+    request lines (INFO of placement.requests) are not."""
+    for _ in range(5):
+        sign_in('operator', 'wrong', address='10.1.2.3')
+    sign_in('operator', 'right', address='10.1.2.3')
+    client, _ = sign_in('operator', 'right', address='10.1.2.4')
+    client.post('/accounts/logout/')
+    assert Client().get('/resource_providers', HTTP_X_AUTH_TOKEN='admin').status_code == 200
+    lines = written.getvalue()
+    for line in ('WARNING placement.signin sign-in refused: user operator from 10.1.2.3',
+                 'WARNING placement.signin sign-in locked: user operator from 10.1.2.3',
+                 'INFO placement.signin signed in: user operator (local account) from 10.1.2.4',
+                 'INFO placement.signin signed out: user operator from 10.1.2.4'):
+        assert line in lines
+    assert 'placement.requests' not in lines
