@@ -235,9 +235,25 @@ def _locked_out(sender, request, username, ip_address, **kwargs):
 
 @receiver(user_logged_out)
 def _signed_out(sender, request, user, **kwargs):
+    """Every sign-out (the pages', the admin's, a session whose token
+    ended): an audit line, and a Keystone sign-in's token revoked, as
+    Horizon does, so the token outlives the session nowhere."""
     held = request.session.get(SESSION_KEY) or {}
     LOG.info('signed out: user %s from %s', held.get('user') or (user and user.get_username()),
              serving.client_address(request))
+    if held.get('token'):
+        _revoke(held['token'])
+
+
+def _revoke(token):
+    """The token revokes itself (Keystone lets a token's subject)."""
+    try:
+        ks_session.Session(timeout=TIMEOUT).delete(
+            f'{keystone_url()}/auth/tokens',
+            headers={'X-Auth-Token': token, 'X-Subject-Token': token}, raise_exc=False)
+    except ks_exceptions.ClientException as exc:
+        LOG.error('could not revoke a signed-out Keystone token (%s): it lives until it '
+                  'expires', exc)
 
 
 class SignInView(LoginView):

@@ -116,6 +116,11 @@ class Identity:
                         raise_exc=True).json()['application_credential']
         return made['id'], made['secret']
 
+    def validate(self, token):
+        """Keystone's answer on the token: 200, or 404 once revoked."""
+        return self.admin.get('/auth/tokens', endpoint_filter=IDENTITY,
+                              headers={'X-Subject-Token': token}, raise_exc=False).status_code
+
     def revoke(self, token):
         self.admin.delete('/auth/tokens', endpoint_filter=IDENTITY,
                           headers={'X-Subject-Token': token})

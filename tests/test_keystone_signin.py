@@ -182,14 +182,17 @@ def test_an_expired_token_is_refused_within_the_bound(signin, keystone, counted)
     assert counted.validations() == 0   # the token's own expiry, without asking
 
 
-def test_signing_out_ends_the_session_at_once(signin, keystone, settings):
+def test_signing_out_ends_the_session_and_its_token_at_once(signin, keystone, settings):
     client, _ = signin(keystone.admin_name, keystone.admin_name, project=keystone.project_name)
     assert client.get('/ui/').status_code == 200
+    token = client.session[keystone_signin.SESSION_KEY]['token']
+    assert keystone.validate(token) == 200
     cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
     client.post('/accounts/logout/')
     again = Client()
     again.cookies[settings.SESSION_COOKIE_NAME] = cookie   # the old cookie, within the bound
     assert again.get('/ui/').status_code == 302
+    assert keystone.validate(token) == 404   # revoked: the API refuses it too
 
 
 def test_local_accounts_sign_in_beside_keystone(signin):
