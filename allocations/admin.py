@@ -47,7 +47,8 @@ class ConsumerAllocationInline(ReadOnlyInline):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related('resource_provider', 'resource_class')
+        return super().get_queryset(request).select_related(
+            'resource_provider', 'resource_class', 'consumer')
 
 
 @admin.register(Consumer)

@@ -108,7 +108,7 @@ class Allocation(models.Model):
         ]
 
     def __str__(self):
-        return f'{self.consumer_id} {self.resource_class_id}={self.used}'
+        return f'{self.used} {self.resource_class} on {self.resource_provider} for {self.consumer}'
 
 
 class ProjectUsageSnapshot(models.Model):
@@ -130,3 +130,6 @@ class ProjectUsageSnapshot(models.Model):
                          name='project_snapshots_series_idx'),
             models.Index(fields=['taken_at'], name='project_snapshots_taken_idx'),
         ]
+
+    def __str__(self):
+        return f'{self.resource_class} of project {self.project} at {self.taken_at:%Y-%m-%d %H:%M}'

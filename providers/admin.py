@@ -126,6 +126,9 @@ class AggregateMemberForm(forms.ModelForm):
         value = self.cleaned_data['aggregate_uuid']
         if not is_uuid_like(value):
             raise ValidationError('Enter a valid UUID.')
+        # Never saved (aggregates_replace writes the set): the row names
+        # its aggregate in the admin's history.
+        self.instance.aggregate = Aggregate(uuid=value)
         return value
 
 
@@ -140,7 +143,7 @@ class InventoryInline(admin.TabularInline):
     extra = 0
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related('resource_class')
+        return super().get_queryset(request).select_related('resource_class', 'resource_provider')
 
     @admin.display(description='used')
     def used(self, inventory):
@@ -165,7 +168,7 @@ class ProviderTraitInline(admin.TabularInline):
     verbose_name_plural = 'traits'
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related('trait')
+        return super().get_queryset(request).select_related('trait', 'resource_provider')
 
 
 class ProviderAggregateInline(admin.TabularInline):
@@ -178,7 +181,7 @@ class ProviderAggregateInline(admin.TabularInline):
     verbose_name_plural = 'aggregates'
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related('aggregate')
+        return super().get_queryset(request).select_related('aggregate', 'resource_provider')
 
 
 # ---- resource providers ----------------------------------------------------------

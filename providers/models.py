@@ -150,7 +150,7 @@ class Inventory(models.Model):
         ]
 
     def __str__(self):
-        return f'{self.resource_class_id}: {self.total}'
+        return f'{self.resource_class} on {self.resource_provider}'
 
     @property
     def capacity(self):
@@ -175,6 +175,9 @@ class ProviderTrait(models.Model):
         indexes = [models.Index(fields=['trait', 'resource_provider'],
                                 name='rp_traits_trait_rp_idx')]
 
+    def __str__(self):
+        return f'{self.trait} on {self.resource_provider}'
+
 
 class ProviderAggregate(models.Model):
     resource_provider = models.ForeignKey(ResourceProvider, on_delete=models.CASCADE)
@@ -188,6 +191,9 @@ class ProviderAggregate(models.Model):
         ]
         indexes = [models.Index(fields=['aggregate', 'resource_provider'],
                                 name='rp_aggregates_agg_rp_idx')]
+
+    def __str__(self):
+        return f'{self.resource_provider} in aggregate {self.aggregate}'
 
 
 class Event(models.Model):
@@ -242,6 +248,9 @@ class EventProvider(models.Model):
         ordering = ['id']
         indexes = [models.Index(fields=['provider_uuid', 'event'], name='event_providers_rp_idx')]
 
+    def __str__(self):
+        return f'provider {self.provider_uuid} in event #{self.event_id}'
+
 
 class UsageSnapshot(models.Model):
     """One resource class's books at one moment, for the whole cloud
@@ -272,7 +281,8 @@ class UsageSnapshot(models.Model):
         ]
 
     def __str__(self):
-        return f'{self.resource_class_id} at {self.taken_at:%Y-%m-%d %H:%M}'
+        scope = f'pool {self.aggregate}' if self.aggregate_id else 'the cloud'
+        return f'{self.resource_class} of {scope} at {self.taken_at:%Y-%m-%d %H:%M}'
 
 
 class BooksChange(models.Model):
@@ -283,6 +293,9 @@ class BooksChange(models.Model):
 
     class Meta:
         db_table = 'books_changes'
+
+    def __str__(self):
+        return f'books change {self.pk}'
 
 
 class TreeStamp(models.Model):
@@ -295,3 +308,7 @@ class TreeStamp(models.Model):
 
     class Meta:
         db_table = 'tree_stamps'
+
+    def __str__(self):
+        tree = f'tree of root {self.root_id}' if self.root_id else 'catalogue'
+        return f'{tree} at stamp {self.stamp}'

@@ -2,11 +2,14 @@
 queries, edits go through the services (generations bumped as the API bumps
 them), and an edit that would break an invariant is refused with the domain
 error's message and changes nothing."""
+import re
 import uuid as uuid_lib
 
 import os_resource_classes
 import os_traits
 import pytest
+from django.apps import apps
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -15,7 +18,8 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
-from providers.models import Aggregate, Inventory, ResourceClass, ResourceProvider, Trait
+from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
+                              ResourceClass, ResourceProvider, Trait)
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
 from providers.pods.models import Pod, PodBinding
@@ -248,6 +252,31 @@ def test_provider_page_shows_usage_and_members(admin_client, cloud):
     response = admin_client.get(admin_url(Aggregate, 'change', Aggregate.objects.get().pk))
     members = response.context['inline_admin_formsets'][0].formset
     assert [form.instance.resource_provider.name for form in members.forms] == ['busy']
+
+
+# ---- every row reads in the domain's words ---------------------------------------------
+
+def test_every_model_reads_in_its_own_words(cloud, api):
+    """No "ProviderTrait object (36)": every model of ours says what its row
+    is, in the admin's inlines, titles, filters and delete pages."""
+    busy = provider('busy')
+    pod_services.binding_bind(project_id='tenant', affinity='',
+                              pod=pod_services.pod_create(name='pod1', affinity_tags={},
+                                                          thresholds={}))
+    call_command('snapshot_usage')
+    read = {model: str(model._default_manager.order_by('pk').first())
+            for app in ('providers', 'allocations', 'pods')
+            for model in apps.get_app_config(app).get_models()}
+    missing = [model.__name__ for model, text in read.items() if text == 'None']
+    assert missing == []
+    default = [text for text in read.values() if re.search(r'object \(\d+\)', text)]
+    assert default == []
+    consumer = Consumer.objects.get(consumer_type__isnull=False).uuid
+    assert read[ProviderTrait] == 'HW_CPU_X86_AVX2 on busy'
+    assert read[ProviderAggregate] == f'busy in aggregate {AGGREGATE}'
+    assert str(busy.inventories.get(resource_class__name='VCPU')) == 'VCPU on busy'
+    assert str(Allocation.objects.get(consumer__uuid=consumer, resource_class__name='VCPU')) == \
+        f'6 VCPU on busy for {consumer}'
 
 
 # ---- refused edits change nothing -------------------------------------------------
