@@ -1,7 +1,8 @@
 """The admin machinery both apps' admins share: an admin whose writes are
 service calls (a domain refusal becomes an error message, never a 500, and
-changes nothing), read-only admins and inlines, sortable count columns and
-links between changelists."""
+changes nothing; a write the database aborted is rerun, as the API's are),
+read-only admins and inlines, sortable count columns and links between
+changelists."""
 from django.contrib import admin, messages
 from django.contrib.admin import actions as admin_actions
 from django.contrib.admin.utils import quote, unquote
@@ -15,6 +16,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext_lazy
 
 from placement_site import exceptions
+from placement_site.queries import retried
 
 
 
@@ -108,6 +110,22 @@ class ServiceAdmin(admin.ModelAdmin):
     def cannot_delete(self, obj, reason):
         return f'Cannot delete {self.opts.verbose_name} “{obj}”: {reason}'
 
+    def rerun_aborted(self, request, view):
+        """`view()`, a POST, run again whole when the database aborted it (a
+        Galera certification failure, a deadlock), as queries.retried reruns
+        every API write: the services run inside the admin's transaction,
+        so their own reruns cannot. The messages an aborted run queued go
+        with it."""
+        if request.method != 'POST':
+            return view()
+        queued = messages.get_messages(request)
+        before = list(getattr(queued, '_queued_messages', ()))
+
+        def forget_messages():
+            if hasattr(queued, '_queued_messages'):
+                queued._queued_messages[:] = before
+        return retried(view, before_retry=forget_messages, integrity=False)
+
     def changeform_view(self, request, object_id=None, form_url='', extra_context=None):
         if request.method == 'POST' and object_id is not None:
             obj = self.get_object(request, unquote(object_id))
@@ -115,7 +133,8 @@ class ServiceAdmin(admin.ModelAdmin):
             if refusal:
                 return self.refuse(request, refusal, request.get_full_path())
         try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
+            return self.rerun_aborted(request, lambda: super(ServiceAdmin, self).changeform_view(
+                request, object_id, form_url, extra_context))
         except exceptions.PlacementDomainError as exc:
             # A concurrent change got past the form's checks; the admin's
             # transaction has been rolled back.
@@ -126,10 +145,16 @@ class ServiceAdmin(admin.ModelAdmin):
         refusal = self.visible(request, obj) and self.delete_refusal(obj)
         if not refusal:
             try:
-                return super().delete_view(request, object_id, extra_context)
+                return self.rerun_aborted(request, lambda: super(ServiceAdmin, self).delete_view(
+                    request, object_id, extra_context))
             except exceptions.PlacementDomainError as exc:
                 refusal = str(exc)
         return self.refuse(request, self.cannot_delete(obj, refusal), change_url(obj))
+
+    def changelist_view(self, request, extra_context=None):
+        # A POST here is an action (delete_selected, ending bindings).
+        return self.rerun_aborted(request, lambda: super(ServiceAdmin, self).changelist_view(
+            request, extra_context))
 
     def get_deleted_objects(self, objs, request):
         """What else goes with an object is the service's business: list the

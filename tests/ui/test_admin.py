@@ -9,13 +9,15 @@ import os_resource_classes
 import os_traits
 import pytest
 from django.apps import apps
+from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from placement_site import queries
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
@@ -693,6 +695,72 @@ def test_read_only_models_cannot_be_written(admin_client, cloud, db_snapshot):
     assert admin_client.get(admin_url(Aggregate, 'add')).status_code == 403
     assert admin_client.get(admin_url(Consumer, 'add')).status_code == 403
     assert db_snapshot() == before
+
+
+# ---- a write the database aborted is rerun, as the API's are ---------------------------
+
+def aborted(monkeypatch, owner, name, times=1):
+    """`owner.name` (a service, or an admin's step) runs, then fails as a
+    Galera node fails a transaction at commit (a retryable
+    OperationalError), the first `times` times. Returns how often it ran."""
+    real, runs = getattr(owner, name), []
+
+    def first_aborted(*args, **kwargs):
+        runs.append(1)
+        done = real(*args, **kwargs)
+        if len(runs) <= times:
+            raise OperationalError('database is locked')
+        return done
+    monkeypatch.setattr(owner, name, first_aborted)
+    return runs
+
+
+# Where the save is aborted: in a service, or once the whole view has run
+# (its success message queued), as a commit refused by the cluster.
+ABORTED_IN = {'service': (services, 'inventories_replace'),
+              'commit': (ResourceProviderAdmin, 'response_change')}
+
+
+@pytest.mark.parametrize('where', list(ABORTED_IN))
+def test_an_admin_save_the_database_aborted_is_rerun_once_whole(admin_client, cloud, api,
+                                                                monkeypatch, where):
+    runs = aborted(monkeypatch, *ABORTED_IN[where])
+    before = generation(api, cloud['busy'])
+    response = edit_provider(admin_client, 'busy', setting('MEMORY_MB', 'total', 8192),
+                             follow=True)
+    assert len(runs) == 2
+    (message,) = messages_of(response)
+    assert re.sub('<[^>]*>', '', message) == \
+        'The resource provider “busy” was changed successfully.'
+    assert generation(api, cloud['busy']) == before + 1   # the aborted run's bump rolled back
+    assert provider('busy').inventories.get(resource_class__name='MEMORY_MB').total == 8192
+    assert LogEntry.objects.filter(object_repr='busy').count() == 1
+
+
+def test_an_admin_delete_the_database_aborted_is_rerun(admin_client, cloud, api, monkeypatch):
+    runs = aborted(monkeypatch, allocation_services, 'allocations_delete')
+    consumer = Consumer.objects.get(consumer_type__isnull=False)
+    response = admin_client.post(admin_url(Consumer, 'delete', consumer.pk), {'post': 'yes'},
+                                 follow=True)
+    assert len(runs) == 2
+    assert messages_of(response) == [f'The consumer “{consumer.uuid}” was deleted successfully.']
+    assert not Consumer.objects.filter(pk=consumer.pk).exists()
+    runs = aborted(monkeypatch, services, 'provider_delete')
+    response = delete_selected(admin_client, ResourceProvider, [provider('spare')])
+    assert len(runs) == 2
+    assert messages_of(response) == ['Successfully deleted 1 resource provider.']
+    assert not ResourceProvider.objects.filter(name='spare').exists()
+
+
+def test_an_admin_save_aborted_every_time_changes_nothing(admin_client, cloud, monkeypatch):
+    monkeypatch.setattr(queries, 'RETRY_SECONDS', 0)
+    runs = aborted(monkeypatch, services, 'inventories_replace', times=99)
+    with unchanged():
+        response = edit_provider(admin_client, 'busy', setting('MEMORY_MB', 'total', 8192),
+                                 follow=True)
+    assert len(runs) == queries.RETRY_ATTEMPTS
+    assert messages_of(response) == [
+        'Another thread concurrently updated the data. Please retry your update']
 
 
 # ---- no per-row queries --------------------------------------------------------------
