@@ -50,6 +50,10 @@ class ConsumerAllocationInline(ReadOnlyInline):
         return super().get_queryset(request).select_related(
             'resource_provider', 'resource_class', 'consumer')
 
+    def all_rows(self, consumer, count):
+        return changelist_link(Allocation, f'All {count} allocations',
+                               consumer__id__exact=consumer.pk)
+
 
 @admin.register(Consumer)
 class ConsumerAdmin(ServiceAdmin):

@@ -16,11 +16,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Exists, OuterRef, Q
 from django.forms.models import BaseInlineFormSet
-from django.utils.html import format_html_join
+from django.urls import reverse
+from django.utils.html import format_html
 
 from placement_site import exceptions
 from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
-                                  YesNoFilter, adopt, change_url, changelist_link, count_column)
+                                  YesNoFilter, adopt, changelist_link, count_column, first_links)
 from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
@@ -278,9 +279,8 @@ class ResourceProviderAdmin(ServiceAdmin):
 
     @admin.display(description='child providers')
     def child_providers(self, provider):
-        children = provider.children.order_by('name')
-        return format_html_join(', ', '<a href="{}">{}</a>', (
-            (change_url(child), child.name) for child in children)) or None
+        return first_links(provider.children.order_by('name'), changelist_link(
+            ResourceProvider, 'every child', parent_provider__id__exact=provider.pk))
 
     @admin.display(description='allocations')
     def allocation_list(self, provider):
@@ -464,35 +464,27 @@ class TraitAdmin(StandardOrCustomAdmin):
 
 # ---- aggregates ------------------------------------------------------------------
 
-class AggregateMemberInline(ReadOnlyInline):
-    model = ProviderAggregate
-    fields = ('resource_provider', 'provider_uuid')
-    readonly_fields = fields
-    verbose_name = 'member'
-    verbose_name_plural = 'members'
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related('resource_provider')
-
-    @admin.display(description='UUID')
-    def provider_uuid(self, member):
-        return member.resource_provider.uuid
-
-
 @admin.register(Aggregate)
 class AggregateAdmin(ReadOnlyAdmin):
     """Aggregates exist through their members, which are set on each
-    provider's page."""
+    provider's page. A pool can hold thousands of members: its page links
+    to them in the providers' (paged) list."""
     list_display = ('uuid', 'member_count', 'created_at')
     search_fields = ('uuid',)
-    fields = ('uuid', 'created_at')
-    inlines = (AggregateMemberInline,)
+    fields = ('uuid', 'members', 'created_at')
+    readonly_fields = ('members',)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
             member_count=count_of(ProviderAggregate, 'aggregate'))
 
     member_count = count_column('member_count', 'members')
+
+    @admin.display(description='members')
+    def members(self, aggregate):
+        return format_html('{} · <a href="{}">pool dashboard</a>', changelist_link(
+            ResourceProvider, f'{aggregate.member_count} member provider(s)',
+            aggregates__id__exact=aggregate.pk), reverse('ui:aggregate', args=[aggregate.uuid]))
 
 
 # ---- the event log -----------------------------------------------------------------

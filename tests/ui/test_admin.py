@@ -2,6 +2,7 @@
 queries, edits go through the services (generations bumped as the API bumps
 them), and an edit that would break an invariant is refused with the domain
 error's message and changes nothing."""
+import html
 import re
 import uuid as uuid_lib
 
@@ -12,12 +13,14 @@ from django.apps import apps
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 from django.db import OperationalError, connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import queries
+from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
 from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
@@ -251,9 +254,108 @@ def test_provider_page_shows_usage_and_members(admin_client, cloud):
     inventories = response.context['inline_admin_formsets'][0].formset
     used = {form.instance.resource_class.name: form.instance.used for form in inventories.forms}
     assert used == {'VCPU': 6, 'MEMORY_MB': 1536, 'CUSTOM_GPU': 0}
-    response = admin_client.get(admin_url(Aggregate, 'change', Aggregate.objects.get().pk))
-    members = response.context['inline_admin_formsets'][0].formset
-    assert [form.instance.resource_provider.name for form in members.forms] == ['busy']
+    aggregate = Aggregate.objects.get()
+    response = admin_client.get(admin_url(Aggregate, 'change', aggregate.pk))
+    members = admin_client.get(link_named(response, '1 member provider(s)'))
+    assert [p.name for p in members.context['cl'].result_list] == ['busy']
+    assert link_named(response, 'pool dashboard') == reverse('ui:aggregate', args=[AGGREGATE])
+
+
+def link_named(response, text):
+    """The href of the page's one link reading `text`."""
+    hrefs = re.findall(rf'<a href="([^"]*)">{re.escape(text)}</a>', response.content.decode())
+    assert len(hrefs) == 1, (text, hrefs)
+    return html.unescape(hrefs[0])
+
+
+# ---- relations that grow with the cloud: a few rows, then a link ----------------------
+
+def bulk_members(aggregate, count, name='member'):
+    """`count` root providers, written in bulk, in `aggregate`."""
+    members = ResourceProvider.objects.bulk_create([
+        ResourceProvider(uuid=new_uuid(), name=f'{name}{i}') for i in range(count)])
+    ResourceProvider.objects.filter(root_provider__isnull=True).update(root_provider_id=F('id'))
+    ProviderAggregate.objects.bulk_create([
+        ProviderAggregate(resource_provider_id=member.pk, aggregate=aggregate)
+        for member in members])
+    return members
+
+
+def page_cost(client, url):
+    """(bytes, queries) of the page at `url`, read a second time (the
+    session and content types warm)."""
+    client.get(url)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(response.content), len(captured)
+
+
+def test_an_aggregate_of_ten_thousand_members_is_a_small_page(admin_client, db):
+    """A 40,000-node cloud's pool: its page had every member inline
+    (6,201 of them: 6.3 MB, 9.6-15 s). It links to them in the providers'
+    paged list instead, and costs what a one-member aggregate's page does."""
+    small, large = (Aggregate.objects.create(uuid=new_uuid()) for _ in range(2))
+    bulk_members(small, 1, name='alone')
+    bulk_members(large, 10_000)
+    small_bytes, small_queries = page_cost(admin_client, admin_url(Aggregate, 'change', small.pk))
+    large_bytes, large_queries = page_cost(admin_client, admin_url(Aggregate, 'change', large.pk))
+    assert large_bytes < 1_000_000 and large_bytes - small_bytes < 100
+    assert large_queries == small_queries
+    response = admin_client.get(admin_url(Aggregate, 'change', large.pk))
+    members = admin_client.get(link_named(response, '10000 member provider(s)'))
+    assert members.context['cl'].result_count == 10_000
+    assert len(members.context['cl'].result_list) == members.context['cl'].list_per_page
+
+
+def test_a_relation_longer_than_a_page_shows_its_first_rows_and_links_to_all(admin_client,
+                                                                             api):
+    """A provider's children and a consumer's allocations: the first
+    twenty, then a link to the filtered list of every one."""
+    parent = api.create_provider(name='chassis')['uuid']
+    children = [api.create_provider(name=f'blade{i:02}', parent=parent)['uuid']
+                for i in range(SHOWN + 5)]
+    for child in children:
+        api.set_inventory(child, {'VCPU': {'total': 4}})
+    consumer = new_uuid()
+    assert api.allocate(consumer, {child: {'VCPU': 1} for child in children}).status_code == 204
+
+    response = admin_client.get(admin_url(ResourceProvider, 'change', provider('chassis').pk))
+    shown = re.findall(r'<a href="[^"]*">(blade\d+)</a>', response.content.decode())
+    assert shown == [f'blade{i:02}' for i in range(SHOWN)]
+    every = admin_client.get(link_named(response, 'every child'))
+    assert every.context['cl'].result_count == SHOWN + 5
+
+    response = admin_client.get(admin_url(Consumer, 'change',
+                                          Consumer.objects.get(uuid=consumer).pk))
+    (allocations,) = response.context['inline_admin_formsets']
+    assert len(allocations.formset.forms) == SHOWN
+    every = admin_client.get(link_named(response, f'All {SHOWN + 5} allocations'))
+    assert every.context['cl'].result_count == SHOWN + 5
+    # As few rows as there are: no link.
+    response = admin_client.get(admin_url(ResourceProvider, 'change', provider('blade00').pk))
+    assert 'every child' not in response.content.decode()
+
+
+def test_a_filter_of_more_choices_than_a_sidebar_holds_is_not_offered(admin_client, db):
+    """A large cloud's aggregates (or projects) are no list to pick from;
+    filtering by one still works, as the aggregate's page links to it."""
+    aggregates = Aggregate.objects.bulk_create([
+        Aggregate(uuid=new_uuid()) for _ in range(RelatedOnly.MAX_CHOICES + 1)])
+    for index, aggregate in enumerate(aggregates):
+        bulk_members(aggregate, 1, name=f'node{index}-')
+
+    def offered():
+        response = admin_client.get(admin_url(ResourceProvider))
+        return [spec.title for spec in response.context['cl'].filter_specs if spec.has_output()]
+    assert 'aggregates' not in offered()
+    response = admin_client.get(admin_url(ResourceProvider),
+                                {'aggregates__id__exact': aggregates[7].pk})
+    assert [p.name for p in response.context['cl'].result_list] == ['node7-0']
+    (shown,) = [spec for spec in response.context['cl'].filter_specs if spec.title == 'aggregates']
+    assert [choice['display'] for choice in shown.choices(response.context['cl'])][0] == 'All'
+    ProviderAggregate.objects.filter(aggregate=aggregates[0]).delete()
+    assert 'aggregates' in offered()
 
 
 # ---- every row reads in the domain's words ---------------------------------------------
