@@ -95,6 +95,9 @@ urlpatterns = [
 
 # The admin's "View site" leads to the dashboards, not the API's version document.
 admin.site.site_url = '/ui/'
+# Its models are on the index page: the sidebar's 300 px go to the lists and
+# inlines, which at 1440 px had columns cut off beside it.
+admin.site.enable_nav_sidebar = False
 
 # A database that is away answers 503, even when Django's own middleware met it.
 handler500 = site_views.server_error

@@ -247,9 +247,11 @@ class HasAllocationsFilter(YesNoFilter):
 @admin.register(ResourceProvider)
 class ResourceProviderAdmin(ServiceAdmin):
     form = ProviderForm
-    list_display = ('name', 'uuid', 'parent_provider', 'root_provider', 'generation',
-                    'inventory_count', 'trait_count', 'aggregate_count')
-    list_select_related = ('parent_provider', 'root_provider')
+    # The root is on the provider's page: beside the parent, its column
+    # pushed the counts out of a 1440 px window.
+    list_display = ('name', 'uuid', 'parent_provider', 'generation', 'inventory_count',
+                    'trait_count', 'aggregate_count')
+    list_select_related = ('parent_provider',)
     list_filter = (RootFilter, HasAllocationsFilter, ('traits', RelatedOnly),
                    ('aggregates', RelatedOnly), ('inventories__resource_class', RelatedOnly))
     search_fields = ('name', 'uuid')
@@ -504,10 +506,10 @@ class SentFilter(YesNoFilter):
 
 @admin.register(Event)
 class EventAdmin(ReadOnlyAdmin):
-    """The event log, newest first: what changed, who asked and whether the
-    notification went out. Events are written by the services only."""
-    list_display = ('id', 'event_type', 'created_at', 'provider_list', 'consumer_uuid',
-                    'user_id', 'project_id', 'request_id', 'sent_at')
+    """The event log, newest first: what changed and whether the
+    notification went out; who asked (user, project, request id) on the
+    event's page. Events are written by the services only."""
+    list_display = ('id', 'event_type', 'created_at', 'provider_list', 'consumer_uuid', 'sent')
     list_filter = ('event_type', SentFilter, 'created_at')
     search_fields = ('=providers__provider_uuid', '=consumer_uuid', '=request_id', '=user_id')
     ordering = ('-id',)
@@ -522,7 +524,15 @@ class EventAdmin(ReadOnlyAdmin):
 
     @admin.display(description='providers')
     def provider_list(self, event):
-        return ', '.join(p.provider_uuid for p in event.providers.all())
+        # One uuid to a row: an event of a write across many providers
+        # lists them all on its own page.
+        providers = [p.provider_uuid for p in event.providers.all()]
+        more = f' (+{len(providers) - 1})' if len(providers) > 1 else ''
+        return f'{providers[0]}{more}' if providers else None
+
+    @admin.display(description='sent', boolean=True, ordering='sent_at')
+    def sent(self, event):
+        return event.sent_at is not None
 
 
 # ---- usage trends ---------------------------------------------------------------------

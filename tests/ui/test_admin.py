@@ -154,7 +154,7 @@ CHANGELISTS = [
     (ResourceProvider, '?root=no', 1), (ResourceProvider, '?allocated=yes', 1),
     (ResourceProvider, '?allocated=no', 3), (ResourceProvider, '?q=busy', 1),
     (ResourceProvider, '?inventories__resource_class__id__exact=0', 2),   # numa0, busy
-    (ResourceProvider, '?o=-6', 4),
+    (ResourceProvider, '?o=-5', 4),   # by inventory count
     (Inventory, '', 4), (Inventory, '?resource_class__id__exact=0', 2), (Inventory, '?q=busy', 3),
     (ResourceClass, '', len(os_resource_classes.STANDARDS) + 1), (ResourceClass, '?custom=yes', 1),
     (ResourceClass, '?q=GPU', 4),   # VGPU, VGPU_DISPLAY_HEAD, PGPU, CUSTOM_GPU

@@ -2,7 +2,9 @@
 laptop) and 390 px (a phone) no console error (the favicon included, and no
 Content-Security-Policy violation) and no horizontal overflow of the page (a
 wide table scrolls inside itself); the admin's lists keep names and UUIDs on
-one line and its inputs show every digit. Screenshots of every page at both
+one line and its inputs show every digit; every admin list and change page
+fits its tables in their boxes at 1440 px (no column cut off) and its forms
+at 390 px. Screenshots of every page at both
 widths go to test-artifacts/screenshots/layout-*.png (the fixtures are
 test_browser's)."""
 import pytest
@@ -186,3 +188,54 @@ def test_admin_lists_keep_each_row_on_one_line_and_inputs_show_every_digit(brows
         no_server_errors(page)
     finally:
         context.close()
+
+
+# The admin's boxes whose content is wider than they are: a list's or an
+# inline's table (which scroll inside themselves), a fieldset, a form row.
+# ("table ...": a table's box, or one inside it.)
+CUT_OFF_JS = """() => [...document.querySelectorAll(
+        '#changelist .results, .inline-group .tabular, #content-main fieldset, .form-row')]
+    .filter(box => box.scrollWidth > box.clientWidth + 1)
+    .map(box => `${box.closest('.results, .tabular') ? 'table ' : ''}${
+        box.id || box.className}: ${box.scrollWidth} px in ${box.clientWidth}`)"""
+
+
+def admin_pages(page):
+    """{name: path} of every model's admin list and the change page of its
+    first row (the read-only ones' too)."""
+    page.goto('/admin/')
+    lists = page.locator('#content-main th[scope=row] a').evaluate_all(
+        'links => links.map(a => a.getAttribute("href"))')
+    paths = {}
+    for path in lists:
+        name = path.strip('/').split('/')[-1]
+        paths[f'{name} list'] = path
+        page.goto(path)
+        first = page.locator('#result_list tbody th a, #result_list tbody td a').first
+        if first.count():
+            paths[name] = first.get_attribute('href')
+    return paths
+
+
+def test_every_admin_page_fits_its_boxes(sized_page):
+    """No column cut off at 1440 px (an aggregate's page, a provider's
+    inventories, the events list: every list and change page); on a phone
+    the page never scrolls sideways and its forms fit, a table scrolling
+    inside its own box."""
+    page = sized_page
+    sign_in(page)
+    paths = admin_pages(page)
+    assert {'resourceprovider', 'aggregate', 'consumer', 'event list'} <= set(paths)
+    cut_off = {}
+    for name, path in paths.items():
+        page.goto(path)
+        page.wait_for_load_state('networkidle')
+        shoot(page, f'layout-{page.width_name}-admin-{name.replace(" ", "-")}')
+        assert page.evaluate(OVERFLOW_JS) <= 0, (page.width_name, path)
+        boxes = page.evaluate(CUT_OFF_JS)
+        if page.width_name == 'phone':
+            boxes = [box for box in boxes if not box.startswith('table ')]
+        if boxes:
+            cut_off[name] = boxes
+    assert cut_off == {}, page.width_name
+    assert not page.console_errors, page.console_errors
