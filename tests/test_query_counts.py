@@ -17,8 +17,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
+from allocations.models import Consumer
 from providers import services, trends
 from providers.candidates import summaries
+from providers.models import Aggregate
 from providers.pods import selection as pod_selection
 from providers.pods import services as pod_services
 
@@ -284,6 +286,10 @@ def measure(api, staff, pool):
         'admin pod bindings': '/admin/pods/podbinding/',
         'admin providers': '/admin/providers/resourceprovider/',
         'admin provider': f'/admin/providers/resourceprovider/{pool.pk}/change/',
+        'admin aggregate': f'/admin/providers/aggregate/{Aggregate.objects.get(uuid=SHARED).pk}/'
+                           'change/',
+        'admin consumer': f'/admin/allocations/consumer/{Consumer.objects.get(uuid=consumer).pk}/'
+                          'change/',
         'admin inventories': '/admin/providers/inventory/',
         'admin consumers': '/admin/allocations/consumer/',
         'admin allocations': '/admin/allocations/allocation/',
