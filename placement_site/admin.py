@@ -240,11 +240,9 @@ class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
 
 class FirstRowsFormSet(BaseInlineFormSet):
     """The first SHOWN rows only; `more_rows()` is what follows them when
-    there are more: the inline's link to all of them, or their count."""
+    there are more: the inline's link to all of them (`all_rows`, which
+    ReadOnlyInline sets), or their count."""
     more = None
-
-    def all_rows(self, obj, count):
-        return None
 
     def get_queryset(self):
         if not hasattr(self, '_first_rows'):

@@ -524,8 +524,8 @@ class EventAdmin(ReadOnlyAdmin):
 
     @admin.display(description='providers')
     def provider_list(self, event):
-        # One uuid to a row: an event of a write across many providers
-        # lists them all on its own page.
+        # One uuid to a row (a write can touch many providers): the
+        # event's page lists them.
         providers = [p.provider_uuid for p in event.providers.all()]
         more = f' (+{len(providers) - 1})' if len(providers) > 1 else ''
         return f'{providers[0]}{more}' if providers else None

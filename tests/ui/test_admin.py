@@ -23,7 +23,7 @@ from placement_site import queries
 from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
+from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ProviderTrait,
                               ResourceClass, ResourceProvider, Trait)
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
@@ -311,7 +311,8 @@ def test_an_aggregate_of_ten_thousand_members_is_a_small_page(admin_client, db):
 def test_a_relation_longer_than_a_page_shows_its_first_rows_and_links_to_all(admin_client,
                                                                              api):
     """A provider's children and a consumer's allocations: the first
-    twenty, then a link to the filtered list of every one."""
+    twenty, then a link to the filtered list of every one; an event's
+    providers: the first twenty, then how many."""
     parent = api.create_provider(name='chassis')['uuid']
     children = [api.create_provider(name=f'blade{i:02}', parent=parent)['uuid']
                 for i in range(SHOWN + 5)]
@@ -332,6 +333,12 @@ def test_a_relation_longer_than_a_page_shows_its_first_rows_and_links_to_all(adm
     assert len(allocations.formset.forms) == SHOWN
     every = admin_client.get(link_named(response, f'All {SHOWN + 5} allocations'))
     assert every.context['cl'].result_count == SHOWN + 5
+    # The claim's event: the first providers, and how many it touched.
+    event = Event.objects.get(consumer_uuid=consumer)
+    response = admin_client.get(admin_url(Event, 'change', event.pk))
+    (providers,) = response.context['inline_admin_formsets']
+    assert len(providers.formset.forms) == SHOWN
+    assert f'The first {SHOWN} of {SHOWN + 5}.' in response.content.decode()
     # As few rows as there are: no link.
     response = admin_client.get(admin_url(ResourceProvider, 'change', provider('blade00').pk))
     assert 'every child' not in response.content.decode()
