@@ -298,12 +298,19 @@ def test_an_aggregate_of_ten_thousand_members_is_a_small_page(admin_client, db):
     small, large = (Aggregate.objects.create(uuid=new_uuid()) for _ in range(2))
     bulk_members(small, 1, name='alone')
     bulk_members(large, 10_000)
+    if connection.vendor == 'postgresql':
+        # The statistics autovacuum takes after a load: planned with the
+        # empty tables' ones, the members' list ran past the operator
+        # budget (503) now and then.
+        with connection.cursor() as cursor:
+            cursor.execute('ANALYZE resource_providers, resource_provider_aggregates')
     small_bytes, small_queries = page_cost(admin_client, admin_url(Aggregate, 'change', small.pk))
     large_bytes, large_queries = page_cost(admin_client, admin_url(Aggregate, 'change', large.pk))
     assert large_bytes < 1_000_000 and large_bytes - small_bytes < 100
     assert large_queries == small_queries
     response = admin_client.get(admin_url(Aggregate, 'change', large.pk))
     members = admin_client.get(link_named(response, '10000 member provider(s)'))
+    assert members.status_code == 200, (members.status_code, members.get('Location'))
     assert members.context['cl'].result_count == 10_000
     assert len(members.context['cl'].result_list) == members.context['cl'].list_per_page
 
