@@ -62,11 +62,17 @@ FORMULAS = ['=HYPERLINK("http://evil.example/x","open")', "=cmd|' /C calc'!A0", 
             '-2+3', '@SUM(1,2)', '\t=1+1', '\r=1+1']
 
 
+# OWASP's list, written here again so that a mistake in the module's own
+# is caught, not shared.
+RUN_BY_SPREADSHEETS = ('=', '+', '-', '@', '\t', '\r')
+NUMBER = re.compile(r'-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?')
+
+
 def evaluated(rows):
     """The cells of `rows` (read back by the csv module) that a spreadsheet
     would run as a formula."""
-    return [value for row in rows for value in row if value.startswith(downloads.FORMULA_STARTS)
-            and not downloads.PLAIN_NUMBER.fullmatch(value)]
+    return [value for row in rows for value in row
+            if value.startswith(RUN_BY_SPREADSHEETS) and not NUMBER.fullmatch(value)]
 
 
 def csv_rows(response):
@@ -109,7 +115,7 @@ def test_no_csv_export_hands_a_spreadsheet_a_formula(staff, api, hostile_cloud):
     seen = {value for rows in exported.values() for row in rows for value in row}
     assert {"'" + name for name in FORMULAS} <= seen
     numbers = [row[4:9] for row in exported['root'][1:]]
-    assert all(v == '' or downloads.PLAIN_NUMBER.fullmatch(v) for row in numbers for v in row)
+    assert all(v == '' or NUMBER.fullmatch(v) for row in numbers for v in row)
 
 
 @pytest.mark.parametrize('name, saved', [
