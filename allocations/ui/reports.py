@@ -580,11 +580,16 @@ class Usage:
         keys ('project', 'user', 'consumer_type'), largest first."""
         positions = [OWNERS.index(key) for key in keys]
         rows = {}
+        # Every owner of the cloud on each read (thousands of projects'
+        # users): a row made only for a new key, the sums added in place.
         for owner, usages in self.sums.items():
             key = tuple(owner[p] for p in positions)
-            row = rows.setdefault(key, {'key': key, 'usages': collections.Counter(),
-                                        'consumers': 0})
-            row['usages'].update(usages)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = {'key': key, 'usages': {}, 'consumers': 0}
+            summed = row['usages']
+            for name, used in usages.items():
+                summed[name] = summed.get(name, 0) + used
             row['consumers'] += self.consumers.get(owner, 0)
         return sorted(rows.values(), key=lambda r: (-r['consumers'], r['key']))
 
