@@ -122,7 +122,7 @@ class _Shape:
         self.trees = {}   # root -> ({class id: own slots}, R), GENERAL only
 
 
-class FitsFold:
+class FitsFold(_TreeByTree):
     """How many more of each shape ([{class id: amount}]) fit each group of
     a grouping, as providers.capacity.fit_counts counts it. per_tree: also
     each tree's count alone with the sharing providers serving it, as
@@ -172,13 +172,7 @@ class FitsFold:
         if not sharing_roots.isdisjoint(roots) and self._shared(new) != (self.sharing,
                                                                           self.offered):
             return False
-        for root in roots:
-            if root in old.trees:
-                self._add(old, old.trees[root], -1)
-        for root in roots:
-            if root in new.trees:
-                self._add(new, new.trees[root], 1)
-        return True
+        return super().update(old, new, roots)
 
     def _own_slots(self, tree, providers, excluded):
         """[{class id: slots}] per shape of the providers' inventories
