@@ -44,6 +44,21 @@ def fits(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit,
             and used + amount <= capacity(total, reserved, allocation_ratio))
 
 
+# The limits an inventory can refuse a claim by, in the order an
+# explanation names them: an inventory's own settings first (they refuse
+# whatever is free), then what is free.
+LIMITS = ('max_unit', 'min_unit', 'step_size', 'capacity')
+
+
+def refusals(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit, step_size):
+    """The limits refusing one more claim of `amount` (in LIMITS' order;
+    empty exactly when it fits)."""
+    refused = {'max_unit': amount > max_unit, 'min_unit': amount < min_unit,
+               'step_size': amount % step_size != 0,
+               'capacity': used + amount > capacity(total, reserved, allocation_ratio)}
+    return tuple(limit for limit in LIMITS if refused[limit])
+
+
 def slots(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit, step_size):
     """How many claims of `amount` fit one after another (0 when the
     inventory does not take the amount at all)."""

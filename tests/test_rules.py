@@ -86,3 +86,16 @@ def test_used_is_the_sum_of_the_allocations(row):
     row.refresh_from_db()
     assert row.used == Allocation.objects.filter(
         resource_provider_id=row.resource_provider_id).aggregate(Sum('used'))['used__sum'] == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=inventories(), amount=st.integers(1, 100_000))
+@pytest.mark.any_database
+def test_an_inventory_refuses_a_claim_exactly_when_it_does_not_fit(values, amount):
+    refused = rules.refusals(amount, **values)
+    assert (refused == ()) == rules.fits(amount, **values)
+    assert ('capacity' in refused) == (
+        values['used'] + amount > rules.capacity(values['total'], values['reserved'],
+                                                 values['allocation_ratio']))
+    assert (set(refused) <= {'capacity'}) == rules.takes(
+        amount, values['min_unit'], values['max_unit'], values['step_size'])

@@ -223,7 +223,11 @@ class ExplainViewSet(PlacementViewSet):
                 'unit': funnel.unit,
                 'total': funnel.total,
                 'funnel': [{'constraint': step.constraint, 'remaining': step.remaining,
-                            'eliminated': step.eliminated} for step in funnel.steps],
+                            'eliminated': step.eliminated,
+                            **({'causes': [{'limit': limit, 'count': count, 'text': text}
+                                           for limit, count, text in explain.cause_rows(
+                                               step.causes)]} if step.causes else {})}
+                           for step in funnel.steps],
             } for funnel in explanation.funnels],
             'search_stages': [{'group': record.group, 'stage': explain.STAGE_LABELS[record.stage],
                                'detail': record.detail, 'remaining': record.remaining}
@@ -243,6 +247,7 @@ class ExplainViewSet(PlacementViewSet):
                 'provider': miss.provider, 'provider_uuid': miss.provider_uuid,
                 'resource_class': miss.resource_class, 'requested': miss.requested,
                 'lacking': miss.lacking, 'limit': miss.limit, 'text': miss.text,
+                'change': miss.change,
             } for miss in explanation.near_misses],
         }
         return self.respond(body, cache_headers=False)

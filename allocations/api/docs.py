@@ -222,6 +222,33 @@ EXPLANATION = Component('AllocationCandidatesExplanation', closed({
                                 'constraint': {'type': 'string', 'example': '2 VCPU'},
                                 'remaining': {'type': 'integer'},
                                 'eliminated': {'type': 'integer'},
+                                'causes': {
+                                    'type': 'array',
+                                    'description': (
+                                        'A resource step only, when it eliminated some: why, '
+                                        'by the limit that alone stops each: `max_unit`, '
+                                        '`min_unit`, `step_size` (an inventory refuses the '
+                                        'amount whatever is free), `split` (the tree has it '
+                                        'free only across several providers, as a '
+                                        'NUMA-modelled host), `capacity` (not free), '
+                                        '`limits` (no provider is one change away), '
+                                        '`unreached` (sharing providers of the class serve '
+                                        'other trees) or `none` (no inventory of it). The '
+                                        'counts add up to `eliminated`.'),
+                                    'items': {
+                                        'type': 'object',
+                                        'properties': {
+                                            'limit': {'type': 'string', 'enum': [
+                                                'max_unit', 'min_unit', 'step_size', 'split',
+                                                'capacity', 'limits', 'unreached', 'none']},
+                                            'count': {'type': 'integer'},
+                                            'text': {'type': 'string', 'example': (
+                                                'take at most 32 VCPU at once (max_unit), '
+                                                'not 64')},
+                                        },
+                                        'required': ['limit', 'count', 'text'],
+                                    },
+                                },
                             },
                             'required': ['constraint', 'remaining', 'eliminated'],
                         },
@@ -284,11 +311,13 @@ EXPLANATION = Component('AllocationCandidatesExplanation', closed({
         },
         'near_misses': {
             'type': 'array',
-            'description': 'For each group that fits fewer than 3 trees (providers), the 3 '
-                           'closest of the others: those meeting every constraint of the '
-                           'group but one resource class, which lack the smallest share of '
-                           'the amount asked. What they lack honours allocation ratios, '
-                           'reserved and used amounts, max_unit and sharing providers.',
+            'description': 'For each group that fits fewer than 3 trees (providers), or '
+                           'fewer than the `limit` asked, the 3 closest of the others: those '
+                           'meeting every constraint of the group but one resource class, '
+                           'which one limit alone stops, by the smallest share of the amount '
+                           'asked. What they lack honours allocation ratios, reserved and '
+                           'used amounts, min_unit, max_unit, step_size and sharing '
+                           'providers.',
             'items': {
                 'type': 'object',
                 'properties': {
@@ -302,14 +331,26 @@ EXPLANATION = Component('AllocationCandidatesExplanation', closed({
                     'resource_class': {'type': 'string'},
                     'requested': {'type': 'integer'},
                     'lacking': {'type': 'integer',
-                                'description': 'How much more it would need.'},
-                    'limit': {'type': 'string', 'enum': ['capacity', 'max_unit'],
-                              'description': 'Free capacity, or the largest amount one '
-                                             'allocation may take.'},
+                                'description': "How far it is, in the limit's terms: what "
+                                               'it lacks free (`capacity`; `split`: on the '
+                                               'closest provider), the amount above max_unit '
+                                               'or below min_unit, the distance to a '
+                                               'multiple of step_size.'},
+                    'limit': {'type': 'string',
+                              'enum': ['capacity', 'split', 'max_unit', 'min_unit',
+                                       'step_size'],
+                              'description': 'Free capacity; free capacity the tree has only '
+                                             'across several providers; the largest or '
+                                             'smallest amount one allocation may take; the '
+                                             'multiple it must be of.'},
                     'text': {'type': 'string', 'example': 'r1-rack05-cn01 lacks 1,024 MEMORY_MB'},
+                    'change': {'type': 'string',
+                               'description': 'The least change that would let it fit.',
+                               'example': 'free 1,024 MEMORY_MB on r1-rack05-cn01-numa0'},
                 },
                 'required': ['group', 'tree', 'tree_uuid', 'provider', 'provider_uuid',
-                             'resource_class', 'requested', 'lacking', 'limit', 'text'],
+                             'resource_class', 'requested', 'lacking', 'limit', 'text',
+                             'change'],
             },
         },
     },

@@ -308,14 +308,17 @@ def test_near_misses_name_what_the_closest_trees_lack(api, nearly_full):
     assert body['allocation_candidates'] == 0
     assert funnel_of(body) == [('4 VCPU', 4, 2), ('8,192 MEMORY_MB', 0, 4)]
     assert body['explanation'] == [
-        'unsuffixed group: 2 trees lack 4 VCPU; 4 more trees lack 8,192 MEMORY_MB',
+        'unsuffixed group: 2 trees lack 4 VCPU; 4 more trees cannot take 8,192 MEMORY_MB: '
+        '1 takes at most 4,096 at once (max_unit), 1 has it free only split across its '
+        'providers (at most 7,168 on one), 1 lacks it free, 1 has none',
         # closest: the smallest share of the amount lacking (1/8, 1/4, 1/2; cn02 lacks 3/4)
-        'unsuffixed group, closest: r1-rack05-cn01 lacks 1,024 MEMORY_MB; r1-rack05-cn03 '
-        'lacks 1 VCPU; r1-rack05-cn05 takes at most 4,096 MEMORY_MB at once (max_unit)']
+        'unsuffixed group, closest: r1-rack05-cn01 has 10,240 MEMORY_MB free only split '
+        'across 2 providers (at most 7,168 on one); r1-rack05-cn03 lacks 1 VCPU; '
+        'r1-rack05-cn05 takes at most 4,096 MEMORY_MB at once (max_unit)']
     assert [{k: m[k] for k in ('group', 'tree', 'provider', 'resource_class', 'requested',
                                'lacking', 'limit')} for m in body['near_misses']] == [
         {'group': '', 'tree': 'r1-rack05-cn01', 'provider': 'r1-rack05-cn01-numa0',
-         'resource_class': 'MEMORY_MB', 'requested': 8192, 'lacking': 1024, 'limit': 'capacity'},
+         'resource_class': 'MEMORY_MB', 'requested': 8192, 'lacking': 1024, 'limit': 'split'},
         {'group': '', 'tree': 'r1-rack05-cn03', 'provider': 'r1-rack05-cn03-numa0',
          'resource_class': 'VCPU', 'requested': 4, 'lacking': 1, 'limit': 'capacity'},
         {'group': '', 'tree': 'r1-rack05-cn05', 'provider': 'r1-rack05-cn05-numa0',
@@ -326,7 +329,8 @@ def test_near_misses_name_what_the_closest_trees_lack(api, nearly_full):
     miss = body['near_misses'][0]
     assert (miss['tree_uuid'], miss['provider_uuid']) == (
         by_name['r1-rack05-cn01'], by_name['r1-rack05-cn01-numa0'])
-    assert miss['text'] == 'r1-rack05-cn01 lacks 1,024 MEMORY_MB'
+    assert miss['text'] == ('r1-rack05-cn01 has 10,240 MEMORY_MB free only split across 2 '
+                            'providers (at most 7,168 on one)')
     # Asking for 1,024 MEMORY_MB less fits cn01, and only it.
     assert candidate_trees(api, 'resources=VCPU:4,MEMORY_MB:7168') == {by_name['r1-rack05-cn01']}
 

@@ -38,8 +38,10 @@ def test_the_suggestion_link_reruns_with_root_required(staff, numa_nodes):
                      '&required=HW_CPU_X86_AVX2&limit=20').content.decode()
     assert 'id="no-candidates"' in page
     assert texts(r'<div class="explanation">(.*?)</div>', page) == [
-        'unsuffixed group: 1 tree lacks 1,024 MEMORY_MB; 2 more trees lack trait '
-        'HW_CPU_X86_AVX2 on a provider of their resources']
+        # cn02's NUMA nodes have 512 MEMORY_MB free each.
+        'unsuffixed group: 1 tree has 1,024 MEMORY_MB free only split across its providers '
+        '(at most 512 on one); 2 more trees lack trait HW_CPU_X86_AVX2 on a provider of '
+        'their resources']
     (suggestion,) = texts(r'<div class="notice info suggestion">(.*?)<a ', page)
     assert suggestion == (
         '2 trees have HW_CPU_X86_AVX2 only on their root provider while their VCPU and '
@@ -61,19 +63,30 @@ def test_the_suggestion_link_reruns_with_root_required(staff, numa_nodes):
     listed = set(re.findall(r'<a href="/ui/providers/[^"]+/">(cn0\d)-numa\d</a>', table))
     assert listed == {'cn01', 'cn03'}
     # Two trees fit: nearly empty, so the closest other tree is named.
-    assert near_misses(page) == [('(unsuffixed)', 'cn02', 'cn02-numa0', 'lacks 512 MEMORY_MB')]
+    assert near_misses(page) == [('(unsuffixed)', 'cn02', 'cn02-numa0',
+                                  'has 1,024 MEMORY_MB free only split across 2 providers '
+                                  '(at most 512 on one)',
+                                  'free 512 MEMORY_MB on cn02-numa0, or ask less than 1,024 '
+                                  'per provider')]
 
 
 def test_near_misses_are_listed_when_nothing_fits(staff, numa_nodes):
     page = staff.get('/ui/explorer/?resources=VCPU:2,MEMORY_MB:5000').content.decode()
     assert texts(r'<div class="explanation">(.*?)</div>', page) == [
-        'unsuffixed group: 3 trees lack 5,000 MEMORY_MB',
-        'unsuffixed group, closest: cn01 lacks 904 MEMORY_MB; cn03 lacks 904 MEMORY_MB; '
-        'cn02 lacks 4,488 MEMORY_MB']
+        'unsuffixed group: 3 trees cannot take 5,000 MEMORY_MB: 2 have it free only split '
+        'across their providers (at most 4,096 on one), 1 lacks it free',
+        'unsuffixed group, closest: cn01 has 8,192 MEMORY_MB free only split across 2 '
+        'providers (at most 4,096 on one); cn03 has 8,192 MEMORY_MB free only split across 2 '
+        'providers (at most 4,096 on one); cn02 lacks 4,488 MEMORY_MB']
     assert near_misses(page) == [
-        ('(unsuffixed)', 'cn01', 'cn01-numa0', 'lacks 904 MEMORY_MB'),
-        ('(unsuffixed)', 'cn03', 'cn03-numa0', 'lacks 904 MEMORY_MB'),
-        ('(unsuffixed)', 'cn02', 'cn02-numa0', 'lacks 4,488 MEMORY_MB')]
+        ('(unsuffixed)', 'cn01', 'cn01-numa0', 'has 8,192 MEMORY_MB free only split across 2 '
+         'providers (at most 4,096 on one)',
+         'free 904 MEMORY_MB on cn01-numa0, or ask less than 5,000 per provider'),
+        ('(unsuffixed)', 'cn03', 'cn03-numa0', 'has 8,192 MEMORY_MB free only split across 2 '
+         'providers (at most 4,096 on one)',
+         'free 904 MEMORY_MB on cn03-numa0, or ask less than 5,000 per provider'),
+        ('(unsuffixed)', 'cn02', 'cn02-numa0', 'lacks 4,488 MEMORY_MB',
+         'free 4,488 MEMORY_MB on cn02-numa0')]
     assert 'class="notice info suggestion"' not in page
     # Many trees fit: no near misses.
     page = staff.get('/ui/explorer/?resources=VCPU:2').content.decode()

@@ -35,12 +35,13 @@ result (selector.CandidateResult: its RequestFindings and GroupFindings).
 import collections
 from dataclasses import dataclass, field
 
-from providers.candidates.explain import funnel, near_misses, suggestions
+from providers.candidates.explain import funnel, limits, near_misses, suggestions
 from providers.candidates.explain.funnel import Funnel, Step
-from providers.candidates.explain.wording import STAGE_LABELS, label, summary
+from providers.candidates.explain.wording import STAGE_LABELS, cause_rows, label, summary
 from providers.candidates.selector import select_candidates
 
-__all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'explain_candidates', 'summary']
+__all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'cause_rows', 'explain_candidates',
+           'summary']
 
 
 @dataclass
@@ -79,15 +80,18 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
     result = select_candidates(query, settings=settings, explain=True, counted=counted)
     params, wide = query.params, result.wide
     roots_of = result.provider_roots()   # every provider's (read once, maybe by the research)
+    inventories = limits.Offers(
+        {class_id for found in result.findings.values() for class_id in found.class_ids.values()
+         if class_id is not None}, roots_of)
     explained = []
     for suffix in query.groups:
         found = result.findings[suffix]
-        constraints = funnel.constraints(found, params, wide, roots_of)
+        constraints = funnel.constraints(found, params, wide, roots_of, inventories)
         explained.append((found, constraints, funnel.funnel(found, constraints, roots_of)))
     suggested = []
     if suggest_root_required:
         for found, constraints, funneled in explained:
             suggested += suggestions.root_trait_suggestions(found, params, constraints, funneled,
                                                             roots_of)
-    misses = near_misses.near_misses(explained, roots_of)
+    misses = near_misses.near_misses(explained, roots_of, inventories, asked=params.limit)
     return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses)

@@ -2,8 +2,10 @@
 unsuffixed group in a cloud of trees or sharing providers), how many are
 left after each constraint of the group in turn, read from the group's
 findings (see the package docstring for how a tree passes)."""
+import functools
 from dataclasses import dataclass, field
 
+from providers.candidates.explain import limits, wording
 from providers.candidates.findings import root_traits_text
 
 
@@ -13,6 +15,11 @@ class Step:
     failure: str        # what the eliminated lack, e.g. 'lack 2 VCPU'
     remaining: int
     eliminated: int
+    causes: object = None   # a resource step's limits.Causes (None: other steps)
+
+    @property
+    def cause_rows(self):
+        return wording.cause_rows(self.causes) if self.causes else []
 
 
 @dataclass
@@ -33,6 +40,7 @@ class Constraint:
     failure: str
     keep: object        # keep(ids) -> the ids (providers, or roots of trees) passing it
     index: int = 0      # which required set (kind 'required')
+    causes: object = None   # causes(eliminated ids) -> limits.Causes (kind 'resources')
 
 
 
@@ -49,15 +57,19 @@ def funnel(found, constraints, roots_of):
     steps = []
     for constraint in constraints:
         left = constraint.keep(remaining)
-        steps.append(Step(constraint.text, constraint.failure, len(left),
-                          len(remaining) - len(left)))
+        eliminated = remaining - left
+        steps.append(Step(constraint.text, constraint.failure, len(left), len(eliminated),
+                          constraint.causes(eliminated)
+                          if constraint.causes and eliminated else None))
         remaining = left
     return Funnel(found.suffix, 'trees' if found.tree_mode else 'providers', total, steps,
                   remaining)
 
 
-def constraints(found, params, wide, roots_of):
-    """Each constraint of the group, in the funnel's order."""
+def constraints(found, params, wide, roots_of, inventories=None):
+    """Each constraint of the group, in the funnel's order; with
+    `inventories` (limits.Offers), a resource step names what stopped
+    each unit it eliminated."""
     group, trees = found.group, found.tree_mode
 
     def owners(provider_ids):
@@ -96,8 +108,9 @@ def constraints(found, params, wide, roots_of):
         passing = {root for _, root in pairs} if trees else {p for p, _ in pairs}
         for provider_id in found.served.keys() & {p for p, _ in pairs}:
             passing |= found.served[provider_id]
-        steps.append(Constraint('resources', f'{amount:,} {name}', f'lack {amount:,} {name}',
-                                only(passing)))
+        steps.append(Constraint(
+            'resources', f'{amount:,} {name}', f'lack {amount:,} {name}', only(passing),
+            causes=inventories and functools.partial(limits.causes, found, name, inventories)))
     where = ' on a provider of their resources' if trees and group.resources else ''
     for index, (any_of, having) in enumerate(zip(group.required_traits, found.required_sets)):
         steps.append(Constraint('required', f'trait {either(any_of)}',

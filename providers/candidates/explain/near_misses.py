@@ -1,13 +1,11 @@
 """Near misses: for a group that fits (nearly) nothing, the trees or
 providers closest to fitting it, and by how much they fall short."""
-import collections
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from providers import rules
+from providers.candidates.explain import limits
 from providers.candidates.explain.funnel import universe
-from providers.candidates.research import trees_served
-from providers.models import Inventory, ResourceProvider
+from providers.models import ResourceProvider
 
 # A group that fits fewer trees (providers) than this is nearly empty, and
 # its closest misses are named: this many at most.
@@ -18,15 +16,17 @@ NEAR_MISSES = 3
 @dataclass
 class NearMiss:
     """A tree (or provider) that meets every constraint of its group but
-    one resource class, with what it lacks of it."""
+    one resource class, with the limit that stops it and by how much."""
     group: str
     unit: str           # 'trees' or 'providers', as the group's funnel counts
     tree_id: int
     provider_id: int    # the provider of the tree that came closest
     resource_class: str
     requested: int
-    lacking: int
-    limit: str          # 'capacity' (free capacity) or 'max_unit'
+    lacking: int        # in the limit's terms: what is missing free (capacity,
+                        # split), above max_unit, below min_unit, off the step
+    limit: str          # a providers.rules.LIMITS name, or 'split'
+    binding: object = field(default=None, repr=False)   # its limits.Binding
     tree: str = ''      # names and uuids, read for the closest only
     tree_uuid: str = ''
     provider: str = ''
@@ -38,10 +38,32 @@ class NearMiss:
 
     @property
     def shortfall(self):
+        offer, name = self.binding.offer, self.resource_class
         if self.limit == 'max_unit':
-            return (f'takes at most {self.requested - self.lacking:,} {self.resource_class} '
-                    'at once (max_unit)')
-        return f'lacks {self.lacking:,} {self.resource_class}'
+            return f'takes at most {offer.max_unit:,} {name} at once (max_unit)'
+        if self.limit == 'min_unit':
+            return f'takes at least {offer.min_unit:,} {name} at once (min_unit)'
+        if self.limit == 'step_size':
+            return f'takes {name} only in steps of {offer.step_size:,} (step_size)'
+        if self.limit == 'split':
+            return (f'has {int(self.binding.free):,} {name} free only split across '
+                    f'{self.binding.providers} providers (at most {int(offer.free):,} on one)')
+        return f'lacks {self.lacking:,} {name}'
+
+    @property
+    def change(self):
+        """The least change that would let it fit."""
+        name, amount, where = self.resource_class, self.requested, self.provider
+        if self.limit == 'max_unit':
+            return f'raise max_unit of {name} on {where} to {amount:,}'
+        if self.limit == 'min_unit':
+            return f'lower min_unit of {name} on {where} to {amount:,}'
+        if self.limit == 'step_size':
+            return f'a step_size of {name} on {where} that divides {amount:,}'
+        if self.limit == 'split':
+            return (f'free {self.lacking:,} {name} on {where}, or ask less than '
+                    f'{amount:,} per provider')
+        return f'free {self.lacking:,} {name} on {where}'
 
     @property
     def text(self):
@@ -49,29 +71,16 @@ class NearMiss:
 
 
 
-def near_misses(explained, roots_of):
-    """The closest misses of every nearly empty group (see
-    _group_near_misses), named. At most three queries: the inventories of
-    the groups' classes, the trees their sharing providers serve, the
-    names of the closest."""
-    wanted = [(found, constraints, funnel) for found, constraints, funnel in explained
-              if found.resources and len(funnel.passed) < NEARLY_EMPTY]
-    class_ids = {class_id for found, _, _ in wanted for class_id in found.class_ids.values()
-                 if class_id is not None}
-    if not class_ids:
-        return []
-    inventories = list(Inventory.objects.filter(resource_class_id__in=class_ids).values_list(
-        'resource_provider_id', 'resource_class_id', 'total', 'reserved', 'allocation_ratio',
-        'used', 'min_unit', 'max_unit', 'step_size').order_by())
-    # The trees that sharing providers without room enough serve (those
-    # with room are known from the research).
-    unserved = {row[0] for row in inventories for found, _, _ in wanted
-                if _sharing_scope(found) and row[0] in found.sharing
-                and row[0] not in found.served}
-    served = trees_served(unserved)
+def near_misses(explained, roots_of, inventories, asked=None):
+    """The closest misses of every group that fits fewer trees (providers)
+    than NEARLY_EMPTY or than the `asked` limit (see _group_near_misses),
+    named: at most one query for their names, beyond the inventories
+    (limits.Offers) the funnels read."""
+    fewer = max(NEARLY_EMPTY, asked or 0)
     misses = []
-    for found, constraints, funnel in wanted:
-        misses += _group_near_misses(found, constraints, funnel, inventories, served, roots_of)
+    for found, constraints, funnel in explained:
+        if found.resources and len(funnel.passed) < fewer:
+            misses += _group_near_misses(found, constraints, funnel, inventories, roots_of)
     if misses:
         named = {pk: (name, uuid) for pk, name, uuid in ResourceProvider.objects.filter(
             pk__in={m.tree_id for m in misses} | {m.provider_id for m in misses}).values_list(
@@ -82,27 +91,15 @@ def near_misses(explained, roots_of):
     return misses
 
 
-def _sharing_scope(found):
-    """Does the group take classes from sharing providers? (Not within
-    one tree, see Research._sharing.)"""
-    return found.tree_mode and bool(found.sharing) and not found.group.in_tree
-
-
-def _group_near_misses(found, constraints, funnel, inventories, served, roots_of):
+def _group_near_misses(found, constraints, funnel, inventories, roots_of):
     """The NEAR_MISSES trees (providers) closest to fitting the group among
     those it eliminated: they meet every constraint of the group but one
-    resource class, which one of their providers (or a sharing provider
-    serving the tree) has but cannot take as much of as asked. Closest:
-    lacking the smallest share of the amount asked, then the smallest
-    amount, then the oldest tree (provider).
-
-    How much a provider lacks honours its allocation ratio, reserved and
-    used amounts (what the capacity check compares) and its max_unit; a
-    provider whose min_unit or step size refuses the amount is not close.
-    In a tree a required trait counts on any provider with an inventory
-    of a requested class that could take it, had it room enough."""
+    resource class, which one limit alone stops (limits.binding: capacity,
+    max_unit, min_unit, step_size, or a split of what a tree has free).
+    Closest: lacking the smallest share of the amount asked, then the
+    smallest amount, then the oldest tree (provider). In a tree a required
+    trait counts on any provider with an inventory of a requested class."""
     trees, resources = found.tree_mode, found.resources
-    names = {class_id: name for name, class_id in found.class_ids.items() if class_id is not None}
     others = universe(found, roots_of) - funnel.passed
     for constraint in constraints:
         if constraint.kind == 'resources' or (trees and constraint.kind == 'required'):
@@ -110,52 +107,25 @@ def _group_near_misses(found, constraints, funnel, inventories, served, roots_of
         others = constraint.keep(others)
     if not others:
         return []
-    sharing = found.sharing if _sharing_scope(found) else frozenset()
-    best = {}                                  # (unit, class name) -> (lacking, provider, limit)
-    supplying = collections.defaultdict(set)   # unit -> providers that could take a class
-    for provider_id, class_id, total, reserved, ratio, used, min_unit, max_unit, step in \
-            inventories:
-        name = names.get(class_id)
-        if name is None or provider_id not in roots_of:
-            continue
-        amount = resources[name]
-        if amount < min_unit or amount % step:
-            continue
-        lacking, limit = _shortfall(amount, total, reserved, ratio, used or 0, max_unit)
-        units = {roots_of[provider_id]} if trees else {provider_id}
-        if provider_id in sharing:
-            units |= found.served.get(provider_id, set()) | served.get(provider_id, set())
-        for unit in units & others:
-            supplying[unit].add(provider_id)
-            key = (unit, name)
-            if key not in best or (lacking, provider_id) < best[key][:2]:
-                best[key] = (lacking, provider_id, limit)
-    if trees:
-        for having in found.required_sets:
-            others = {unit for unit in others if not having.isdisjoint(supplying[unit])}
+    offers = {name: inventories.of_class(found, name) for name in resources}
     closest = []
     for unit in others:
-        short = [(name, best.get((unit, name))) for name in resources]
-        if not all(b for _, b in short):
-            continue  # it has no inventory of a class at all: not close
-        short = [(name, b) for name, b in short if b[0] > 0]
-        if len(short) != 1:
+        short, supplying = [], set()
+        for name, amount in resources.items():
+            offered = offers[name].get(unit, ())
+            supplying.update(offer.provider_id for offer in offered)
+            found_binding = limits.binding(amount, offered, tree=trees)
+            if found_binding is not None:
+                short.append((name, found_binding))
+        if len(short) != 1 or short[0][1].offer is None or short[0][1].limit == limits.LIMITS:
             continue
-        (name, (lacking, provider_id, limit)), = short
-        amount = resources[name]
+        if trees and any(having.isdisjoint(supplying) for having in found.required_sets):
+            continue
+        (name, found_binding), = short
+        amount, lacking = resources[name], math.ceil(found_binding.lacking)
+        provider_id = found_binding.offer.provider_id
         closest.append(((lacking / amount, lacking, unit), NearMiss(
             found.suffix, funnel.unit, roots_of[unit] if trees else roots_of[provider_id],
-            provider_id, name, amount, lacking, limit)))
+            provider_id, name, amount, lacking, found_binding.limit, found_binding)))
     closest.sort(key=lambda pair: pair[0])
     return [miss for _, miss in closest[:NEAR_MISSES]]
-
-
-def _shortfall(amount, total, reserved, ratio, used, max_unit):
-    """(how much more an inventory would need to take `amount`, and what
-    limits it: 'capacity' or 'max_unit'); at most 0 when it fits. The
-    capacity check is used + amount <= capacity (providers.rules)."""
-    by_capacity = math.ceil(used + amount - rules.capacity(total, reserved, ratio))
-    by_max_unit = amount - max_unit
-    if by_max_unit > by_capacity:
-        return by_max_unit, 'max_unit'
-    return by_capacity, 'capacity'

@@ -24,7 +24,73 @@ STAGE_LABELS = {
 
 
 # The verbs failures start with, said of one tree or provider.
-SINGULAR_VERBS = {'lack': 'lacks', 'are': 'is', 'have': 'has'}
+SINGULAR_VERBS = {'lack': 'lacks', 'are': 'is', 'have': 'has', 'take': 'takes'}
+
+
+def cause_text(causes, limit, short=False):
+    """What the units a resource step eliminated for `limit` have in
+    common (limits.Causes), said of several: 'take at most 32 VCPU at
+    once (max_unit), not 64'; short, after 'cannot take 64 VCPU:', 'take
+    at most 32 at once (max_unit)'."""
+    name, amount = causes.name, causes.amount
+    what, it = ('', 'it') if short else (f' {name}', f'{amount:,} {name}')
+    not_amount = '' if short else f', not {amount:,}'
+    if limit == 'capacity':
+        return 'lack it free' if short else f'lack {amount:,} {name}'
+    if limit == 'max_unit':
+        return f'take at most {causes.max_unit:,}{what} at once (max_unit){not_amount}'
+    if limit == 'min_unit':
+        return f'take at least {causes.min_unit:,}{what} at once (min_unit){not_amount}'
+    if limit == 'step_size':
+        steps = ' or '.join(f'{step:,}' for step in sorted(causes.steps)[:3])
+        return f"take {'it' if short else name} only in steps of {steps} (step_size){not_amount}"
+    if limit == 'split':
+        return (f'have {it} free only split across their providers '
+                f'(at most {int(causes.split_largest):,} on one)')
+    if limit == 'limits':
+        return (f'have no provider both with {it} free and allowing it (max_unit, min_unit, '
+                'step_size)')
+    none = 'none' if short else f'no {name}'
+    if limit == 'unreached':
+        return f'have {none}, nor a sharing provider of it in their aggregates'
+    return f'have {none}'
+
+
+def causes_text(causes, unit, eliminated):
+    """A resource step's eliminated units, by cause: '40 trees take at most
+    32 VCPU at once (max_unit), not 64' or, with several causes, '40 trees
+    cannot take 64 VCPU: 30 take at most 32 at once (max_unit), 10 lack it
+    free'."""
+    ordered = [(limit, causes.counts[limit]) for limit in CAUSE_ORDER if causes.counts[limit]]
+    if len(ordered) == 1 and ordered[0][1] == eliminated:
+        return _counted_failure(eliminated, unit, cause_text(causes, ordered[0][0]))
+    parts = ', '.join(f'{count:,} {_verb(cause_text(causes, limit, short=True), count)}'
+                      for limit, count in ordered)
+    head = _counted_failure(eliminated, unit, f'cannot take {causes.amount:,} {causes.name}')
+    return f'{head}: {parts}' if parts else head
+
+
+def cause_rows(causes):
+    """[(limit, count, text)] of a resource step's limits.Causes, in
+    CAUSE_ORDER ('max_unit', 30, 'take at most 32 VCPU at once (max_unit),
+    not 64')."""
+    return [(limit, causes.counts[limit], _verb(cause_text(causes, limit), causes.counts[limit]))
+            for limit in CAUSE_ORDER if causes.counts[limit]]
+
+
+# The order causes are listed in.
+CAUSE_ORDER = ('max_unit', 'min_unit', 'step_size', 'split', 'capacity', 'limits', 'unreached',
+               'none')
+
+
+def _counted_failure(count, unit, failure):
+    return f'{count:,} {unit} {failure}' if count != 1 else f'1 {unit[:-1]} {_singular(failure)}'
+
+
+def _verb(failure, count):
+    return failure if count != 1 else _singular(failure)
+
+
 
 
 
@@ -39,9 +105,7 @@ def summary(funnels, candidates):
     for funnel in funnels:
         if not funnel.steps or funnel.steps[-1].remaining:
             continue
-        parts = [f'{step.eliminated:,}{" more" if index else ""} '
-                 + (f'{funnel.unit} {step.failure}' if step.eliminated > 1
-                    else f'{funnel.unit[:-1]} {_singular(step.failure)}')
+        parts = [_step_text(step, funnel.unit, index)
                  for index, step in enumerate(s for s in funnel.steps if s.eliminated)]
         sentences.append(f"{label(funnel)}: {'; '.join(parts)}")
     if not sentences:
@@ -54,6 +118,18 @@ def summary(funnels, candidates):
     return sentences
 
 
+def _step_text(step, unit, index):
+    """'412 providers lack 2 VCPU', '30 more ...' after the first."""
+    if step.causes is not None:
+        text = causes_text(step.causes, unit, step.eliminated)
+    else:
+        text = _counted_failure(step.eliminated, unit, step.failure)
+    if index:
+        count, _, rest = text.partition(' ')
+        text = f'{count} more {rest}'
+    return text
+
+
 def _counted(label, count, unit):
     return f'{label} {count:,} {unit if count != 1 else unit[:-1]}'
 
@@ -61,6 +137,7 @@ def _counted(label, count, unit):
 def _singular(failure):
     """'lack 2 VCPU' said of one tree or provider: 'lacks 2 VCPU'."""
     verb, _, rest = failure.partition(' ')
+    rest = rest.replace(' their ', ' its ').replace('(their ', '(its ')
     return f"{SINGULAR_VERBS.get(verb, verb)} {rest}"
 
 

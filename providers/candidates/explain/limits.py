@@ -1,0 +1,201 @@
+"""Which limit stops a tree (or a provider) from taking a class's amount.
+
+A unit the funnel counts (a tree, for the unsuffixed group in a cloud of
+trees or sharing providers; else a provider) takes a class when one
+provider it can draw on passes every limit of providers.rules for the
+amount: in a tree, one of the tree's providers or a sharing provider
+serving the tree. When none does, the binding limit is the one whose change
+alone would let the unit take it:
+- a provider refused by one limit only names it; an inventory's own
+  settings (max_unit, min_unit, step_size) before capacity, since they
+  refuse whatever is free;
+- capacity alone is a split when the tree's own providers that would take
+  the amount together have it free (a NUMA-modelled host whose two halves
+  each have less);
+- every provider refused by two limits or more: 'limits';
+- no provider of the class at all: 'none', or 'unreached' when sharing
+  providers the group may use offer the class but none serves the tree.
+"""
+import collections
+from dataclasses import dataclass, field
+
+from providers import rules
+from providers.candidates.research import trees_served
+from providers.models import Inventory
+
+UNREACHED, NONE, LIMITS, SPLIT = 'unreached', 'none', 'limits', 'split'
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A provider's inventory of a class, as a claim of `amount` meets it."""
+    provider_id: int
+    own: bool            # the unit's own (not a sharing provider serving it)
+    free: float          # capacity - used (below 0 when over capacity)
+    refused: tuple       # rules.refusals for the amount
+    min_unit: int
+    max_unit: int
+    step_size: int
+
+
+@dataclass
+class Binding:
+    """Why a unit cannot take a class's amount."""
+    limit: str           # a rules.LIMITS name, SPLIT, LIMITS, NONE or UNREACHED
+    offer: Offer = None  # the provider that came closest (None for NONE, UNREACHED)
+    lacking: float = 0   # how far that provider is from taking the amount, in the limit's terms
+    free: float = 0      # SPLIT: what the tree's providers have free together
+    providers: int = 0   # SPLIT: how many
+
+
+def binding(amount, offers, *, tree):
+    """The Binding of a unit offered `offers`, or None when one of them
+    takes the amount."""
+    if not offers:
+        return Binding(NONE)
+    singles = {}
+    for offer in offers:
+        if not offer.refused:
+            return None
+        if len(offer.refused) == 1:
+            limit = offer.refused[0]
+            if limit not in singles or _closer(limit, amount, offer, singles[limit]):
+                singles[limit] = offer
+    for limit in rules.LIMITS:
+        if limit not in singles:
+            continue
+        offer = singles[limit]
+        if limit == 'capacity' and tree:
+            split = [o for o in offers if o.own and o.refused == ('capacity',) and o.free > 0]
+            together = sum(o.free for o in split)
+            if len(split) > 1 and together >= amount:
+                return Binding(SPLIT, offer, amount - offer.free, together, len(split))
+        return Binding(limit, offer, _lacking(limit, amount, offer))
+    return Binding(LIMITS, min(offers, key=lambda o: (len(o.refused), -o.free)))
+
+
+def _lacking(limit, amount, offer):
+    if limit == 'max_unit':
+        return amount - offer.max_unit
+    if limit == 'min_unit':
+        return offer.min_unit - amount
+    if limit == 'step_size':
+        return min(amount % offer.step_size, offer.step_size - amount % offer.step_size)
+    return amount - offer.free
+
+
+def _closer(limit, amount, offer, than):
+    return (_lacking(limit, amount, offer), offer.provider_id) < (
+        _lacking(limit, amount, than), than.provider_id)
+
+
+@dataclass
+class Causes:
+    """The bindings of the units a resource step eliminated, counted by
+    limit, with what the wording needs of each."""
+    name: str
+    amount: int
+    counts: collections.Counter = field(default_factory=collections.Counter)
+    max_unit: int = 0            # the largest max_unit refusing (max_unit)
+    min_unit: int = 0            # the smallest min_unit refusing (min_unit)
+    steps: set = field(default_factory=set)   # step sizes refusing (step_size)
+    split_free: float = 0        # the most a split tree has free together
+    split_largest: float = 0     # ... and on its largest provider
+
+    def add(self, found):
+        self.counts[found.limit] += 1
+        offer = found.offer
+        if found.limit == 'max_unit':
+            self.max_unit = max(self.max_unit, offer.max_unit)
+        elif found.limit == 'min_unit':
+            self.min_unit = min(self.min_unit or offer.min_unit, offer.min_unit)
+        elif found.limit == 'step_size':
+            self.steps.add(offer.step_size)
+        elif found.limit == SPLIT and found.free > self.split_free:
+            self.split_free, self.split_largest = found.free, offer.free
+
+
+class Offers:
+    """The inventories of the explained groups' classes (one query), and
+    the trees the sharing providers of them serve (one more, when the
+    research did not read them): what each unit can draw on."""
+
+    def __init__(self, class_ids, roots_of):
+        self.class_ids = class_ids
+        self.roots_of = roots_of
+        self._rows = None
+        self._served = None
+        self._offers = {}
+
+    @property
+    def rows(self):
+        """{class id: {provider id: row}}, read when first asked."""
+        if self._rows is None:
+            self._rows = collections.defaultdict(dict)
+            for provider_id, class_id, *row in Inventory.objects.filter(
+                    resource_class_id__in=self.class_ids).values_list(
+                    'resource_provider_id', 'resource_class_id', 'total', 'reserved',
+                    'allocation_ratio', 'used', 'min_unit', 'max_unit', 'step_size').order_by():
+                if provider_id in self.roots_of:
+                    self._rows[class_id][provider_id] = row
+        return self._rows
+
+    def of_class(self, found, name):
+        """{unit: [Offer]} for the group's class `name` (absent: none)."""
+        key = (found.suffix, name)
+        if key not in self._offers:
+            self._offers[key] = self._of_class(found, name)
+        return self._offers[key]
+
+    def _of_class(self, found, name):
+        rows = self.rows.get(found.class_ids.get(name), {})
+        amount = found.resources[name]
+        offers = collections.defaultdict(list)
+        reach = self.sharing_reach(found)
+        for provider_id, row in rows.items():
+            total, reserved, ratio, used, min_unit, max_unit, step = row
+            free = rules.capacity(total, reserved, ratio) - (used or 0)
+            refused = rules.refusals(amount, total=total, reserved=reserved,
+                                     allocation_ratio=ratio, used=used or 0, min_unit=min_unit,
+                                     max_unit=max_unit, step_size=step)
+            unit = self.roots_of[provider_id] if found.tree_mode else provider_id
+            offers[unit].append(Offer(provider_id, True, free, refused, min_unit, max_unit, step))
+            for served in reach.get(provider_id, ()):
+                if served != unit:
+                    offers[served].append(
+                        Offer(provider_id, False, free, refused, min_unit, max_unit, step))
+        return offers
+
+    def sharing_reach(self, found):
+        """{sharing provider: the trees it serves} for a group that may draw
+        on sharing providers outside its trees ({} otherwise)."""
+        if not (found.tree_mode and found.sharing and not found.group.in_tree):
+            return {}
+        if self._served is None:
+            unknown = {p for rows in self.rows.values() for p in rows
+                       if p in found.sharing and p not in found.served}
+            self._served = trees_served(unknown)
+        return {p: found.served.get(p, set()) | self._served.get(p, set())
+                for p in found.sharing}
+
+    def offered_by_sharing(self, found, name):
+        """Do sharing providers the group may use offer the class at all?"""
+        rows = self.rows.get(found.class_ids.get(name), {})
+        return bool(self.sharing_reach(found)) and any(p in rows for p in found.sharing)
+
+
+def causes(found, name, inventories, units):
+    """The Causes of the units the step of class `name` eliminated
+    (inventories: the Offers read for the explanation)."""
+    offered_by_sharing = inventories.offered_by_sharing(found, name)
+    amount = found.resources[name]
+    offers = inventories.of_class(found, name)
+    counted = Causes(name, amount)
+    for unit in units:
+        found_binding = binding(amount, offers.get(unit, ()), tree=found.tree_mode)
+        if found_binding is None:   # not eliminated by the class after all
+            continue
+        if found_binding.limit == NONE and offered_by_sharing:
+            found_binding = Binding(UNREACHED)
+        counted.add(found_binding)
+    return counted
