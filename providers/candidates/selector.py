@@ -61,6 +61,7 @@ class CandidateResult:
     stages: list                 # findings.StageRecord of every stage, in order
     of_trees: object = None      # lazy: the summaries of the trees given (one read)
     provider_roots: object = None  # lazy: research.Research.provider_roots
+    group_requests: dict = None  # explain only: suffix -> the group's requests, as combined
 
     @property
     def streamed(self):
@@ -97,7 +98,8 @@ def select_candidates(query, *, settings=None, explain=False, counted=None, lazy
         research = search.research
         return CandidateResult(requests, answer, summaries.by_id, research.wide,
                                search.findings, research.records, summaries.of_trees,
-                               research.provider_roots)
+                               research.provider_roots,
+                               search.by_suffix if explain else None)
 
 
 def stops_at_the_limit(query, result, settings=None):
@@ -124,6 +126,7 @@ class _Search:
         self.records = self.research.records   # research's, then every later stage's
         self.summaries = Summaries(self.research.wide)
         self.findings = {}
+        self.by_suffix = None   # each group's requests, once they are combined
 
     def run(self):
         query, research = self.query, self.research
@@ -170,6 +173,7 @@ class _Search:
             by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
         if not research.alive:
             return Combined([], None, [])
+        self.by_suffix = by_suffix
         if len(by_suffix) > 1:
             # Combining checks the capacity of each combination.
             self.summaries.load_for(r for requests in by_suffix.values() for r in requests)

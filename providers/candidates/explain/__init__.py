@@ -35,7 +35,7 @@ result (selector.CandidateResult: its RequestFindings and GroupFindings).
 import collections
 from dataclasses import dataclass, field
 
-from providers.candidates.explain import funnel, limits, near_misses, suggestions
+from providers.candidates.explain import combining, funnel, limits, near_misses, suggestions
 from providers.candidates.explain.funnel import Funnel, Step
 from providers.candidates.explain.wording import STAGE_LABELS, cause_rows, label, summary
 from providers.candidates.selector import select_candidates
@@ -50,11 +50,12 @@ class Explanation:
     funnels: list       # a Funnel per request group
     suggestions: list = field(default_factory=list)
     near_misses: list = field(default_factory=list)
+    blocked: dict = field(default_factory=dict)  # combining.blocked_trees
 
     @property
     def why(self):
         """For an empty answer, why (see summary)."""
-        return summary(self.funnels, self.result.allocation_requests)
+        return summary(self.funnels, self.result.allocation_requests, self.blocked)
 
     @property
     def closest(self):
@@ -94,4 +95,5 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
             suggested += suggestions.root_trait_suggestions(found, params, constraints, funneled,
                                                             roots_of)
     misses = near_misses.near_misses(explained, roots_of, inventories, asked=params.limit)
-    return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses)
+    return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses,
+                       combining.blocked_trees(query, result, settings))

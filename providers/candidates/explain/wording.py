@@ -94,11 +94,30 @@ def _verb(failure, count):
 
 
 
-def summary(funnels, candidates):
+# How each rule of combining that ruled trees out is told (combining.py).
+BLOCKED_TEXTS = {
+    'isolate': 'group_policy=isolate rules out {trees} (their groups fit only by sharing a '
+               'provider)',
+    'same_subtree': 'same_subtree rules out {trees}',
+    'isolate_and_same_subtree': 'group_policy=isolate and same_subtree each rule out {trees}',
+    'isolate_with_same_subtree': 'group_policy=isolate and same_subtree together rule out '
+                                 '{trees}',
+    'provider_capacity': 'in {trees} the groups together would exceed a provider\'s capacity '
+                         'or max_unit',
+    'tree_capacity': "in {trees} the groups together ask for more of a class than the "
+                     "tree's providers have",
+    'one_provider_per_tree': 'before microversion 1.29 a candidate may use one provider per '
+                             'tree, which rules out {trees}',
+    'apart': 'only some of the groups fit in {trees}',
+}
+
+
+def summary(funnels, candidates, blocked=None):
     """For an empty answer, why: the groups that nothing satisfies, each with
     what eliminated its providers in the funnel's order ('412 providers lack
     2 VCPU; 30 more lack trait HW_CPU_X86_AVX2'), or, when every group fits
-    on its own, that no combination of them does."""
+    on its own, that no combination of them does and which rules of
+    combining rule out how many trees (`blocked`, combining.blocked_trees)."""
     if candidates:
         return []
     sentences = []
@@ -111,10 +130,12 @@ def summary(funnels, candidates):
     if not sentences:
         fitting = ', '.join(_counted(label(f), f.steps[-1].remaining if f.steps else f.total,
                                      f.unit) for f in funnels)
-        sentences.append(
-            f'Every request group fits on its own ({fitting}), but no combination of them '
-            'does: group_policy, same_subtree, root_required or the capacity left when the '
-            'groups share providers rules them out.')
+        why = '; '.join(BLOCKED_TEXTS[cause].format(
+            trees=f"{count:,} tree{'s' if count != 1 else ''}")
+            for cause, count in sorted((blocked or {}).items(),
+                                       key=lambda item: list(BLOCKED_TEXTS).index(item[0])))
+        sentences.append(f'Every request group fits on its own ({fitting}), but no '
+                         f"combination of them does{': ' + why if why else ''}.")
     return sentences
 
 
