@@ -3,6 +3,7 @@ number of queries whatever the size of the cloud (or the number of pods)."""
 import collections
 import csv
 import io
+import html as html_lib
 import json
 import re
 import types
@@ -554,8 +555,15 @@ FLAVORS = 'tiny=VCPU:1,DISK_GB:10;big=VCPU:32,DISK_GB:100;gpu=VGPU:1'
 def why_none(html):
     """{flavor: the reason shown} for the flavors none of which fits."""
     rows = re.findall(r'<tr data-flavor="([^"]+)">(.*?)</tr>', html, re.S)
-    return {flavor: why.group(1) for flavor, row in rows
-            if (why := re.search(r'<div class="why-none">([^<]*)</div>', row))}
+    return {flavor: why.group(1).strip() for flavor, row in rows
+            if (why := re.search(r'<div class="why-none">([^<]*)', row))}
+
+
+def why_links(html):
+    """{flavor: the explorer link of its reason}."""
+    return {flavor: html_lib.unescape(link.group(1)) for flavor, row in re.findall(
+        r'<tr data-flavor="([^"]+)">(.*?)</tr>', html, re.S)
+        if (link := re.search(r'<a class="why-trees" href="([^"]+)"', row))}
 
 
 def flavor_cells(html):
@@ -595,6 +603,8 @@ def test_overview_and_pool_pages_count_flavors_as_the_api_does(staff, api, setti
                                   'big': (str(cloud['big']), True), 'gpu': ('0', True)}
     assert '<span class="mono">VCPU:32,DISK_GB:100</span>' in html
     assert why_none(html) == {'gpu': 'None fits: no provider here has VGPU.'}
+    # The explorer explains it tree by tree, as GET /explain does.
+    assert why_links(html) == {'gpu': '/ui/explorer/?resources=VGPU:1'}
     pools = {'tiny': api_fits(api, 'VCPU:1,DISK_GB:10', 'aggregate'),
              'big': api_fits(api, 'VCPU:32,DISK_GB:100', 'aggregate')}
     assert pools == {'tiny': {POOL: 117, other.uuid: 64}, 'big': {POOL: 3, other.uuid: 2}}
@@ -637,6 +647,8 @@ def test_where_a_flavor_fits_none_the_page_says_which_class_and_limit(staff, set
         html = staff.get(path).content.decode()
         assert flavor_cells(html) == {name: ('0', True) for name in expected}, path
         assert why_none(html) == expected, path
+        in_pool = f'&member_of={POOL}' if 'pools' in path else ''
+        assert why_links(html)['huge'] == f'/ui/explorer/?resources=VCPU:65{in_pool}', path
 
 
 # ---- defects found on the demo cloud ----------------------------------------------

@@ -96,9 +96,9 @@ class Causes:
     name: str
     amount: int
     counts: collections.Counter = field(default_factory=collections.Counter)
-    max_unit: int = 0            # the largest max_unit refusing (max_unit)
-    min_unit: int = 0            # the smallest min_unit refusing (min_unit)
-    steps: set = field(default_factory=set)   # step sizes refusing (step_size)
+    max_units: set = field(default_factory=set)   # the max_units refusing (max_unit)
+    min_units: set = field(default_factory=set)   # the min_units refusing (min_unit)
+    steps: set = field(default_factory=set)       # the step sizes refusing (step_size)
     split_free: float = 0        # the most a split tree has free together
     split_largest: float = 0     # ... and on its largest provider
 
@@ -106,9 +106,9 @@ class Causes:
         self.counts[found.limit] += 1
         offer = found.offer
         if found.limit == 'max_unit':
-            self.max_unit = max(self.max_unit, offer.max_unit)
+            self.max_units.add(offer.max_unit)
         elif found.limit == 'min_unit':
-            self.min_unit = min(self.min_unit or offer.min_unit, offer.min_unit)
+            self.min_units.add(offer.min_unit)
         elif found.limit == 'step_size':
             self.steps.add(offer.step_size)
         elif found.limit == SPLIT and found.free > self.split_free:
@@ -125,7 +125,9 @@ class Offers:
         self.roots_of = roots_of
         self._rows = None
         self._served = None
+        self._reach = {}
         self._offers = {}
+        self._bindings = {}
 
     @property
     def rows(self):
@@ -137,7 +139,7 @@ class Offers:
                     'resource_provider_id', 'resource_class_id', 'total', 'reserved',
                     'allocation_ratio', 'used', 'min_unit', 'max_unit', 'step_size').order_by():
                 if provider_id in self.roots_of:
-                    self._rows[class_id][provider_id] = row
+                    self._rows[class_id][provider_id] = tuple(row)
         return self._rows
 
     def of_class(self, found, name):
@@ -147,17 +149,31 @@ class Offers:
             self._offers[key] = self._of_class(found, name)
         return self._offers[key]
 
+    def bindings(self, found, name):
+        """{unit: Binding} of the units offered the class that cannot take
+        the group's amount of it (a unit absent takes it, or has no offer)."""
+        key = (found.suffix, name)
+        if key not in self._bindings:
+            amount, tree = found.resources[name], found.tree_mode
+            self._bindings[key] = {
+                unit: found_binding for unit, offers in self.of_class(found, name).items()
+                if (found_binding := binding(amount, offers, tree=tree)) is not None}
+        return self._bindings[key]
+
     def _of_class(self, found, name):
         rows = self.rows.get(found.class_ids.get(name), {})
         amount = found.resources[name]
         offers = collections.defaultdict(list)
         reach = self.sharing_reach(found)
+        met = {}    # row -> (free, refusals): a cloud's inventories repeat a few shapes
         for provider_id, row in rows.items():
-            total, reserved, ratio, used, min_unit, max_unit, step = row
-            free = rules.capacity(total, reserved, ratio) - (used or 0)
-            refused = rules.refusals(amount, total=total, reserved=reserved,
-                                     allocation_ratio=ratio, used=used or 0, min_unit=min_unit,
-                                     max_unit=max_unit, step_size=step)
+            if row not in met:
+                total, reserved, ratio, used, min_unit, max_unit, step = row
+                met[row] = (rules.capacity(total, reserved, ratio) - (used or 0), rules.refusals(
+                    amount, total=total, reserved=reserved, allocation_ratio=ratio,
+                    used=used or 0, min_unit=min_unit, max_unit=max_unit, step_size=step))
+            free, refused = met[row]
+            _, _, _, _, min_unit, max_unit, step = row
             unit = self.roots_of[provider_id] if found.tree_mode else provider_id
             offers[unit].append(Offer(provider_id, True, free, refused, min_unit, max_unit, step))
             for served in reach.get(provider_id, ()):
@@ -171,12 +187,15 @@ class Offers:
         on sharing providers outside its trees ({} otherwise)."""
         if not (found.tree_mode and found.sharing and not found.group.in_tree):
             return {}
-        if self._served is None:
-            unknown = {p for rows in self.rows.values() for p in rows
-                       if p in found.sharing and p not in found.served}
-            self._served = trees_served(unknown)
-        return {p: found.served.get(p, set()) | self._served.get(p, set())
+        if found.suffix not in self._reach:
+            if self._served is None:
+                unknown = {p for rows in self.rows.values() for p in rows
+                           if p in found.sharing and p not in found.served}
+                self._served = trees_served(unknown)
+            self._reach[found.suffix] = {
+                p: found.served.get(p, set()) | self._served.get(p, set())
                 for p in found.sharing}
+        return self._reach[found.suffix]
 
     def offered_by_sharing(self, found, name):
         """Do sharing providers the group may use offer the class at all?"""
@@ -187,15 +206,15 @@ class Offers:
 def causes(found, name, inventories, units):
     """The Causes of the units the step of class `name` eliminated
     (inventories: the Offers read for the explanation)."""
-    offered_by_sharing = inventories.offered_by_sharing(found, name)
-    amount = found.resources[name]
-    offers = inventories.of_class(found, name)
-    counted = Causes(name, amount)
+    unreached = inventories.offered_by_sharing(found, name)
+    offered = inventories.of_class(found, name)
+    bindings = inventories.bindings(found, name)
+    counted = Causes(name, found.resources[name])
     for unit in units:
-        found_binding = binding(amount, offers.get(unit, ()), tree=found.tree_mode)
-        if found_binding is None:   # not eliminated by the class after all
-            continue
-        if found_binding.limit == NONE and offered_by_sharing:
-            found_binding = Binding(UNREACHED)
+        found_binding = bindings.get(unit)
+        if found_binding is None:
+            if unit in offered:     # it takes the class: eliminated by another after all
+                continue
+            found_binding = Binding(UNREACHED if unreached else NONE)
         counted.add(found_binding)
     return counted

@@ -108,19 +108,19 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
     if not others:
         return []
     offers = {name: inventories.of_class(found, name) for name in resources}
+    bindings = {name: inventories.bindings(found, name) for name in resources}
     closest = []
     for unit in others:
-        short, supplying = [], set()
-        for name, amount in resources.items():
-            offered = offers[name].get(unit, ())
-            supplying.update(offer.provider_id for offer in offered)
-            found_binding = limits.binding(amount, offered, tree=trees)
-            if found_binding is not None:
-                short.append((name, found_binding))
-        if len(short) != 1 or short[0][1].offer is None or short[0][1].limit == limits.LIMITS:
+        if not all(unit in offers[name] for name in resources):
+            continue    # it has no inventory of a class at all: not close
+        short = [(name, bindings[name][unit]) for name in resources if unit in bindings[name]]
+        if len(short) != 1 or short[0][1].limit == limits.LIMITS:
             continue
-        if trees and any(having.isdisjoint(supplying) for having in found.required_sets):
-            continue
+        if trees and found.required_sets:
+            supplying = {offer.provider_id for name in resources
+                         for offer in offers[name][unit]}
+            if any(having.isdisjoint(supplying) for having in found.required_sets):
+                continue
         (name, found_binding), = short
         amount, lacking = resources[name], math.ceil(found_binding.lacking)
         provider_id = found_binding.offer.provider_id

@@ -38,12 +38,14 @@ def cause_text(causes, limit, short=False):
     if limit == 'capacity':
         return 'lack it free' if short else f'lack {amount:,} {name}'
     if limit == 'max_unit':
-        return f'take at most {causes.max_unit:,}{what} at once (max_unit){not_amount}'
+        return (f'take at most {_either(causes.max_units)}{what} at once (max_unit)'
+                f'{not_amount}')
     if limit == 'min_unit':
-        return f'take at least {causes.min_unit:,}{what} at once (min_unit){not_amount}'
+        return (f'take at least {_either(causes.min_units)}{what} at once (min_unit)'
+                f'{not_amount}')
     if limit == 'step_size':
-        steps = ' or '.join(f'{step:,}' for step in sorted(causes.steps)[:3])
-        return f"take {'it' if short else name} only in steps of {steps} (step_size){not_amount}"
+        return (f"take {'it' if short else name} only in steps of {_either(causes.steps)} "
+                f'(step_size){not_amount}')
     if limit == 'split':
         return (f'have {it} free only split across their providers '
                 f'(at most {int(causes.split_largest):,} on one)')
@@ -85,6 +87,14 @@ CAUSE_ORDER = ('max_unit', 'min_unit', 'step_size', 'split', 'capacity', 'limits
 
 def _counted_failure(count, unit, failure):
     return f'{count:,} {unit} {failure}' if count != 1 else f'1 {unit[:-1]} {_singular(failure)}'
+
+
+def _either(values, shown=3):
+    """'16 or 32'; '4, 8, 16 or more' past `shown` values."""
+    values = [f'{value:,}' for value in sorted(values)]
+    if len(values) > shown:
+        return f"{', '.join(values[:shown])} or more"
+    return ' or '.join(values)
 
 
 def _verb(failure, count):
