@@ -364,13 +364,18 @@ def test_explain_costs_the_search_plus_a_constant(api, cloud):
     (every provider's root, for the funnels), but not the one a search
     makes for the roots of the providers that fit where member_of does not
     narrow it (explain's roots serve it: member_of's are read with the
-    request-wide findings); and when nothing fits, the near misses'."""
+    request-wide findings); the inventories of the groups' classes when a
+    resource step eliminated some (to name the limit that stopped each) or
+    near misses are looked for; the closest misses' names."""
     for name, query in CANDIDATE_QUERIES.items():
         search = counted(lambda: api.get(f'/allocation_candidates?{query}'))
         explain = counted(lambda: api.get(f'/explain/allocation_candidates?{query}'))
         fits = api.get(f'/allocation_candidates?{query}').body['allocation_requests']
         assert bool(fits) == (name != 'nothing_fits'), name
+        body = api.get(f'/explain/allocation_candidates?{query}').body
         scoped = 'member_of=' in query and 'member_of=!' not in query
         roots = 1 if fits and not scoped else 0
-        near = 0 if fits else 2  # near misses: the group's inventories, the closest's names
-        assert explain == search - roots + 1 + near, name
+        limits = any('causes' in step for group in body['groups'] for step in group['funnel'])
+        inventories = 1 if limits or not fits else 0
+        names = 1 if body['near_misses'] else 0
+        assert explain == search - roots + 1 + inventories + names, name

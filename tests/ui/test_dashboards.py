@@ -35,7 +35,7 @@ from providers.models import (
 from providers.pods import services as pod_services
 from providers.pods.models import Pod, PodBinding
 from providers.pods.selection import BindingRequest
-from tests.conftest import bulk_trees, new_uuid
+from tests.conftest import add_provider, bulk_trees, new_uuid
 from tests.pods.conftest import Cloud
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -506,6 +506,9 @@ def test_pod_pages_do_not_grow_with_pods_providers_or_bindings(staff, pods):
              '/ui/explorer/?resources=VCPU:1&as_project=tenant1',
              f'/ui/explorer/?resources=VCPU:1&as_project=newcomer&affinity={CAD}',
              '/ui/explorer/?resources=VCPU:1&as_project=newcomer']
+    # A provider without VCPU: the explanation reads the inventories to say
+    # why, on the small cloud as on the large.
+    add_provider('memory-only', inventories={'MEMORY_MB': {'total': 64}})
     small = {path: count_queries(staff, path) for path in paths}
     # Later in line, and the general-purpose ones in maintenance: every
     # page answers as before, with more pods to read.
