@@ -135,3 +135,94 @@ def _replayed(changes, used, since):
         running.subtract(change)
     steps.append((since, dict(running)))
     return list(reversed(steps)), None
+
+
+# ---- a consumer's history, event by event ----------------------------------
+
+@dataclass(frozen=True)
+class ClassChange:
+    """What the consumer holds of a class, summed over its providers,
+    before and after an event (None: not known)."""
+    name: str
+    before: object
+    after: int
+
+
+@dataclass(frozen=True)
+class ConsumerChange:
+    """What one allocation event changed for its consumer: the providers
+    (names, or uuids of deleted ones) it left, took and kept, and every
+    class whose amount changed. `known` is False when the log does not
+    hold what the consumer held before (pruned, or written outside the
+    services): then `kept` and `classes` tell the state after only."""
+    event: object
+    known: bool
+    created: bool
+    left: list
+    took: list
+    kept: list
+    classes: list
+
+    @property
+    def moved(self):
+        return bool(self.left and self.took)
+
+    @property
+    def deleted(self):
+        return self.event.event_type == events.ALLOCATION_DELETE
+
+
+def consumer_changes(events):
+    """[ConsumerChange] of `events`, one consumer's, newest first (a page of
+    reports.consumer_history). An event's payload holds the consumer's
+    allocations after it; before it is what the next older event left, read
+    from the page, or, for the page's oldest, from the one event before it.
+    At most two queries, however many events: that one event, and the
+    providers' names."""
+    events = list(events)
+    held = [_by_provider(e.payload) for e in events]
+    oldest = events[-1] if events else None
+    earlier = UNKNOWN
+    if oldest is not None:
+        if oldest.consumer_generation_before is None:
+            earlier = {}   # it created the consumer
+        else:
+            payload = Event.objects.filter(
+                consumer_uuid=oldest.consumer_uuid, event_type__in=ALLOCATION_EVENTS,
+                pk__lt=oldest.pk).order_by('-pk').values_list('payload', flat=True).first()
+            earlier = UNKNOWN if payload is None else _by_provider(payload)
+    befores = held[1:] + [earlier]
+    uuids = {uuid for state in held + [earlier or {}] for uuid in state}
+    names = dict(ResourceProvider.objects.filter(uuid__in=uuids).values_list('uuid', 'name'))
+    return [_change(event, before, after, lambda uuid: names.get(uuid, uuid))
+            for event, before, after in zip(events, befores, held)]
+
+
+def _by_provider(payload):
+    """{provider uuid: {class: amount}} of an event's payload."""
+    return {uuid: dict(allocation.get('resources') or {})
+            for uuid, allocation in (payload.get('allocations') or {}).items()}
+
+
+def _totals(state):
+    totals = collections.Counter()
+    for resources in state.values():
+        totals.update(resources)
+    return totals
+
+
+def _change(event, before, after, name):
+    after_totals = _totals(after)
+    if before is UNKNOWN:
+        return ConsumerChange(event, False, False, [], [], sorted(map(name, after)),
+                              [ClassChange(c, None, n) for c, n in sorted(after_totals.items())])
+    before_totals = _totals(before)
+    classes = [ClassChange(c, before_totals.get(c, 0), after_totals.get(c, 0))
+               for c in sorted(set(before_totals) | set(after_totals))
+               if before_totals.get(c, 0) != after_totals.get(c, 0)]
+    return ConsumerChange(
+        event, True, event.consumer_generation_before is None,
+        left=sorted(name(u) for u in before if u not in after),
+        took=sorted(name(u) for u in after if u not in before),
+        kept=sorted(name(u) for u in after if u in before),
+        classes=classes)

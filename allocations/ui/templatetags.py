@@ -1,6 +1,7 @@
 """Template tags of the dashboards: one utilization bar, used everywhere,
-and the usage-trend charts of the overview and pool pages."""
-from datetime import timedelta
+amounts in their unit, one time format, and the usage-trend charts of the
+overview and pool pages."""
+from datetime import timedelta, timezone as tz
 
 from django import template
 from django.utils import timezone
@@ -55,6 +56,35 @@ def _number(value):
     if value == int(value):
         return f'{int(value):,}'
     return f'{value:,.2f}'.rstrip('0').rstrip('.')
+
+
+def _exact(value):
+    """The figure as the API gives it, thousands separated, every decimal kept."""
+    if value == int(value):
+        return f'{int(value):,}'
+    return f'{value:,.6f}'.rstrip('0').rstrip('.')
+
+
+@register.filter
+def in_unit(value, resource_class=None):
+    """An amount of a resource class as the pages print it (amount()), with
+    the exact figure in its title and data-exact: admins check it against
+    the API."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return ''
+    return format_html('<span class="amount" title="{} {}" data-exact="{}">{}</span>',
+                       _exact(value), resource_class or '', f'{value:.15g}',
+                       amount(value, resource_class))
+
+
+@register.filter
+def when(moment):
+    """A time as every dashboard prints it: '2026-11-28 19:04 UTC'."""
+    if not moment:
+        return ''
+    return moment.astimezone(tz.utc).strftime('%Y-%m-%d %H:%M UTC')
 
 
 @register.simple_tag
@@ -163,8 +193,26 @@ def dictget(mapping, key):
 
 @register.filter
 def api_time(moment):
-    """A time as the pod API writes it (UTC, microseconds, 'Z')."""
+    """A time as the pod API writes it (UTC, microseconds, 'Z'), for data-*
+    attributes; pages show when()."""
     return timestamp(moment) or ''
+
+
+# How soon "full in about N days" calls for attention: danger under
+# URGENT_DAYS, warning under SOON_DAYS, neutral beyond.
+URGENT_DAYS = 30
+SOON_DAYS = 90
+
+
+def urgency(forecast):
+    """'danger', 'warning' or 'neutral': a forecast's badge colour."""
+    if forecast.status == trends.FULL:
+        return 'danger'
+    if forecast.status != trends.FILLING or forecast.days_to_full is None:
+        return 'neutral'
+    if forecast.days_to_full < URGENT_DAYS:
+        return 'danger'
+    return 'warning' if forecast.days_to_full <= SOON_DAYS else 'neutral'
 
 
 # The charts show the snapshots of the last month by default (hourly
@@ -223,7 +271,10 @@ def _trends_shown(request, days, found, scope, starts=None, describe=trends.desc
     return {
         'days': days, 'ranges': ranges, 'scope': scope,
         'starts': starts,
-        'trends': [(trend, describe(trend.forecast)) for trend in found],
+        # Growth (a project's) has no capacity to fill: no urgency.
+        'trends': [(trend, describe(trend.forecast),
+                    urgency(trend.forecast) if describe is trends.describe_forecast else 'neutral')
+                   for trend in found],
         'chart_data': [{
             'name': trend.name,
             'points': [[_ms(p.taken_at), p.capacity, p.used] for p in trend.points],

@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from allocations import audit
+from allocations import audit, history
 from allocations.models import Consumer, ConsumerType, Project
 from allocations.ui import exports, reports, templatetags
 from allocations.ui.filters import (
@@ -152,12 +152,13 @@ def consumer_detail(request, uuid):
         return exports.streamed(request, f'consumer-{consumer.uuid}-history',
                                 *reports.event_rows(reports.consumer_history(consumer)))
     ((_, allocations),) = reports.holdings([consumer])
+    page = page_of(request, reports.consumer_history(consumer))
     totals = collections.Counter()
     for allocation in allocations:
         totals[allocation.resource_class.name] += allocation.used
     return render(request, 'ui/consumer.html', {
         'consumer': consumer, 'allocations': allocations, 'totals': dict(totals),
-        'page': page_of(request, reports.consumer_history(consumer)),
+        'page': page, 'changes': history.consumer_changes(page),
     })
 
 

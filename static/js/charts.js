@@ -65,13 +65,14 @@
     return ticks;
   }
 
-  function dateLabel(ms, withTime) {
+  function dateLabel(ms) {
     var d = new Date(ms);
-    var label = MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate();
-    if (withTime) {
-      label += ' ' + clock(d);
-    }
-    return label;
+    return MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate();
+  }
+
+  /* A moment as every dashboard prints it (templatetags.when): '2026-11-28 19:04 UTC'. */
+  function moment(ms) {
+    return new Date(ms).toISOString().slice(0, 10) + ' ' + clock(new Date(ms)) + ' UTC';
   }
 
   function clock(d) {
@@ -134,7 +135,7 @@
     // A series without capacity (a project's use) draws its use alone.
     var bounded = points.some(function (p) { return p[1] !== null; });
     el('title', {}, svg).textContent = trend.name + ': ' + compact(last[2]) +
-      (bounded ? ' of ' + compact(last[1]) : '') + ' used on ' + dateLabel(end, true) + ' UTC';
+      (bounded ? ' of ' + compact(last[1]) : '') + ' used on ' + moment(end);
 
     // Value grid and axis.
     var label = formatter(yMax);
@@ -231,7 +232,7 @@
       line.setAttribute('x2', at);
       dot.setAttribute('cx', at);
       dot.setAttribute('cy', y(nearest[2]));
-      when.textContent = dateLabel(nearest[0], true) + ' UTC';
+      when.textContent = moment(nearest[0]);
       what.textContent = 'used ' + exact(nearest[2]) + (nearest[1] === null ? '' :
         ' of ' + exact(nearest[1]) +
         (nearest[1] ? ' (' + Math.round(100 * nearest[2] / nearest[1]) + '%)' : ''));
