@@ -200,17 +200,24 @@ def query_of(page):
     return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
 
 
-ROWS_JS = """rows => rows.map(r => ({data: {...r.dataset},
-    cells: [...r.cells].map(c => c.innerText.trim()),
-    links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
-    tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
-    parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
-        text: d.innerText.trim()}))}))"""
+ROWS_JS = """rows => rows.map(r => {
+    const amounts = [...r.querySelectorAll('.amount[title]')].map(a => [a, a.textContent]);
+    amounts.forEach(([a]) => { a.textContent = a.title.split(' ')[0]; });
+    const found = {data: {...r.dataset},
+      cells: [...r.cells].map(c => c.innerText.trim()),
+      links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
+      tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
+      parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
+          text: d.innerText.trim()}))};
+    amounts.forEach(([a, shown]) => { a.textContent = shown; });
+    return found;
+})"""
 
 
 def rows(page, selector):
     """Each matching table row: data-* attributes, cell texts, links, tags
-    per cell, and its data-class parts (with their data-* and text)."""
+    per cell, and its data-class parts (with their data-* and text), every
+    amount read as its exact figure (its title), as the API gives it."""
     return page.locator(selector).evaluate_all(ROWS_JS)
 
 
