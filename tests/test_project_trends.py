@@ -15,6 +15,7 @@ from allocations.ui import reports
 from providers import trends
 from tests.conftest import (add_allocation, add_provider, assert_admin_read_only, changelist,
                             count_queries)
+from tests.pages import exact
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
@@ -75,7 +76,7 @@ def test_the_project_page_charts_its_classes(node, staff):
     assert page.status_code == 200
     (chart,) = [c for c in page.context['chart_data'] if c['name'] == 'VCPU']
     assert [(capacity, used) for _, capacity, used in chart['points']] == [(None, 1), (None, 3)]
-    text = page.content.decode()
+    text = exact(page.content.decode())
     assert 'last 30 days, this project' in text
     assert 'now 3 held by 2 consumers' in text
     assert 'growing by about 2 a day' in text

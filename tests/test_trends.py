@@ -20,6 +20,7 @@ from providers import books, trends
 from providers.models import Aggregate, Inventory, UsageSnapshot
 from tests.conftest import (ROW, STORAGE, add_allocation, add_provider, assert_admin_read_only,
                             changelist, count_queries, new_uuid)
+from tests.pages import exact
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 DAY = timedelta(days=1)
@@ -504,7 +505,7 @@ def test_trend_queries_are_the_same_for_2_and_20_pools(api):
 # ---- 5. the dashboards' charts ----------------------------------------------------------------
 
 def trends_section(html):
-    return html[html.index('<section id="usage-trends"'):html.index('</section>')]
+    return exact(html[html.index('<section id="usage-trends"'):html.index('</section>')])
 
 
 def test_pages_carry_the_chart_data_and_the_forecast_in_words(staff):

@@ -22,6 +22,7 @@ from placement_site.wsgi import _with_keystone
 from providers.pods import services as pod_services
 from tests.conftest import add_provider
 from tests.keystone_server import Identity, keystone_url
+from tests.pages import exact
 from tests.test_keystone import call
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
@@ -172,7 +173,7 @@ def test_a_projects_members_and_readers_see_their_project_alone(cloud, keystone,
 
     page = client.get(first['Location'])
     assert page.status_code == 200
-    html = page.content.decode()
+    html = exact(page.content.decode())
     # Its usage per class, its consumer and where it sits, its pod and how
     # many more of each flavor fit there.
     vcpu = 2 if own == 'alpha' else 4
@@ -247,7 +248,7 @@ def api(cloud, settings, keystone):
 def usage_on_page(html):
     return {name: int(used.replace(',', '')) for name, used in re.findall(
         r'data-class="(\w+)"><td><strong>\w+</strong></td><td class="num" '
-        r'data-field="used">([\d,]+)<', html)}
+        r'data-field="used">([\d,]+)<', exact(html))}
 
 
 @pytest.mark.parametrize('kind, own, other', [('alpha reader', 'alpha', 'beta'),

@@ -1,7 +1,8 @@
 """Template tags of the dashboards: one utilization bar, used everywhere,
 amounts in their unit, one time format, and the usage-trend charts of the
 overview and pool pages."""
-from datetime import timedelta, timezone as tz
+from datetime import timedelta
+from datetime import timezone as tz
 
 from django import template
 from django.utils import timezone

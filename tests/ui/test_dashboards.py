@@ -36,6 +36,7 @@ from providers.pods import services as pod_services
 from providers.pods.models import Pod, PodBinding
 from providers.pods.selection import BindingRequest
 from tests.conftest import add_provider, bulk_trees, new_uuid
+from tests.pages import exact
 from tests.pods.conftest import Cloud
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -132,13 +133,6 @@ def test_queries_per_page_do_not_grow_with_the_cloud(staff):
     assert set(large) == set(small)
     assert {path: (small[path], count) for path, count in large.items()
             if count > small[path]} == {}
-
-
-def exact(html):
-    """The page with every amount (templatetags.in_unit) as its exact
-    figure, the one its title gives, so it can be checked against the API."""
-    return re.sub(r'<span class="amount" title="([^ "]+) [^"]*" data-exact="[^"]*">[^<]*</span>',
-                  r'\1', html)
 
 
 def numbers(html, row_attr, value):
