@@ -487,7 +487,8 @@ def audit_page(request):
     return render(request, 'ui/audit.html', {
         'findings': [(finding, counts[finding.key]) for finding in findings],
         'shown': shown, 'page': page, 'form': form, 'live': live,
-        'rows': [[(column, row[column]) for column in shown.columns]
+        # With the row's class, to print its amounts in their unit.
+        'rows': [[(column, row[column], row.get('resource_class')) for column in shown.columns]
                  for row in shown.listed(page)],
         'live_rows': LIVE_ROWS, 'margin_minutes': int(audit.LIVE_LIST_MARGIN.total_seconds() / 60),
     })

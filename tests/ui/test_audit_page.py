@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations.ui.views import LIVE_ROWS
 from tests.conftest import unchanged
+from tests.pages import exact
 from tests.test_audit import (
     allocate,
     build_cloud,
@@ -40,7 +41,7 @@ def counts(html):
 
 def shown_rows(html):
     """(finding shown, [{column: text}]) of the rows table."""
-    table = re.search(r'<table id="rows" data-finding="(\w+)">(.*?)</table>', html, re.S)
+    table = re.search(r'<table id="rows" data-finding="(\w+)">(.*?)</table>', exact(html), re.S)
     rows = [dict(re.findall(r'<td data-column="(\w+)">(?:<a[^>]*>)?([^<]*)', row))
             for row in re.findall(r'<tr>(.*?)</tr>', table.group(2), re.S)]
     return table.group(1), [row for row in rows if row]

@@ -4,6 +4,7 @@ numbers are checked against what the Placement API answers over HTTP for the
 same providers and projects, and every page visited is saved as a full-page
 screenshot in test-artifacts/screenshots/."""
 import collections
+import contextlib
 import math
 import os
 import re
@@ -200,25 +201,37 @@ def query_of(page):
     return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
 
 
-ROWS_JS = """rows => rows.map(r => {
-    const amounts = [...r.querySelectorAll('.amount[title]')].map(a => [a, a.textContent]);
-    amounts.forEach(([a]) => { a.textContent = a.title.split(' ')[0]; });
-    const found = {data: {...r.dataset},
-      cells: [...r.cells].map(c => c.innerText.trim()),
-      links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
-      tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
-      parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
-          text: d.innerText.trim()}))};
-    amounts.forEach(([a, shown]) => { a.textContent = shown; });
-    return found;
-})"""
+ROWS_JS = """rows => rows.map(r => ({data: {...r.dataset},
+    cells: [...r.cells].map(c => c.innerText.trim()),
+    links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
+    tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
+    parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
+        text: d.innerText.trim()}))}))"""
+
+# An amount (templatetags.in_unit, '5.88 TiB') shows its exact figure (its
+# title's, '6,160,384'), and back.
+EXACT_JS = """() => document.querySelectorAll('.amount[title]').forEach(a => {
+    a.dataset.shown = a.textContent; a.textContent = a.title.split(' ')[0]; })"""
+SHOWN_JS = """() => document.querySelectorAll('.amount[data-shown]').forEach(a => {
+    a.textContent = a.dataset.shown; delete a.dataset.shown; })"""
+
+
+@contextlib.contextmanager
+def exact_amounts(page):
+    """The page's amounts read as the API gives them, while inside."""
+    page.evaluate(EXACT_JS)
+    try:
+        yield
+    finally:
+        page.evaluate(SHOWN_JS)
 
 
 def rows(page, selector):
     """Each matching table row: data-* attributes, cell texts, links, tags
     per cell, and its data-class parts (with their data-* and text), every
-    amount read as its exact figure (its title), as the API gives it."""
-    return page.locator(selector).evaluate_all(ROWS_JS)
+    amount as its exact figure."""
+    with exact_amounts(page):
+        return page.locator(selector).evaluate_all(ROWS_JS)
 
 
 def amounts(tags):
@@ -662,10 +675,11 @@ def check_candidates(page, body):
     """The explorer's candidates and provider summaries equal the body's."""
     count = len(body['allocation_requests'])
     assert page.inner_text('#candidate-count') == f'{count} candidate{"s" if count != 1 else ""}'
-    shown = page.locator('#candidates tbody tr').evaluate_all("""rows => rows.map(r =>
-        [...r.cells[1].querySelectorAll(':scope > div')].map(line => [
-            line.querySelector('a').getAttribute('href'),
-            [...line.querySelectorAll('.tag')].map(t => t.innerText.trim())]))""")
+    with exact_amounts(page):
+        shown = page.locator('#candidates tbody tr').evaluate_all("""rows => rows.map(r =>
+            [...r.cells[1].querySelectorAll(':scope > div')].map(line => [
+                line.querySelector('a').getAttribute('href'),
+                [...line.querySelectorAll('.tag')].map(t => t.innerText.trim())]))""")
     assert [{uuid_in(href): amounts(tags) for href, tags in lines} for lines in shown] == \
         [held(r['allocations']) for r in body['allocation_requests']]
 

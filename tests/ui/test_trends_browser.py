@@ -5,6 +5,7 @@ per snapshot placed as GET /capacity/trends gives its time and use, with
 the forecast dashed and in words as the API forecasts it. Screenshots of
 the pages and of the charts go to test-artifacts/screenshots/ (the fixtures
 and helpers are test_browser's)."""
+import re
 import uuid
 from datetime import datetime
 
@@ -12,7 +13,7 @@ import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS, SCREENSHOTS, api, browser, chromium, demo_server, page, shoot, sign_in)
+    HEADERS, SCREENSHOTS, api, browser, chromium, demo_server, exact_amounts, page, shoot, sign_in)
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
@@ -50,7 +51,8 @@ def check_charts(page, api, query, shot, days=30):
     """The page's charts against GET /capacity/trends?days= (with `query`)."""
     page.wait_for_selector('#usage-trends .trend-chart svg')
     expected = api.get('/capacity/trends', days=days, **query)['resources']
-    charts = page.locator('#usage-trends figure.trend').evaluate_all(CHARTS_JS)
+    with exact_amounts(page):
+        charts = page.locator('#usage-trends figure.trend').evaluate_all(CHARTS_JS)
     assert [c['name'] for c in charts] == list(expected) != []
     for chart in charts:
         trend = expected[chart['name']]
@@ -153,6 +155,7 @@ def test_a_chosen_range_and_values_on_hover(page, api):
     page.mouse.move(box['x'] + box['width'] - 1, box['y'] + box['height'] / 2)
     newest = points[-1]
     shown = chart.get_attribute('data-hover')
+    assert re.match(r'\d{4}-\d\d-\d\d \d\d:\d\d UTC: ', shown), shown  # as the pages write times
     assert shown.endswith(f"used {newest['used']:,} of {newest['capacity']:,.0f} "
                           f"({round(100 * newest['used'] / newest['capacity'])}%)"), shown
     page.mouse.move(box['x'] + 1, box['y'] + box['height'] / 2)
