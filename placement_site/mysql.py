@@ -16,11 +16,12 @@ def binary_collation(connection):
     return MARIADB_COLLATION if connection.mysql_is_mariadb else MYSQL_COLLATION
 
 
-def binary_collation_for(app_label):
+def binary_collation_for(app_label, tables=None):
     """A migration operation giving every table of the app (as the migration
-    history has it then) utf8mb4 with the binary collation; nothing
-    elsewhere. Later migrations that create tables of that app add it
-    again."""
+    history has it then), or those of `tables` alone, utf8mb4 with the
+    binary collation; nothing elsewhere. Later migrations that create
+    tables of that app add it again (for the new tables: converting the
+    others again would rewrite them all)."""
     def convert(apps, schema_editor):
         connection = schema_editor.connection
         if connection.vendor != 'mysql':
@@ -28,6 +29,8 @@ def binary_collation_for(app_label):
         collation = binary_collation(connection)
         for model in apps.get_app_config(app_label).get_models(include_auto_created=True):
             if model._meta.proxy or not model._meta.managed:
+                continue
+            if tables is not None and model._meta.db_table not in tables:
                 continue
             schema_editor.execute(
                 f'ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} '

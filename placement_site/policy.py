@@ -112,6 +112,10 @@ API_RULES = [
     # usage trends for operators' dashboards.
     ('placement:capacity:show', ADMIN_OR_SERVICE, 'GET', '/capacity'),
     ('placement:capacity:trends', ADMIN_OR_SERVICE, 'GET', '/capacity/trends'),
+    # Not part of OpenStack Placement: the names admins give pools.
+    ('placement:pool_labels:show', ADMIN_OR_SERVICE, 'GET', '/pool_labels/{uuid}'),
+    ('placement:pool_labels:update', ADMIN, 'PUT', '/pool_labels/{uuid}'),
+    ('placement:pool_labels:delete', ADMIN, 'DELETE', '/pool_labels/{uuid}'),
 ]
 
 

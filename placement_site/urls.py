@@ -14,6 +14,7 @@ from placement_site.middleware import inline_styles_allowed
 from placement_site.static import serve_static
 from providers import metrics as provider_metrics
 from providers.api import capacity as capacity_views
+from providers.api import pool_labels as pool_label_views
 from providers.api import trends as trend_views
 from providers.api import views as provider_views
 from providers.pods import views as pod_views
@@ -76,6 +77,9 @@ urlpatterns = [
           {'get': 'retrieve', 'delete': 'destroy'}, 'pod-binding'),
     # Not part of OpenStack Placement: capacity and "how many more fit" per group.
     route('capacity', capacity_views.CapacityViewSet, {'get': 'list'}, 'capacity'),
+    # Not part of OpenStack Placement: the names admins give pools.
+    route('pool_labels/<str:uuid>', pool_label_views.PoolLabelViewSet,
+          {'get': 'retrieve', 'put': 'update', 'delete': 'destroy'}, 'pool-label'),
 
     path('ui/', include('allocations.ui.urls')),
     path('accounts/login/', keystone_signin.SignInView.as_view(), name='login'),

@@ -26,8 +26,8 @@ from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
 from providers.models import (INVENTORY_FIELDS, Aggregate, Event, EventProvider, Inventory,
-                              ProviderAggregate, ProviderTrait, ResourceClass, ResourceProvider,
-                              Trait, UsageSnapshot)
+                              PoolLabel, ProviderAggregate, ProviderTrait, ResourceClass,
+                              ResourceProvider, Trait, UsageSnapshot)
 
 # ---- inline formsets written by one service call each ---------------------------
 
@@ -470,23 +470,75 @@ class TraitAdmin(StandardOrCustomAdmin):
 class AggregateAdmin(ReadOnlyAdmin):
     """Aggregates exist through their members, which are set on each
     provider's page. A pool can hold thousands of members: its page links
-    to them in the providers' (paged) list."""
-    list_display = ('uuid', 'member_count', 'created_at')
+    to them in the providers' (paged) list. Its name (with_names) is
+    changed through its label (PoolLabelAdmin)."""
+    list_display = ('uuid', 'pool_name', 'member_count', 'created_at')
     search_fields = ('uuid',)
-    fields = ('uuid', 'members', 'created_at')
-    readonly_fields = ('members',)
+    fields = ('uuid', 'pool_name', 'members', 'created_at')
+    readonly_fields = ('pool_name', 'members')
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
+        return super().get_queryset(request).with_names().annotate(
             member_count=count_of(ProviderAggregate, 'aggregate'))
 
     member_count = count_column('member_count', 'members')
+
+    @admin.display(description='name', ordering='name')
+    def pool_name(self, aggregate):
+        if aggregate.label is not None:
+            return format_html('<a href="{}">{}</a>', reverse(
+                'admin:providers_poollabel_change', args=[aggregate.pk]), aggregate.name)
+        return format_html('{} · <a href="{}?aggregate_uuid={}">label it</a>', aggregate.name,
+                           reverse('admin:providers_poollabel_add'), aggregate.uuid)
 
     @admin.display(description='members')
     def members(self, aggregate):
         return format_html('{} · <a href="{}">pool dashboard</a>', changelist_link(
             ResourceProvider, f'{aggregate.member_count} member provider(s)',
             aggregates__id__exact=aggregate.pk), reverse('ui:aggregate', args=[aggregate.uuid]))
+
+
+class PoolLabelForm(forms.ModelForm):
+    """A pool's label; its aggregate named by uuid, one that exists (a
+    label names a pool, it does not make one)."""
+    aggregate_uuid = forms.CharField(label='aggregate UUID', max_length=255)
+
+    class Meta:
+        model = PoolLabel
+        fields = ['name']
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial['aggregate_uuid'] = self.instance.aggregate.uuid
+            self.fields['aggregate_uuid'].disabled = True
+
+    def clean_aggregate_uuid(self):
+        value = self.cleaned_data['aggregate_uuid']
+        aggregate = Aggregate.objects.filter(uuid=value).first()
+        if aggregate is None:
+            raise ValidationError('No aggregate with this uuid.')
+        if self.instance.pk is None and PoolLabel.objects.filter(aggregate=aggregate).exists():
+            raise ValidationError('This pool has a label already: change that one.')
+        self.instance.aggregate = aggregate
+        return value
+
+
+@admin.register(PoolLabel)
+class PoolLabelAdmin(ServiceAdmin):
+    """The names admins give pools (as PUT /pool_labels/{uuid} does)."""
+    form = PoolLabelForm
+    list_display = ('name', 'aggregate', 'updated_at')
+    list_select_related = ('aggregate',)
+    search_fields = ('name', 'aggregate__uuid')
+    fields = ('aggregate_uuid', 'name')
+
+    def save_model(self, request, obj, form, change):
+        services.pool_label_set(aggregate=obj.aggregate, name=form.cleaned_data['name'])
+        adopt(obj, PoolLabel.objects.get(aggregate=obj.aggregate))
+
+    def delete_model(self, request, obj):
+        services.pool_label_delete(aggregate=obj.aggregate)
 
 
 # ---- the event log -----------------------------------------------------------------

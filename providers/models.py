@@ -10,7 +10,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from providers import rules
-from providers.querysets import EventQuerySet, InventoryQuerySet, ResourceProviderQuerySet
+from providers.querysets import (AggregateQuerySet, EventQuerySet, InventoryQuerySet,
+                                 ResourceProviderQuerySet)
 
 
 class ResourceClass(models.Model):
@@ -71,12 +72,31 @@ class Aggregate(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 
+    objects = AggregateQuerySet.as_manager()
+
     class Meta:
         db_table = 'placement_aggregates'
         ordering = ['id']
 
     def __str__(self):
         return self.uuid
+
+
+class PoolLabel(models.Model):
+    """The name an admin gives a pool (an aggregate), which the pool's
+    name prefers to any other (AggregateQuerySet.with_names). Not part of
+    OpenStack Placement: a table of ours beside its placement_aggregates,
+    whose shape the import copies and the adoption check compares."""
+    aggregate = models.OneToOneField(Aggregate, on_delete=models.CASCADE, primary_key=True,
+                                     related_name='pool_label')
+    name = models.CharField(max_length=200)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = 'pool_labels'
+
+    def __str__(self):
+        return self.name
 
 
 class ResourceProvider(models.Model):

@@ -13,9 +13,9 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import (Case, Exists, F, FilteredRelation, FloatField, Max, OuterRef, Q,
-                              Subquery, When)
-from django.db.models.functions import Cast, NullIf
+from django.db.models import (Case, CharField, Count, Exists, F, FilteredRelation, FloatField,
+                              Max, OuterRef, Q, Subquery, When)
+from django.db.models.functions import Cast, Coalesce, NullIf
 
 from placement_site import exceptions
 from placement_site.queries import storable
@@ -256,6 +256,32 @@ class ResourceProviderQuerySet(models.QuerySet):
                 fullness__total__gt=F('fullness__reserved'),
                 then=Cast(F('fullness__used'), FloatField())
                 / NullIf(rules.capacity_sql('fullness__'), rules.SQLConstant(0))))))
+
+
+class AggregateQuerySet(models.QuerySet):
+
+    def with_names(self):
+        """Annotate each pool (aggregate) with `name`, the one rule every
+        page, export and answer names a pool by: the label an admin set
+        (PoolLabel); else the name of the pod built on it; else, when
+        exactly one of its members is a sharing provider, that provider's
+        name; else its uuid. Also `label` (None unless set), and its pod's
+        `pod_uuid`, `pod_name` and `zone` (None without one). In the query:
+        two joins and a subquery per pool over its sharing members, whatever
+        its size."""
+        # From the sharing providers (a few) to their pools, not from a
+        # pool's members (thousands) to their traits.
+        sharing = ids_with_any_trait(_model('Trait').objects.filter(name=SHARING_TRAIT).values('id'))
+        sole_sharing = _model('ProviderAggregate').objects.filter(
+            aggregate_id=OuterRef('pk'), resource_provider_id__in=sharing,
+        ).order_by().values('aggregate_id').annotate(
+            members=Count('resource_provider_id'), sole=Max('resource_provider__name'),
+        ).filter(members=1).values('sole')
+        return self.annotate(
+            label=F('pool_label__name'), pod_uuid=F('pod__uuid'), pod_name=F('pod__name'),
+            zone=F('pod__availability_zone'),
+            name=Coalesce('pool_label__name', 'pod__name', Subquery(sole_sharing), 'uuid',
+                          output_field=CharField()))
 
 
 class EventQuerySet(models.QuerySet):

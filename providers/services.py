@@ -15,11 +15,11 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.queries import retried_write
+from placement_site.queries import retried, retried_write
 from placement_site.validation import normalize_uuid
 from providers import events, querysets, rules
-from providers.models import (INVENTORY_FIELDS, Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (INVENTORY_FIELDS, Aggregate, Inventory, PoolLabel, ProviderAggregate,
+                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
 
 LOG = logging.getLogger('placement.inventories')
 
@@ -555,6 +555,25 @@ def aggregate_ensure(agg_uuid):
             return Aggregate.objects.create(uuid=agg_uuid).pk
     except IntegrityError:
         return Aggregate.objects.get(uuid=agg_uuid).pk
+
+
+# ---- pool labels ----------------------------------------------------------------
+
+def pool_label_set(*, aggregate, name):
+    """Name the pool (an aggregate) `name`, replacing its label if it has
+    one; a label set meanwhile by another writer is replaced too (rerun).
+    Nothing of Placement's changes: no generation moves."""
+    def write():
+        PoolLabel.objects.update_or_create(aggregate=aggregate, defaults={'name': name})
+    retried(write)
+
+
+@retried_write
+def pool_label_delete(*, aggregate):
+    """Take the pool's label away (if it has one): it is named by its pod
+    or sharing provider again."""
+    with transaction.atomic():
+        PoolLabel.objects.filter(aggregate=aggregate).delete()
 
 
 # ---- resource classes -----------------------------------------------------------

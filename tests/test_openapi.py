@@ -45,6 +45,7 @@ from placement_site.openapi import (
 from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
 from providers import trends
+from providers.api import pool_labels
 from providers.pods import schemas as pod_schemas
 
 pytestmark = pytest.mark.any_database
@@ -118,6 +119,9 @@ OPERATIONS = {
     ('/pod_bindings', 'post'): '1.0',
     ('/pod_bindings/{uuid}', 'get'): '1.0',
     ('/pod_bindings/{uuid}', 'delete'): '1.0',
+    ('/pool_labels/{uuid}', 'get'): '1.0',
+    ('/pool_labels/{uuid}', 'put'): '1.0',
+    ('/pool_labels/{uuid}', 'delete'): '1.0',
     ('/usages', 'get'): '1.9',
     ('/reshaper', 'post'): '1.30',
 }
@@ -179,6 +183,9 @@ ANSWERS = {
     ('/pod_bindings', 'post'): {'200', '201', '409', '415'},
     ('/pod_bindings/{uuid}', 'get'): {'200', '404'},
     ('/pod_bindings/{uuid}', 'delete'): {'204', '404', '409'},
+    ('/pool_labels/{uuid}', 'get'): {'200', '404'},
+    ('/pool_labels/{uuid}', 'put'): {'200', '404', '415'},
+    ('/pool_labels/{uuid}', 'delete'): {'204', '404'},
     ('/usages', 'get'): {'200'},
     ('/reshaper', 'post'): {'204', '409', '415'},
 }
@@ -264,6 +271,7 @@ BODIES = {
     ('/pods', 'post'): POD.POD_POST,
     ('/pods/{uuid}', 'put'): POD.POD_PUT,
     ('/pod_bindings', 'post'): POD.BINDING_POST,
+    ('/pool_labels/{uuid}', 'put'): pool_labels.POOL_LABEL_PUT,
 }
 BODY_TABLES = {key: body for key, body in BODIES.items() if isinstance(body, ByVersion)}
 
@@ -743,6 +751,7 @@ def sample_bodies(path, method, version):
             {'project_id': 'p', 'affinity': 'resource=CAD', 'availability_zone': 'az1',
              'resources': {'VCPU': 2, 'DISK_GB': 1}},
             {'project_id': 'p', 'affinity': None, 'pod': U1}],
+        ('/pool_labels/{uuid}', 'put'): [{'label': 'Gold'}],
     }
     return bodies[path, method]
 
@@ -1213,6 +1222,13 @@ def exercise_every_operation(api, version):
         f'/capacity/trends?aggregate={aggregate}&resource_class=VCPU,DISK_GB&days=30', 200)
     run('get', '/capacity/trends', f'/capacity/trends?aggregate={missing}', 404)
     run('get', '/capacity/trends', '/capacity/trends?days=0', 400)
+    # ---- pool labels (ours: the same at every microversion)
+    run('get', '/pool_labels/{uuid}', f'/pool_labels/{aggregate}', 200)
+    run('get', '/pool_labels/{uuid}', f'/pool_labels/{missing}', 404)
+    run('put', '/pool_labels/{uuid}', f'/pool_labels/{aggregate}', 200, {'label': 'Gold'})
+    run('put', '/pool_labels/{uuid}', f'/pool_labels/{missing}', 404, {'label': 'Gold'})
+    run('delete', '/pool_labels/{uuid}', f'/pool_labels/{aggregate}', 204)
+    run('delete', '/pool_labels/{uuid}', f'/pool_labels/{missing}', 404)
     # ---- capacity (ours: the same at every microversion)
     run('get', '/capacity', '/capacity', 200)
     run('get', '/capacity', '/capacity?group_by=aggregate&resources=VCPU:1,DISK_GB:5', 200)

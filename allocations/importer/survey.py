@@ -20,6 +20,7 @@ from providers.models import (
     Event,
     EventProvider,
     Inventory,
+    PoolLabel,
     ProviderAggregate,
     ProviderTrait,
     ResourceClass,
@@ -187,11 +188,11 @@ def survey(source):
 
 # Everything the import writes or that depends on what it replaces, in an
 # order that deletes referring rows first. Standard resource classes stay
-# (the import updates them in place); the event log and usage snapshots
-# describe the books being replaced, and go with them.
+# (the import updates them in place); the event log, usage snapshots and
+# pools' labels describe the books being replaced, and go with them.
 REPLACED = (PodBinding, Pod, EventProvider, Event, UsageSnapshot, Inventory, Allocation,
             Consumer, ConsumerType, User, Project, ProviderTrait, ProviderAggregate,
-            ResourceProvider, Aggregate, Trait)
+            ResourceProvider, PoolLabel, Aggregate, Trait)
 
 
 def target_contents():

@@ -23,8 +23,8 @@ from placement_site import queries
 from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
-from providers.models import (Aggregate, Event, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (Aggregate, Event, Inventory, PoolLabel, ProviderAggregate,
+                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
 from providers.pods.models import Pod, PodBinding
@@ -382,6 +382,7 @@ def test_every_model_reads_in_its_own_words(cloud, api):
                               pod=pod_services.pod_create(name='pod1', affinity_tags={},
                                                           thresholds={}))
     call_command('snapshot_usage')
+    services.pool_label_set(aggregate=Aggregate.objects.get(uuid=AGGREGATE), name='Gold')
     read = {model: str(model._default_manager.order_by('pk').first())
             for app in ('providers', 'allocations', 'pods')
             for model in apps.get_app_config(app).get_models()}
@@ -392,6 +393,7 @@ def test_every_model_reads_in_its_own_words(cloud, api):
     consumer = Consumer.objects.get(consumer_type__isnull=False).uuid
     assert read[ProviderTrait] == 'HW_CPU_X86_AVX2 on busy'
     assert read[ProviderAggregate] == f'busy in aggregate {AGGREGATE}'
+    assert read[PoolLabel] == 'Gold'
     assert str(busy.inventories.get(resource_class__name='VCPU')) == 'VCPU on busy'
     assert str(Allocation.objects.get(consumer__uuid=consumer, resource_class__name='VCPU')) == \
         f'6 VCPU on busy for {consumer}'
@@ -811,6 +813,27 @@ def test_read_only_models_cannot_be_written(admin_client, cloud, db_snapshot):
     assert admin_client.get(admin_url(Aggregate, 'add')).status_code == 403
     assert admin_client.get(admin_url(Consumer, 'add')).status_code == 403
     assert db_snapshot() == before
+
+
+def test_an_admin_labels_a_pool_and_the_pool_goes_by_it(admin_client, cloud):
+    aggregate = Aggregate.objects.get(uuid=AGGREGATE)
+    page = admin_client.get(admin_url(Aggregate, 'change', aggregate.pk))
+    assert link_named(page, 'label it') == (admin_url(PoolLabel, 'add')
+                                            + f'?aggregate_uuid={AGGREGATE}')
+    refused = admin_client.post(admin_url(PoolLabel, 'add'), {
+        'aggregate_uuid': new_uuid(), 'name': 'Gold'})
+    assert refused.context['adminform'].form.errors == {
+        'aggregate_uuid': ['No aggregate with this uuid.']}
+    admin_client.post(admin_url(PoolLabel, 'add'), {'aggregate_uuid': AGGREGATE, 'name': 'Gold'})
+    assert Aggregate.objects.with_names().get(pk=aggregate.pk).name == 'Gold'
+    page = admin_client.get(admin_url(Aggregate, 'change', aggregate.pk))
+    assert f'<a href="{admin_url(PoolLabel, "change", aggregate.pk)}">Gold</a>' in \
+        page.content.decode()
+    admin_client.post(admin_url(PoolLabel, 'change', aggregate.pk), {'name': 'Silver'})
+    assert PoolLabel.objects.get().name == 'Silver'
+    admin_client.post(admin_url(PoolLabel, 'delete', aggregate.pk), {'post': 'yes'})
+    assert not PoolLabel.objects.exists()
+    assert Aggregate.objects.with_names().get(pk=aggregate.pk).name == AGGREGATE
 
 
 # ---- a write the database aborted is rerun, as the API's are ---------------------------
