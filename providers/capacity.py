@@ -70,8 +70,8 @@ def grouping(group_by):
         return scopes.traits(), [Group(name, grp=pk) for pk, name in
                                  held.values_list('id', 'name').order_by('name')]
     if group_by == AGGREGATE:
-        return scopes.pools(), [Group(uuid, grp=pk) for pk, uuid in
-                                Aggregate.objects.values_list('id', 'uuid').order_by('uuid')]
+        return scopes.pools(), [Group(uuid, name, pk) for pk, uuid, name in Aggregate.objects
+                                .with_names().values_list('id', 'uuid', 'name').order_by('uuid')]
     if group_by == AVAILABILITY_ZONE:
         zones = collections.defaultdict(set)
         for zone, aggregate in Pod.objects.values_list('availability_zone', 'aggregate_id'):

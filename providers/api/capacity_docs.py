@@ -39,8 +39,10 @@ CAPACITY_GROUP = Component('CapacityGroup', closed({
         'group': {'type': 'string',
                   'description': '`cloud`; the aggregate uuid; the trait name; the root '
                                  "provider's uuid; the availability zone."},
-        'name': {'type': ['string', 'null'], 'description': "The root provider's name "
-                                                           '(group_by=root), else null.'},
+        'name': {'type': ['string', 'null'], 'description': (
+            "The root provider's name (group_by=root); the pool's name (group_by=aggregate: "
+            'its label, else its pod\'s name, else its sole sharing provider\'s, else its '
+            'uuid; GET /pool_labels/{uuid}); else null.')},
         'resources': resources_map("The group's books per resource class.", CLASS_BOOKS),
         'fits': {'type': ['integer', 'null'], 'minimum': 0,
                  'description': 'With `resources`: how many more claims of that shape GET '

@@ -66,6 +66,9 @@ def test_every_grouping(api, cloud):
     assert books(by['aggregate']) == {
         ROW: {'VCPU': (16, 3), 'DISK_GB': (100, 40)},
         STORAGE: {'VCPU': (4, 0), 'DISK_GB': (950, 0)}}
+    # A pool goes by its name (here its pod's: AggregateQuerySet.with_names).
+    assert {g['group']: g['name'] for g in by['aggregate'].body['groups']} == {
+        ROW: 'row', STORAGE: 'storage'}
     assert books(by['trait']) == {'HW_CPU_X86_AVX2': {'VCPU': (16, 3), 'DISK_GB': (100, 40)},
                                   SHARES: {'DISK_GB': (950, 0)}}
     roots = {g['group']: g['name'] for g in by['root'].body['groups']}
