@@ -251,6 +251,7 @@ def measure(api, staff, pool):
         'GET /capacity/trends?aggregate&resource_class':
             f'/capacity/trends?aggregate={SHARED}&resource_class=VCPU,DISK_GB',
         'GET /metrics': '/metrics',
+        'GET /pool_labels/{uuid}': f'/pool_labels/{SHARED}',
     }
     for name, query in CANDIDATE_QUERIES.items():
         reads[f'GET /allocation_candidates {name}'] = f'/allocation_candidates?{query}'
@@ -265,6 +266,8 @@ def measure(api, staff, pool):
         'UI provider': f'/ui/providers/{node}/',
         'UI sharing provider': f'/ui/providers/{pool.uuid}/',
         'UI pools': '/ui/pools/',
+        'UI pools by zone': '/ui/pools/?sort=-zone',
+        'UI pools export': '/ui/pools/?export=csv&sort=members',
         'UI pool': f'/ui/pools/{SHARED}/',
         'UI usage': '/ui/usage/?project=project-a',
         'UI explorer': '/ui/explorer/?' + CANDIDATE_QUERIES['perfload'],
@@ -335,6 +338,9 @@ def measure(api, staff, pool):
         'name': 'pod-c', 'thresholds': {'VCPU': 80}}))
     counts['PUT /pods/{uuid}'] = counted(lambda: api.put(f'/pods/{pod.uuid}', {
         'state': 'maintenance'}))
+    counts['PUT /pool_labels/{uuid}'] = counted(lambda: api.put(f'/pool_labels/{SHARED}', {
+        'label': 'Gold'}))
+    counts['DELETE /pool_labels/{uuid}'] = counted(lambda: api.delete(f'/pool_labels/{SHARED}'))
     return counts
 
 
@@ -344,6 +350,30 @@ MYSQL_EXTRA = {
     # read with its pod.
     'POST /pod_bindings, kept': 1,
 }
+
+
+def test_the_pools_pages_do_not_grow_with_pools(api, cloud):
+    """The pools list (sorted, exported) and a pool's page cost the same
+    whatever the number of pools, their pods, labels and sharing members."""
+    add_pods()
+    staff = staff_client()
+    paths = ['/ui/pools/', '/ui/pools/?sort=-zone', '/ui/pools/?export=json&sort=name',
+             f'/ui/pools/{SHARED}/']
+    for path in paths:   # the session and what a process caches, warm
+        staff.get(path)
+    few = {path: counted(lambda: staff.get(path)) for path in paths}
+    for i in range(6):
+        aggregate = str(uuid.uuid4())
+        nfs = services.provider_create(name=f'nfs-{i}')
+        services.traits_replace(provider=nfs, trait_names=['MISC_SHARES_VIA_AGGREGATE'])
+        services.aggregates_replace(provider=nfs, aggregate_uuids=[aggregate, SHARED])
+        if i % 2:
+            pod_services.pod_create(name=f'pod-{i}', aggregate_uuid=aggregate,
+                                    availability_zone=f'az{i}')
+        if i % 3 == 0:
+            services.pool_label_set(aggregate=Aggregate.objects.get(uuid=aggregate),
+                                    name=f'label-{i}')
+    assert {path: counted(lambda: staff.get(path)) for path in paths} == few
 
 
 def test_query_counts_match_the_baseline(api, cloud):

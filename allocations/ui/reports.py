@@ -25,6 +25,7 @@ from allocations.models import Allocation, Consumer, ConsumerType, Project
 from allocations.models import User as PlacementUser
 from allocations.ui import exports
 from placement_site.api import timestamp
+from placement_site.queries import count_of
 from providers import books, capacity, ledger, rules, scopes
 from providers.flavors import Flavor, configured_flavors
 from providers.models import (
@@ -91,8 +92,42 @@ def pool_flavor_fits(aggregates):
     return {a.pk: by_uuid[a.uuid] for a in aggregates}
 
 
-def aggregates_with_counts():
-    return Aggregate.objects.annotate(members=Count('provideraggregate')).order_by('uuid')
+# The pools list's sorts: its columns (the names with_names annotates).
+POOL_SORTS = {'name': 'name', 'zone': 'zone', 'members': 'member_count', 'uuid': 'uuid'}
+
+
+def pools_sorted(sort):
+    """The pools (aggregates) with their names, pods and zones
+    (AggregateQuerySet.with_names) and `member_count`, in the order of
+    `sort` ('-' descending; unknown: by name); pools without a zone last.
+    One query, sorted in the database."""
+    field = POOL_SORTS.get(sort.lstrip('-'), 'name')
+    order = (F(field).desc(nulls_last=True) if sort.startswith('-')
+             else F(field).asc(nulls_last=True))
+    return Aggregate.objects.with_names().annotate(
+        member_count=count_of(ProviderAggregate, 'aggregate')).order_by(order, 'uuid')
+
+
+def pool_rows(listed):
+    """(columns, rows) of the pools list's export: each pool's name, zone,
+    pod and members, every class's used and capacity (books.pool_books, as
+    the page shows them) and how many more of each configured flavor fit;
+    a chunk of pools and a few queries at a time."""
+    classes = classes_with_inventory()
+    flavor_names = [f.name for f in configured_flavors()]
+    columns = (['uuid', 'name', 'zone', 'pod', 'members']
+               + [f'{c}_{what}' for c in classes for what in ('used', 'capacity')]
+               + [f'{name}_fit' for name in flavor_names])
+
+    def rows():
+        for chunk in exports.chunks(listed):
+            booked, fits = pools(chunk), pool_flavor_fits(chunk)
+            for pool in chunk:
+                held = {c.name: (c.used, c.capacity) for c in booked[pool.pk]['classes']}
+                yield ([pool.uuid, pool.name, pool.zone, pool.pod_name, pool.member_count]
+                       + [value for c in classes for value in held.get(c, (None, None))]
+                       + [f.fit.count for f in fits[pool.pk]])
+    return columns, rows()
 
 
 def fullest_inventories(limit=10):

@@ -199,11 +199,15 @@ def project_detail(request, external_id):
 @cloud_pages
 @replicas.advisory
 def aggregate_list(request):
-    page = page_of(request, reports.aggregates_with_counts())
+    sort = request.GET.get('sort', 'name')
+    listed = reports.pools_sorted(sort)
+    if exports.wanted(request):
+        return exports.streamed(request, 'pools', *reports.pool_rows(listed))
+    page = page_of(request, listed)
     books = reports.pools(page)
     fits = reports.pool_flavor_fits(page)
     return render(request, 'ui/aggregates.html', {
-        'page': page, 'flavors': flavors.configured_flavors(),
+        'page': page, 'flavors': flavors.configured_flavors(), 'sort': sort,
         'rows': [(aggregate, books[aggregate.pk], fits[aggregate.pk]) for aggregate in page],
     })
 
@@ -211,7 +215,7 @@ def aggregate_list(request):
 @cloud_pages
 @replicas.advisory
 def aggregate_detail(request, uuid):
-    aggregate = get_object_or_404(Aggregate, uuid=uuid)
+    aggregate = get_object_or_404(Aggregate.objects.with_names(), uuid=uuid)
     members = ResourceProvider.objects.member_of_any([aggregate.uuid])
     listed = members.select_related('parent_provider', 'root_provider').order_by('name', 'uuid')
     if exports.wanted(request):
