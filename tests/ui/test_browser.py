@@ -492,7 +492,7 @@ def test_pools_add_up_their_members(page, api):
     assert len(pool_rows) == 5  # row1-3, the NFS share's, the IPv4 segment's
     for row in pool_rows:
         members = api.providers(member_of=row['data']['aggregate'])
-        assert number(row['cells'][1]) == len(members), row
+        assert number(row['cells'][2]) == len(members), row
         sums = api.summed_books(pool_providers(api, members))
         assert {p['class'] for p in row['parts']} == set(sums), row
         for part in row['parts']:
@@ -500,9 +500,11 @@ def test_pools_add_up_their_members(page, api):
             assert number(used) == sums[part['class']]['used'], part
             assert number(capacity) == round(sums[part['class']]['capacity']), part
 
-    page.click(f'#aggregates >> text="{nfs_aggregate}"')
+    # Named by its one sharing provider, the share.
+    page.click(f'#aggregates tr[data-aggregate="{nfs_aggregate}"] td[data-field="name"] a')
     page.wait_for_url(f'**/ui/pools/{nfs_aggregate}/')
     shoot(page, 'pool-nfs-share-1')
+    assert page.inner_text('h1') == f'Pool {NFS}'
     members = api.providers(member_of=nfs_aggregate)
     assert page.inner_text('.subtitle') == f'{len(members)} members.'
     sums = api.summed_books(pool_providers(api, members))

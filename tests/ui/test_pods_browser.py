@@ -145,7 +145,9 @@ def test_pod_page_lists_its_tenants_and_history(page, api):
     page.goto(f'/ui/pods/{pod["uuid"]}/')
     page.click('[data-field="aggregate"]')
     page.wait_for_url(f'**/ui/pools/{pod["aggregate"]}/')
-    assert page.inner_text('h1') == f'Pool {pod["aggregate"]}'
+    assert page.inner_text('h1') == 'Pool pod-row3-cad'
+    assert page.inner_text('[data-field="uuid"]') == pod['aggregate']
+    assert page.get_attribute('[data-field="pod"]', 'href') == f'/ui/pods/{pod["uuid"]}/'
 
 
 def check_pod_page(page, api, pod):
