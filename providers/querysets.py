@@ -271,7 +271,8 @@ class AggregateQuerySet(models.QuerySet):
         its size."""
         # From the sharing providers (a few) to their pools, not from a
         # pool's members (thousands) to their traits.
-        sharing = ids_with_any_trait(_model('Trait').objects.filter(name=SHARING_TRAIT).values('id'))
+        sharing = ids_with_any_trait(
+            _model('Trait').objects.filter(name=SHARING_TRAIT).values('id'))
         sole_sharing = _model('ProviderAggregate').objects.filter(
             aggregate_id=OuterRef('pk'), resource_provider_id__in=sharing,
         ).order_by().values('aggregate_id').annotate(
