@@ -1,7 +1,8 @@
 """Every page's layout in a real browser, on the demo cloud: at 1440 px (a
 laptop) and 390 px (a phone) no console error (the favicon included, and no
-Content-Security-Policy violation) and no horizontal overflow of the page (a
-wide table scrolls inside itself); the admin's lists keep names and UUIDs on
+Content-Security-Policy violation) and no horizontal overflow of the page (at
+1440 px a wide table scrolls inside itself; at 390 px its rows stack, every
+cell on screen); the admin's lists keep names and UUIDs on
 one line and its inputs show every digit; every admin list and change page
 fits its tables in their boxes at 1440 px (no column cut off) and its forms
 at 390 px. Screenshots of every page at both
@@ -18,6 +19,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 WIDTHS = {'laptop': (1440, 900), 'phone': (390, 844)}
 # The page's own width beyond the window's: what a phone would scroll sideways.
 OVERFLOW_JS = 'document.documentElement.scrollWidth - document.documentElement.clientWidth'
+# The dashboards' table cells not wholly within the window's width.
+CELLS_OFF_SCREEN_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('main table td')).filter((td) => {
+    const box = td.getBoundingClientRect();
+    return box.width > 0 && (box.left < -1 || box.right > width + 1);
+  }).map((td) => `${td.dataset.label || '?'}: ${td.textContent.trim().slice(0, 40)}`);
+}"""
 
 
 @pytest.fixture(params=list(WIDTHS))
@@ -77,6 +86,10 @@ def test_every_page_fits_the_window_without_console_errors(sized_page, api):
         page.wait_for_load_state('networkidle')
         shoot(page, f'layout-{page.width_name}-{name}')
         assert page.evaluate(OVERFLOW_JS) <= 0, (page.width_name, path)
+        if page.width_name == 'phone' and not name.startswith('admin'):
+            # Every cell on screen, the answers ("more fit", utilization,
+            # free) among them: no table to scroll sideways.
+            assert page.evaluate(CELLS_OFF_SCREEN_JS) == [], path
         if name == 'not-found':  # a styled page with the navigation; its own 404 is logged
             assert page.locator('#not-found').is_visible()
             assert page.locator('header nav a[href="/ui/providers/"]').count() == 1
