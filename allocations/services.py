@@ -40,6 +40,11 @@ class ConsumerAllocations:
     user_id: str = None
     generation: object = NOT_CHECKED
     consumer_type: str = None
+    # A repair (the orphan audit's): an allocation the consumer holds now,
+    # asked for at the amount it holds, is kept as it is, not judged again
+    # by its inventory's min_unit, max_unit, step_size or capacity, which
+    # may have moved since it was made. Anything else asked is judged.
+    repair: bool = False
     # filled in while writing
     consumer: Consumer = field(default=None, repr=False)
     created: bool = field(default=False, repr=False)
@@ -103,7 +108,11 @@ def allocations_remove_orphaned(*, consumer_uuid, generation, lacking_inventory_
     At the consumer's `generation` as the audit read it, so allocations
     written since are never lost (ConsumerGenerationConflict); what lacks
     inventory is found again under the locks. Returns how many allocations
-    went (0: the consumer is gone, or none lacks inventory any more)."""
+    went (0: the consumer is gone, or none lacks inventory any more).
+
+    What stays is kept as it is (ConsumerAllocations.repair): it only
+    removes, so no rule that came after the kept allocations (a max_unit
+    lowered, capacity shrunk) can refuse it."""
     with transaction.atomic():
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if consumer is None:
@@ -128,7 +137,7 @@ def allocations_remove_orphaned(*, consumer_uuid, generation, lacking_inventory_
             'project__external_id', 'user__external_id', 'consumer_type__name').get()
         _replace([ConsumerAllocations(
             consumer_uuid=consumer_uuid, allocations=dict(kept), project_id=project_id,
-            user_id=user_id, generation=generation, consumer_type=consumer_type)])
+            user_id=user_id, generation=generation, consumer_type=consumer_type, repair=True)])
     return len(going)
 
 
@@ -377,13 +386,17 @@ def _check_capacity(wanted, inventories, previous):
     own previous allocations, which are being replaced, went.
 
     An allocation that leaves a provider over capacity is still accepted
-    when it reduces an existing overage.
+    when it reduces an existing overage. A repair's allocation that the
+    consumer holds now at that amount is kept without being judged again
+    (ConsumerAllocations.repair).
     """
     if not wanted:
         return
     replaced = collections.Counter()
-    for _consumer_id, provider_id, class_id, used in previous:
+    held = collections.Counter()
+    for consumer_id, provider_id, class_id, used in previous:
         replaced[provider_id, class_id] += used
+        held[consumer_id, provider_id, class_id] += used
     with_inventory = {provider_id for provider_id, _ in inventories}
     missing = sorted({p.uuid for _, p, _, _, _ in wanted if p.pk not in with_inventory})
     if missing:
@@ -391,13 +404,15 @@ def _check_capacity(wanted, inventories, previous):
         raise exceptions.InvalidInventory(resource_class=names,
                                           resource_provider=', '.join(missing))
     requested = collections.Counter()
-    for _request, provider, class_name, class_id, amount in wanted:
+    for request, provider, class_name, class_id, amount in wanted:
         key = (provider.pk, class_id)
         requested[key] += amount
         inventory = inventories.get(key)
         if inventory is None:
             raise exceptions.InvalidInventory(resource_class=class_name,
                                               resource_provider=provider.uuid)
+        if request.repair and held[request.consumer.pk, provider.pk, class_id] == amount:
+            continue   # kept as it is held
         if not rules.takes(amount, inventory.min_unit, inventory.max_unit,
                            inventory.step_size):
             raise exceptions.InvalidAllocationConstraintsViolated(

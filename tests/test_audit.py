@@ -402,6 +402,95 @@ def test_inventory_restored_since_the_audit_read_it_keeps_the_allocation(orphans
             consumer_uuid=trimmed, generation=generation - 1)
 
 
+# The inventory rules an allocation was made under, moved since (each
+# accepted by Placement with the allocations in place): {provider: its
+# inventories now}. `victim` holds 4 VCPU on cn2 (7 used there) and 20
+# DISK_GB on the pool (40 used there).
+RULES_MOVED = {
+    'max_unit lowered': {'cn2': {'VCPU': {'total': 8, 'max_unit': 2}}},
+    'min_unit raised': {'cn2': {'VCPU': {'total': 8, 'min_unit': 6}}},
+    'step_size changed': {'cn2': {'VCPU': {'total': 8, 'step_size': 3}}},
+    'total lowered under used': {'cn2': {'VCPU': {'total': 2}}},
+    'on another provider': {'nfs': {'DISK_GB': {'total': 1000, 'max_unit': 10}}},
+    'all at once': {'cn2': {'VCPU': {'total': 6, 'reserved': 1, 'min_unit': 5, 'max_unit': 5,
+                                     'step_size': 5}},
+                    'nfs': {'DISK_GB': {'total': 30, 'min_unit': 25}}},
+}
+
+
+def move_the_rules(rps, moved):
+    for name, changed in moved.items():
+        current = {inv.resource_class.name: {'total': inv.total}
+                   for inv in Inventory.objects.filter(resource_provider=rps[name])
+                   .select_related('resource_class')}
+        services.inventories_replace(provider=fresh(rps[name]), inventories={**current, **changed})
+
+
+@pytest.mark.parametrize('moved', RULES_MOVED.values(), ids=RULES_MOVED.keys())
+def test_removing_an_orphan_keeps_allocations_the_rules_moved_away_from(cloud, moved):
+    """An allocation without inventory goes, and the consumer's others stay
+    as they are, though the inventory's min_unit, max_unit, step_size or
+    capacity would refuse them today: a repair that only removes is not
+    judged by rules the allocations it keeps predate."""
+    rps, instances, _migrations = cloud
+    kept = {'cn2': {'VCPU': 4, 'MEMORY_MB': 1024}, 'nfs': {'DISK_GB': 20}}
+    victim = allocate({rps['cn2']: {**kept['cn2'], 'DISK_GB': 10}, rps['nfs']: kept['nfs']})
+    written_long_ago()
+    remove_inventory_behind_placements_back(rps['cn2'], 'DISK_GB')   # and instances[1]'s disk
+    move_the_rules(rps, moved)
+    inventories = list(Inventory.objects.order_by('pk').values())
+    generation = Consumer.objects.get(uuid=victim).generation
+    last_event = Event.objects.order_by('-pk').values_list('pk', flat=True).first()
+
+    code, output = run('--delete', '--yes', '--format', 'json')
+    steps = {s['consumer_uuid']: s for s in json.loads(output)['delete']['consumers']}
+    assert {u: (steps[u]['outcome'], steps[u].get('removed'), steps[u].get('reason'))
+            for u in (victim, instances[1])} == {u: ('deleted', 1, None)
+                                                 for u in (victim, instances[1])}
+    held = {}
+    for provider, class_name, used in Allocation.objects.filter(consumer__uuid=victim).values_list(
+            'resource_provider__uuid', 'resource_class__name', 'used'):
+        held.setdefault(provider, {})[class_name] = used
+    assert held == {rps[name].uuid: amounts for name, amounts in kept.items()}
+    assert Consumer.objects.get(uuid=victim).generation == generation + 1
+    (event,) = Event.objects.filter(pk__gt=last_event, consumer_uuid=victim)
+    assert event.event_type == 'allocation.update'
+    assert event.payload['allocations'] == {rps[name].uuid: {'resources': amounts}
+                                            for name, amounts in kept.items()}
+    # The repair changed no rule, and left nothing without inventory.
+    assert list(Inventory.objects.order_by('pk').values()) == inventories
+    left = found()
+    assert 'without_inventory' not in left
+    assert code == (1 if left else 0)
+
+
+def test_a_repair_still_judges_what_it_does_not_keep_unchanged(cloud):
+    """The rules are set aside only for an allocation the consumer holds
+    now, at the amount it holds: asked for more, or for something new, the
+    write is judged as any other."""
+    rps, _instances, _migrations = cloud
+    victim = allocate({rps['cn2']: {'VCPU': 4, 'MEMORY_MB': 1024}})
+    move_the_rules(rps, {'cn2': {'VCPU': {'total': 8, 'max_unit': 2}},
+                         'numa': {'VCPU': {'total': 8, 'max_unit': 2}}})
+    generation = Consumer.objects.get(uuid=victim).generation
+
+    def repair(allocations):
+        allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+            consumer_uuid=victim, allocations=allocations, project_id='p', user_id='u',
+            generation=generation, consumer_type='INSTANCE', repair=True)])
+    for allocations in ({rps['cn2'].uuid: {'VCPU': 3, 'MEMORY_MB': 1024}},      # changed
+                        {rps['cn2'].uuid: {'VCPU': 4, 'MEMORY_MB': 1024},
+                         rps['numa'].uuid: {'VCPU': 4}}):                        # something new
+        with unchanged(), pytest.raises(exceptions.InvalidAllocationConstraintsViolated):
+            repair(allocations)
+    with unchanged(), pytest.raises(exceptions.InvalidAllocationCapacityExceeded):
+        repair({rps['cn2'].uuid: {'VCPU': 4, 'MEMORY_MB': 1024}, rps['cn1'].uuid: {
+            'MEMORY_MB': 4096}})
+    repair({rps['cn2'].uuid: {'VCPU': 4}})   # what it keeps, as it holds it
+    assert list(Allocation.objects.filter(consumer__uuid=victim).values_list(
+        'resource_class__name', 'used')) == [('VCPU', 4)]
+
+
 # ---- output ---------------------------------------------------------------------------------
 
 def test_the_table_names_each_finding_and_its_rows(orphans, tmp_path):

@@ -402,10 +402,47 @@ def sharing_relations(provider, sharing):
 
 # ---- a consumer, a project ------------------------------------------------------------
 
-def consumer_history(consumer):
-    """The event log's changes of the consumer's allocations, newest first
-    (paginate it; the log is indexed by consumer)."""
-    return Event.objects.filter(consumer_uuid=consumer.uuid).order_by('-id')
+def consumer_history(uuid):
+    """The event log's changes of the allocations of the consumer `uuid`
+    (there or deleted), newest first (paginate it; the log is indexed by
+    consumer)."""
+    return Event.objects.filter(consumer_uuid=uuid).order_by('-id')
+
+
+@dataclass(frozen=True)
+class FormerConsumer:
+    """A consumer that is no longer there, as the event log last knew it:
+    its owner and type from its newest event naming them (None when the
+    log has none left, pruned or never written: an API DELETE's event
+    names no owner), its last generation, and the newest event (`last`: a
+    dict of event_type, created_at and user_id; its allocation.delete, or
+    an allocation.update when the rows went behind Placement's back)."""
+    uuid: str
+    project_id: str
+    user_id: str
+    consumer_type: str
+    generation: int
+    last: dict
+
+
+def former_consumer(uuid):
+    """A FormerConsumer for `uuid` when the event log names a consumer of
+    that uuid, else None (a uuid no consumer ever had). Two queries."""
+    events = consumer_history(uuid)
+    last = events.values('event_type', 'created_at', 'user_id', 'consumer_generation_before',
+                         'consumer_generation_after').first()
+    if last is None:
+        return None
+    owner = events.filter(payload__has_key='project_id').values_list('payload', flat=True).first()
+    project_id = user_id = consumer_type = None
+    if owner is not None:
+        project_id, user_id = owner.get('project_id'), owner.get('user_id')
+        consumer_type = owner.get('consumer_type') or ConsumerType.UNKNOWN
+    generation = last['consumer_generation_after']
+    if generation is None:   # deleted: the generation it had until then
+        generation = last['consumer_generation_before']
+    return FormerConsumer(uuid=uuid, project_id=project_id, user_id=user_id,
+                          consumer_type=consumer_type, generation=generation, last=last)
 
 
 def _ledger_serves():

@@ -23,6 +23,7 @@ from allocations.ui.filters import (
 from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
+from placement_site.queries import storable
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
 from providers import books, candidates, changes, flavors, ledger
 from providers.candidates import combine, matching
@@ -144,21 +145,34 @@ def tree_detail(request, uuid):
 @cloud_or_project
 @replicas.advisory
 def consumer_detail(request, uuid):
-    consumer = get_object_or_404(
-        Consumer.objects.select_related('project', 'user', 'consumer_type'), uuid=uuid)
-    if not viewer(request).sees_project(consumer.project.external_id):
-        raise Http404   # as if it were not there: another project's
+    """A consumer's allocations and history; for one deleted (by the API,
+    or by the orphan audit), what the event log knows of it and its
+    history, which ends with its removal."""
+    if not storable(uuid):
+        raise Http404
+    consumer = Consumer.objects.select_related('project', 'user', 'consumer_type').filter(
+        uuid=uuid).first()
+    former = None
+    if consumer is None:
+        former = reports.former_consumer(uuid)
+        if former is None:
+            raise Http404   # no consumer ever had this uuid
+        project_id = former.project_id
+    else:
+        uuid, project_id = consumer.uuid, consumer.project.external_id
+    if not viewer(request).sees_project(project_id):
+        raise Http404   # as if it were not there: another project's (or an unknown one)
     if exports.wanted(request):
-        return exports.streamed(request, f'consumer-{consumer.uuid}-history',
-                                *reports.event_rows(reports.consumer_history(consumer)))
-    ((_, allocations),) = reports.holdings([consumer])
-    page = page_of(request, reports.consumer_history(consumer))
+        return exports.streamed(request, f'consumer-{uuid}-history',
+                                *reports.event_rows(reports.consumer_history(uuid)))
+    allocations = [] if former else reports.holdings([consumer])[0][1]
+    page = page_of(request, reports.consumer_history(uuid))
     totals = collections.Counter()
     for allocation in allocations:
         totals[allocation.resource_class.name] += allocation.used
     return render(request, 'ui/consumer.html', {
-        'consumer': consumer, 'allocations': allocations, 'totals': dict(totals),
-        'page': page, 'changes': history.consumer_changes(page),
+        'consumer': consumer, 'former': former, 'allocations': allocations,
+        'totals': dict(totals), 'page': page, 'changes': history.consumer_changes(page),
     })
 
 

@@ -1,7 +1,11 @@
 """The dashboards' audit page (/ui/audit/): the findings of
 allocations.audit for the cloud's admins, one finding's rows a page at a
 time, the live list posted in a form; it deletes nothing, and its queries
-do not grow with the cloud or the findings."""
+do not grow with the cloud or the findings. A consumer the audit deleted
+keeps its page, with its history."""
+import csv
+import io
+import json
 import re
 import uuid
 
@@ -11,14 +15,19 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from allocations import services as allocation_services
+from allocations.models import Consumer
 from allocations.ui.views import LIVE_ROWS
+from providers.models import Event
 from tests.conftest import unchanged
 from tests.pages import exact
 from tests.test_audit import (
     allocate,
     build_cloud,
     build_orphans,
+    live_file,
     remove_inventory_behind_placements_back,
+    run,
     written_long_ago,
 )
 
@@ -148,3 +157,81 @@ def test_the_live_answer_lists_at_most_its_limit(staff, cloud, monkeypatch):
     assert counts(html)['not_live'] == '7' and len(shown_rows(html)[1]) == 3
     assert 'The first 3 are listed' in html
     assert LIVE_ROWS == 500
+
+
+# ---- a consumer the audit deleted: its page and exports, from the event log ----------------
+
+def history(html):
+    """[(change, generations)] of a consumer page's history, newest first."""
+    return re.findall(r'<tr data-event="\d+"><td class="nowrap">[^<]*</td><td>([^<]*)</td>'
+                      r'\s*<td class="num">([^<]*)</td>', html)
+
+
+def exported(response):
+    assert response.status_code == 200 and response.streaming
+    text = b''.join(response.streaming_content).decode()
+    if response['Content-Type'].startswith('text/csv'):
+        return list(csv.DictReader(io.StringIO(text)))
+    return json.loads(text)
+
+
+def test_a_consumer_the_audit_deleted_keeps_its_page_and_history(staff, orphans, tmp_path):
+    """docs/audit.md sends the admins to the consumer's page to see what
+    the audit did: once the consumer is gone, the page still answers, from
+    the event log, with its owner, its last generation and its history
+    ending in the audit's allocation.delete."""
+    gone = orphans['gone']
+    generation = Consumer.objects.get(uuid=gone).generation
+    assert run('--live', live_file(tmp_path, orphans['live']), '--delete', '--yes')[0] == 1
+    assert not Consumer.objects.filter(uuid=gone).exists()
+
+    response = staff.get(f'/ui/consumers/{gone}/')
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert history(html) == [('allocation.delete', f'{generation} → –'),
+                             ('allocation.update', f'– → {generation}')]
+    assert 'id="deleted"' in html and 'command:placement_audit' in html
+    facts = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', html, re.S))
+    assert '>p</a>' in facts['project'] and facts['user'] == 'u'
+    assert facts['type'] == 'INSTANCE' and facts['generation'] == str(generation)
+    assert 'nothing' in facts['totals'] and 'edit in admin' not in html
+    assert 'No allocations' in html
+
+    for export in ('csv', 'json'):
+        rows = exported(staff.get(f'/ui/consumers/{gone}/?export={export}'))
+        assert [(r['event_type'], r['user_id']) for r in rows] == [
+            ('allocation.delete', 'command:placement_audit'), ('allocation.update', '')
+            if export == 'csv' else ('allocation.update', None)]
+    # A uuid no consumer ever had is not there.
+    for path in (f'/ui/consumers/{uuid.uuid4()}/', f'/ui/consumers/{uuid.uuid4()}/?export=csv',
+                 '/ui/consumers/not-a-uuid/'):
+        assert staff.get(path).status_code == 404, path
+
+
+def signed_in_to_project(name, project):
+    user = User.objects.create_user(name, password='pw')
+    user.groups.add(Group.objects.get_or_create(name=f'project:{project}')[0])
+    client = Client()
+    assert client.login(username=name, password='pw')
+    return client
+
+
+def test_a_deleted_consumers_page_is_its_projects_as_it_was(staff, cloud):
+    """Its project's members see the page of a consumer deleted by the API
+    (whose event does not name the owner: an earlier one does); other
+    projects' do not; and with no event naming its owner left (pruned),
+    only the cloud's admins see it."""
+    rps, _instances, _migrations = cloud
+    consumer = allocate({rps['cn2']: {'VCPU': 1}}, project='p')
+    allocation_services.allocations_delete(consumer_uuid=consumer)
+    member, stranger = signed_in_to_project('member', 'p'), signed_in_to_project('other', 'q')
+    html = member.get(f'/ui/consumers/{consumer}/').content.decode()
+    assert [change for change, _ in history(html)] == ['allocation.delete', 'allocation.update']
+    assert stranger.get(f'/ui/consumers/{consumer}/').status_code == 404
+    assert stranger.get(f'/ui/consumers/{consumer}/?export=csv').status_code == 404
+    Event.objects.filter(consumer_uuid=consumer, event_type='allocation.update').delete()
+    assert member.get(f'/ui/consumers/{consumer}/').status_code == 404
+    html = staff.get(f'/ui/consumers/{consumer}/').content.decode()
+    assert history(html) == [('allocation.delete', '1 → –')]
+    facts = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', html, re.S))
+    assert 'unknown' in facts['project']
