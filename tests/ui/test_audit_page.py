@@ -94,6 +94,24 @@ def test_each_finding_lists_its_rows(staff, orphans):
         ('cn1', 'MEMORY_MB')]
 
 
+def test_the_consumers_without_owner_it_lists_have_their_pages(staff, orphans):
+    """A consumer with an empty project id (the without_owner finding) has
+    a page too, there and once deleted (it answered 500: no project page
+    to link to)."""
+    html = staff.get('/ui/audit/?finding=without_owner').content.decode()
+    assert f'href="/ui/consumers/{orphans["no_owner"]}/"' in html
+    for deleted in (False, True):
+        if deleted:
+            allocation_services.allocations_remove_orphaned(
+                consumer_uuid=orphans['no_owner'],
+                generation=Consumer.objects.get(uuid=orphans['no_owner']).generation)
+        response = staff.get(f'/ui/consumers/{orphans["no_owner"]}/')
+        assert response.status_code == 200, deleted
+        facts = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', response.content.decode(),
+                                re.S))
+        assert 'none (empty project id)' in facts['project'], deleted
+
+
 def test_a_posted_live_list_finds_the_instances_gone_and_deletes_nothing(staff, orphans):
     with unchanged():
         response = staff.post('/ui/audit/', {'servers': '\n'.join(orphans['live'])})
