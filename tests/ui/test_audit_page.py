@@ -181,8 +181,8 @@ def test_the_live_answer_lists_at_most_its_limit(staff, cloud, monkeypatch):
 
 def history(html):
     """[(change, generations)] of a consumer page's history, newest first."""
-    return re.findall(r'<tr data-event="\d+"><td class="nowrap">[^<]*</td><td>([^<]*)</td>'
-                      r'\s*<td class="num">([^<]*)</td>', html)
+    return re.findall(r'<tr data-event="\d+" data-type="([^"]*)">.*?<td class="num">([^<]*)</td>',
+                      html, re.S)
 
 
 def exported(response):
