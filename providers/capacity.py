@@ -267,6 +267,68 @@ def _counted_tree_fits(scope, shapes):
     return TreeFits(total, trees)
 
 
+# ---- one host: how many more of each flavor, and why not more ----------------------------
+
+@dataclass
+class HostFit:
+    """How many more of a flavor fit on one host (its tree's providers and
+    the sharing providers serving it, as a candidate search with the
+    flavor's resources would grant them one after another), and how many
+    each of its classes alone would allow: the smallest binds."""
+    flavor: object          # a flavors.Flavor
+    count: int
+    allows: dict            # class name -> how many that class alone allows
+
+    @property
+    def limited_by(self):
+        """The classes that stop the host from taking more of the flavor."""
+        return [name for name, count in self.allows.items() if count == self.count]
+
+
+@dataclass
+class Unusable:
+    """A class's free capacity on a host that no configured flavor can use:
+    what is free beyond the most any one flavor could still take of it
+    (more fit x its amount)."""
+    name: str
+    free: int
+    usable: int
+
+    @property
+    def amount(self):
+        return max(self.free - self.usable, 0)
+
+
+def host_fits(root_id, flavors=None):
+    """[HostFit] of the flavors (the configured ones by default) on the
+    tree rooted at root_id. Three queries, besides the classes' ids."""
+    flavors = configured_flavors() if flavors is None else flavors
+    counted, shapes = flavor_shapes(flavors)
+    # Each class of each flavor alone, after the flavors themselves.
+    singles = [{class_id: amount} for shape in shapes for class_id, amount in shape.items()]
+    scope = scopes.trees().narrowed_to_trees(
+        ResourceProvider.objects.filter(pk=root_id).values('pk'),
+        ResourceProvider.objects.sharing().serving_tree(root_id).values('root_provider_id'))
+    counts = tree_fit_counts(scope, shapes + singles).trees.get(root_id) or [0] * (
+        len(shapes) + len(singles))
+    alone = iter(counts[len(shapes):])
+    found = {flavor.name: HostFit(flavor, count, {name: next(alone) for name in flavor.resources})
+             for flavor, count in zip(counted, counts)}
+    return [found.get(flavor.name) or HostFit(flavor, 0, {}) for flavor in flavors]
+
+
+def unusable(tree_books, fits):
+    """[Unusable] of the classes the flavors ask for, from a host's books
+    ({class name: books.ClassUsage}) and its [HostFit]."""
+    found = []
+    for name, usage in tree_books.items():
+        takers = [fit.count * fit.flavor.resources[name] for fit in fits
+                  if name in fit.flavor.resources]
+        if takers:
+            found.append(Unusable(name, int(usage.free), max(takers)))
+    return found
+
+
 # ---- the answer ---------------------------------------------------------------------------
 
 @dataclass

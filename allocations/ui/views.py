@@ -25,7 +25,7 @@ from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
 from placement_site.queries import storable
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, candidates, changes, flavors, ledger
+from providers import books, candidates, capacity, changes, flavors, ledger
 from providers.candidates import combine, matching
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
@@ -132,9 +132,11 @@ def tree_detail(request, uuid):
     consumers = page_of(request, reports.consumers_holding(**within))
     tree_books = books.tree_books(root.pk)
     related, related_count = reports.sharing_relations(root, False)
+    fits = capacity.host_fits(root.pk)
     return render(request, 'ui/host.html', {
         'root': root, 'provider': provider,
         'books': tree_books.values(), 'classes': tree_books,
+        'fits': fits, 'unusable': capacity.unusable(tree_books, fits),
         'tree': tree,
         'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, **within),
