@@ -24,6 +24,9 @@ from tests.pages import exact
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 DAY = timedelta(days=1)
+# Before every snapshot the tests take at T0 on: GET /capacity/trends's
+# own default is the last week.
+EVER = '2026-01-01T00:00:00Z'
 
 
 def points(*used, capacity=100, start=T0, step=DAY):
@@ -333,10 +336,11 @@ def test_the_api_answers_points_and_forecast_per_class(api):
         'forecast': {'status': 'filling', 'slope_per_day': pytest.approx(10),
                      'days_to_full': pytest.approx(7), 'full_at': stamp(T0 + 9 * DAY)},
     }
-    pool = trends_of(api, f'?aggregate={POOL}')
-    assert pool == {'aggregate': POOL, 'since': None, 'resources': {'VCPU': expected_vcpu}}
-    assert trends_of(api) == {'aggregate': None, 'since': None,
-                              'resources': {'VCPU': expected_vcpu}}
+    pool = trends_of(api, f'?aggregate={POOL}&since={EVER}')
+    ever = '2026-01-01T00:00:00.000000Z'
+    assert pool == {'aggregate': POOL, 'since': ever, 'resources': {'VCPU': expected_vcpu}}
+    assert trends_of(api, f'?since={EVER}') == {'aggregate': None, 'since': ever,
+                                                'resources': {'VCPU': expected_vcpu}}
     since = trends_of(api, f'?aggregate={POOL}&since=2026-03-03T12:00:00Z')
     assert since['since'] == stamp(T0 + DAY)
     assert [p['used'] for p in since['resources']['VCPU']['points']] == [20, 30]
@@ -359,13 +363,33 @@ def test_days_counts_back_from_now(api):
         [1, 2, 3]
 
 
+def test_without_a_range_the_last_week_is_answered(api):
+    node = add_provider('cn1', inventories={'VCPU': {'total': 10}})
+    now = dj_timezone.now()
+    for age, used in ((30, 1), (8, 2), (6, 3), (1, 4)):
+        add_allocation(node, VCPU=1)
+        trends.snapshot_take(at=now - timedelta(days=age))
+    body = trends_of(api)
+    assert [p['used'] for p in body['resources']['VCPU']['points']] == [3, 4]
+    since = datetime.strptime(body['since'], '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=timezone.utc)
+    assert now - timedelta(days=7) <= since <= dj_timezone.now() - timedelta(days=7)
+    # Explicit ranges answer as before: every snapshot of the range asked.
+    assert [p['used'] for p in trends_of(api, '?days=90')['resources']['VCPU']['points']] == \
+        [1, 2, 3, 4]
+    since = stamp(now - timedelta(days=31))
+    assert [p['used'] for p in trends_of(api, f'?since={since}')['resources']['VCPU']['points']] \
+        == [1, 2, 3, 4]
+    csv_rows = api.get('/capacity/trends?format=csv').content.decode().splitlines()[1:]
+    assert [row.split(',')[5] for row in csv_rows] == ['3', '4']
+
+
 def test_flat_full_and_unknown_forecasts_in_the_api(api):
     node = add_provider('cn1', inventories={'VCPU': {'total': 4}, 'MEMORY_MB': {'total': 64},
                                             'DISK_GB': {'total': 10}})
     add_allocation(node, VCPU=4, MEMORY_MB=32)
     trends.snapshot_take(at=T0)
     trends.snapshot_take(at=T0 + DAY)
-    forecasts = {name: trend['forecast'] for name, trend in trends_of(api)['resources'].items()}
+    forecasts = {name: trend['forecast'] for name, trend in trends_of(api, f'?since={EVER}')['resources'].items()}
     assert forecasts == {
         'VCPU': {'status': 'full', 'slope_per_day': 0.0, 'days_to_full': 0.0,
                  'full_at': stamp(T0 + DAY)},
@@ -383,7 +407,8 @@ def test_csv_holds_the_json_points(api, small_cloud):
     for day in range(3):
         add_allocation(small_cloud['cn1'], VCPU=1)
         trends.snapshot_take(at=T0 + day * DAY)
-    for query in ('', f'&aggregate={ROW}', f'&aggregate={STORAGE}&resource_class=DISK_GB'):
+    for query in (f'&since={EVER}', f'&aggregate={ROW}&since={EVER}',
+                  f'&aggregate={STORAGE}&resource_class=DISK_GB&days=3650'):
         response = api.get(f'/capacity/trends?format=csv{query}')
         assert response.status_code == 200, response.content
         assert response['Content-Type'] == 'text/csv; charset=utf-8'
@@ -402,10 +427,10 @@ def test_csv_holds_the_json_points(api, small_cloud):
 def test_csv_leaves_utilization_empty_without_capacity(api):
     add_provider('cn1', inventories={'VCPU': {'total': 4, 'reserved': 4}})
     trends.snapshot_take(at=T0)
-    response = api.get('/capacity/trends?format=csv')
+    response = api.get(f'/capacity/trends?format=csv&since={EVER}')
     assert response.content.decode().splitlines()[1] == \
         f'VCPU,{stamp(T0)},4,4,0.0,0,0.0,'
-    assert trends_of(api)['resources']['VCPU']['points'][0]['utilization'] is None
+    assert trends_of(api, f'?since={EVER}')['resources']['VCPU']['points'][0]['utilization'] is None
 
 
 def assert_error(response, status, text=None):
@@ -475,7 +500,7 @@ def test_several_classes_at_once(api):
     add_provider('cn1', inventories={'VCPU': {'total': 4}, 'MEMORY_MB': {'total': 64},
                                      'DISK_GB': {'total': 10}})
     trends.snapshot_take(at=T0)
-    assert list(trends_of(api, '?resource_class=DISK_GB,VCPU')['resources']) == [
+    assert list(trends_of(api, f'?resource_class=DISK_GB,VCPU&since={EVER}')['resources']) == [
         'VCPU', 'DISK_GB']
 
 

@@ -29,6 +29,10 @@ TRENDS_QUERY = {
     },
     'additionalProperties': False,
 }
+POLICY = 'placement:capacity:trends'
+# Without `since` or `days`, the snapshots of the last week: all of them
+# (90 days of hourly snapshots, 1.5 MB) only when asked for.
+DEFAULT_WINDOW = timedelta(days=7)
 CSV_COLUMNS = ('resource_class', 'taken_at', 'total', 'reserved', 'capacity', 'used', 'free',
                'utilization')
 
@@ -38,7 +42,7 @@ class UsageTrendViewSet(PlacementViewSet):
 
     @snapshots.snapshot_reads
     def list(self, request):
-        self.authorize('placement:capacity:trends')
+        self.authorize(POLICY)
         params = query_params(request, TRENDS_QUERY)
         as_csv = answer_format(request, params) == 'csv'
         aggregate = _pool(params.get('aggregate'))
@@ -83,7 +87,7 @@ def _since(params):
         return moment(params['since'])
     if 'days' in params:
         return timezone.now() - timedelta(days=int(params['days']))
-    return None
+    return timezone.now() - DEFAULT_WINDOW
 
 
 def describe(trend):

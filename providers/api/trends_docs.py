@@ -16,9 +16,9 @@ TRENDS = Component('CapacityTrends', closed({
     'properties': {
         'aggregate': {**UUID, 'type': ['string', 'null'],
                       'description': 'The pool asked for; null for the whole cloud.'},
-        'since': {**_MOMENT, 'type': ['string', 'null'],
-                  'description': 'The earliest snapshot asked for (`since`, or now minus '
-                                 '`days`); null for every snapshot kept.'},
+        'since': {**_MOMENT,
+                  'description': 'The earliest snapshot asked for: `since`, or now minus '
+                                 f'`days` (without either, {views.DEFAULT_WINDOW.days}).'},
         'resources': resources_map(
             'Per resource class the pool (or cloud) had at a snapshot: its points and '
             'forecast.', {
@@ -118,7 +118,9 @@ extend_schema_view(
                     'trees of member roots, as `member_of` reads it), taken by `manage.py '
                     'snapshot_usage` and the notification dispatcher and kept for '
                     'PLACEMENT_TREND_RETENTION_DAYS; with a linear forecast of when each class '
-                    'is full.',
+                    'is full. Without `since` or `days`, the last '
+                    f'{views.DEFAULT_WINDOW.days} days (`days=90` for every snapshot kept by '
+                    'default).',
         parameters=[
             query('aggregate', "A pool's aggregate uuid; without it, the whole cloud.", UUID),
             query('resource_class', 'Only these resource classes (comma-separated).',
@@ -126,7 +128,8 @@ extend_schema_view(
                    'example': 'VCPU,MEMORY_MB'}),
             query('since', 'Only snapshots taken at or after this ISO 8601 time (UTC unless it '
                            'says otherwise). Not with `days`.', _MOMENT),
-            query('days', 'Only snapshots of the last this many days. Not with `since`.',
+            query('days', 'Only snapshots of the last this many days. Not with `since`; '
+                          f'without either, {views.DEFAULT_WINDOW.days}.',
                   {'type': 'string', 'pattern': '^[1-9][0-9]{0,4}$', 'example': '30'}),
             query('format', '`json` or `csv`; without it, the Accept header decides (JSON '
                             'unless it prefers text/csv).',
