@@ -98,6 +98,15 @@ class Viewer:
             return self.user.is_staff
         return self.permits(policy.DASHBOARD_CLOUD)
 
+    def may_read(self, rule):
+        """Whether a page showing what an API read answers (the capacity
+        report: placement:capacity:show) is theirs: a Keystone sign-in by
+        the API's rule, as their token would be judged; a local account
+        that sees the whole cloud (staff) reads what an admin token would."""
+        if self.keystone is None:
+            return self.sees_cloud
+        return self.user.is_active and self.permits(rule)
+
     def sees_project(self, external_id):
         if self.sees_cloud:
             return True

@@ -26,7 +26,8 @@ import collections
 import dataclasses
 from dataclasses import dataclass, field
 
-from django.db.models import Case, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, Sum, When
+from django.db.models import (Case, CharField, Count, Exists, F, FloatField, Max, Min, OuterRef, Q,
+                              Sum, Value, When)
 from django.db.models.lookups import GreaterThanOrEqual
 
 from providers import books, changes, ledger, scopes
@@ -62,22 +63,52 @@ def grouping(group_by):
     or two queries."""
     if group_by == CLOUD:
         return scopes.cloud(), [Group(CLOUD)]
+    if group_by == AVAILABILITY_ZONE:
+        zones = _zones()
+        return scopes.unions_of_pools(zones), [Group(zone, grp=zone) for zone in sorted(zones)]
+    return _SCOPES[group_by](), [Group(key, name, grp) for grp, key, name in _listed(group_by)]
+
+
+def _zones():
+    """{availability zone: ids of its pods' aggregates}: one query."""
+    zones = collections.defaultdict(set)
+    for zone, aggregate in Pod.objects.values_list('availability_zone', 'aggregate_id'):
+        zones[zone].add(aggregate)
+    return zones
+
+
+def _listed(group_by):
+    """The groups of a grouping with many (trees, traits, pools) as a
+    queryset of (grp, key, name) rows in their stable order, to count or
+    slice."""
     if group_by == ROOT:
-        return scopes.trees(), [Group(uuid, name, pk) for pk, uuid, name in (
-            ResourceProvider.objects.roots().values_list('id', 'uuid', 'name').order_by('name'))]
+        return ResourceProvider.objects.roots().values_list('id', 'uuid', 'name').order_by(
+            'name', 'id')
     if group_by == TRAIT:
         held = Trait.objects.filter(Exists(ProviderTrait.objects.filter(trait=OuterRef('pk'))))
-        return scopes.traits(), [Group(name, grp=pk) for pk, name in
-                                 held.values_list('id', 'name').order_by('name')]
+        return held.values_list('id', 'name', Value(None, CharField())).order_by('name')
     if group_by == AGGREGATE:
-        return scopes.pools(), [Group(uuid, name, pk) for pk, uuid, name in Aggregate.objects
-                                .with_names().values_list('id', 'uuid', 'name').order_by('uuid')]
-    if group_by == AVAILABILITY_ZONE:
-        zones = collections.defaultdict(set)
-        for zone, aggregate in Pod.objects.values_list('availability_zone', 'aggregate_id'):
-            zones[zone].add(aggregate)
-        return scopes.unions_of_pools(zones), [Group(zone, grp=zone) for zone in sorted(zones)]
+        return Aggregate.objects.with_names().values_list('id', 'uuid', 'name').order_by('uuid')
     raise ValueError(group_by)
+
+
+_SCOPES = {ROOT: scopes.trees, TRAIT: scopes.traits, AGGREGATE: scopes.pools}
+
+
+def _scope_of_some(group_by, groups):
+    """The scope of these groups ([Group]) of a grouping alone: what a page
+    of them reads, summed over their providers only."""
+    grps = [group.grp for group in groups]
+    if group_by == ROOT:
+        return scopes.trees().narrowed_to_trees(grps)
+    if group_by == TRAIT:
+        return scopes.traits().narrowed(grp__in=grps)
+    if group_by == AGGREGATE:
+        return scopes.pools(grps)
+    if group_by == AVAILABILITY_ZONE:
+        zones = _zones()
+        return scopes.unions_of_pools({grp: zones[grp] for grp in grps})
+    return scopes.cloud()
 
 
 def pools(aggregates):
@@ -344,6 +375,43 @@ def capacity(group_by=CLOUD, *, wanted=None, class_ids=None):
     `class_ids` (None: all) and, with `wanted` ({class id: amount}), how
     many more of that shape fit. A fixed number of queries."""
     scope, groups = grouping(group_by)
+    return _capacity_of(scope, groups, wanted, class_ids)
+
+
+class CapacityPages:
+    """capacity()'s answer as a sequence a Paginator pages (len, slices):
+    counting the groups is one query, and a slice reads only its groups'
+    names, books and fits (a page of the 40,000 trees of group_by=root
+    sums 50 trees' inventories), with the same numbers as capacity()."""
+
+    def __init__(self, group_by=CLOUD, *, wanted=None, class_ids=None):
+        self.group_by, self.wanted, self.class_ids = group_by, wanted, class_ids
+        self._count = None
+
+    def count(self):
+        if self._count is None:
+            self._count = (len(_zones()) if self.group_by == AVAILABILITY_ZONE
+                           else 1 if self.group_by == CLOUD else _listed(self.group_by).count())
+        return self._count
+
+    __len__ = count
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice):
+            raise TypeError('CapacityPages is sliced, a page at a time')
+        if self.group_by == CLOUD:
+            groups = [Group(CLOUD)][key]
+        elif self.group_by == AVAILABILITY_ZONE:
+            groups = [Group(zone, grp=zone) for zone in sorted(_zones())][key]
+        else:
+            groups = [Group(k, name, grp) for grp, k, name in _listed(self.group_by)[key]]
+        if not groups:
+            return []
+        return _capacity_of(_scope_of_some(self.group_by, groups), groups, self.wanted,
+                            self.class_ids)
+
+
+def _capacity_of(scope, groups, wanted, class_ids):
     found_books = books.scope_books(
         scope if class_ids is None else scope.narrowed(resource_class_id__in=list(class_ids)))
     fits = fit_counts(scope, [wanted]) if wanted is not None else {}

@@ -1,5 +1,5 @@
-"""The dashboards' forms: usage filters, the candidate explorer's request
-and the audit's live list."""
+"""The dashboards' forms: usage filters, the candidate explorer's request,
+the capacity report's question and the audit's live list."""
 from django import forms
 from django.core.validators import RegexValidator
 from django.http import QueryDict
@@ -7,6 +7,8 @@ from django.http import QueryDict
 from allocations import audit
 from placement_site import errors
 from placement_site.querystring import parse_resources
+from providers import capacity, flavors
+from providers.api import capacity as capacity_api
 from providers.pods.schemas import AFFINITY_PATTERN
 
 
@@ -107,6 +109,36 @@ class ExplorerForm(forms.Form):
                 for item in value:
                     query.appendlist(f'{key}{suffix}', item)
         return query
+
+
+class CapacityForm(forms.Form):
+    """GET /capacity's question (providers.api.capacity.requested reads it,
+    with Placement's 400s as the form's errors): the grouping, a shape (a
+    configured flavor, or typed, which wins) and the classes shown."""
+    group_by = forms.ChoiceField(required=False, label='By',
+                                 choices=[(g, g.replace('_', ' ')) for g in capacity.GROUPINGS])
+    flavor = forms.ChoiceField(required=False, label='How many more of')
+    resources = forms.CharField(required=False, label='or the shape',
+                                help_text='e.g. VCPU:4,MEMORY_MB:8192,DISK_GB:80')
+    resource_class = forms.CharField(required=False, label='Classes',
+                                     help_text='comma-separated; empty: every class')
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields['flavor'].choices = [('', '—')] + [
+            (f.name, f'{f.name} ({f.query})') for f in flavors.configured_flavors()]
+
+    def clean(self):
+        data = super().clean()
+        shape = (data.get('resources') or '').strip() or {
+            f.name: f.query for f in flavors.configured_flavors()}.get(data.get('flavor'))
+        try:
+            data['asked'] = capacity_api.requested({
+                'group_by': data.get('group_by') or capacity.CLOUD, 'resources': shape,
+                'resource_class': (data.get('resource_class') or '').strip() or None})
+        except errors.PlacementError as exc:
+            raise forms.ValidationError(exc.detail) from exc
+        return data
 
 
 class LiveListForm(forms.Form):

@@ -223,9 +223,15 @@ TREND_DAYS = 30
 TREND_RANGES = (7, 30, 90)
 
 
-def _trend_days(request):
+# The capacity report's ranges: from the last day on, the last week unless
+# asked (a day of hourly snapshots is 24 points per class).
+CAPACITY_TREND_DAYS = 7
+CAPACITY_TREND_RANGES = (1, 7, 30, 90)
+
+
+def _trend_days(request, ranges=TREND_RANGES, default=TREND_DAYS):
     days = request.GET.get('days', '')
-    return int(days) if days.isdigit() and int(days) in TREND_RANGES else TREND_DAYS
+    return int(days) if days.isdigit() and int(days) in ranges else default
 
 
 @register.inclusion_tag('ui/_trends.html', takes_context=True)
@@ -239,6 +245,20 @@ def usage_trends(context, aggregate=None):
                                 since=timezone.now() - timedelta(days=days))
     return _trends_shown(context['request'], days, found,
                          'this pool' if aggregate is not None else 'the whole cloud')
+
+
+@register.inclusion_tag('ui/_trends.html', takes_context=True)
+def capacity_trends(context, aggregate=None, class_ids=None):
+    """usage_trends of the capacity report: the cloud's or the pool's
+    snapshots of the classes it shows (ids; None: all), over the last
+    ?days= of CAPACITY_TREND_RANGES (CAPACITY_TREND_DAYS unless asked)."""
+    request = context['request']
+    days = _trend_days(request, CAPACITY_TREND_RANGES, CAPACITY_TREND_DAYS)
+    found = trends.class_trends(aggregate=aggregate, class_ids=class_ids,
+                                since=timezone.now() - timedelta(days=days))
+    return _trends_shown(request, days, found,
+                         f'pool {aggregate.uuid}' if aggregate is not None else 'the whole cloud',
+                         ranges=CAPACITY_TREND_RANGES)
 
 
 @register.inclusion_tag('ui/_trends.html', takes_context=True)
@@ -263,9 +283,10 @@ def project_trends(context, project):
                          describe=trends.describe_growth)
 
 
-def _trends_shown(request, days, found, scope, starts=None, describe=trends.describe_forecast):
-    ranges = []
-    for choice in TREND_RANGES:
+def _trends_shown(request, days, found, scope, starts=None, describe=trends.describe_forecast,
+                  ranges=TREND_RANGES):
+    choices, ranges = ranges, []
+    for choice in choices:
         query = request.GET.copy()
         query['days'] = choice
         ranges.append((choice, '?' + query.urlencode() + '#usage-trends'))

@@ -16,6 +16,7 @@ urlpatterns = [
     path('pods/', views.pod_list, name='pods'),
     path('pods/<str:uuid>/', views.pod_detail, name='pod'),
     path('usage/', views.usage, name='usage'),
+    path('capacity/', views.capacity_report, name='capacity'),
     path('explorer/', views.explorer, name='explorer'),
     path('audit/', views.audit_page, name='audit'),
 ]

@@ -20,12 +20,14 @@ from allocations.ui.filters import (
     sort_choices,
     sorted_providers,
 )
-from allocations.ui.forms import ExplorerForm, LiveListForm, UsageFilter
+from allocations.ui.forms import CapacityForm, ExplorerForm, LiveListForm, UsageFilter
 from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
 from placement_site.queries import storable
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
 from providers import books, candidates, capacity, changes, flavors, ledger
+from providers.api import capacity as capacity_api
+from providers.api import trends as trends_api
 from providers.candidates import combine, matching
 from providers.models import Aggregate, ResourceClass, ResourceProvider
 
@@ -248,6 +250,35 @@ def aggregate_detail(request, uuid):
         'flavor_fits': reports.pool_flavor_fits([aggregate])[aggregate.pk],
         'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in page],
         'page': page,
+    })
+
+
+# ---- the capacity report ------------------------------------------------------------------
+
+@requires(lambda v: v.may_read(capacity_api.POLICY), 'the capacity report')
+@replicas.advisory
+def capacity_report(request):
+    """GET /capacity's answer a page of groups at a time (the 40,000 trees
+    of group_by=root too), its export every group, in the API's CSV
+    columns; and the cloud's or a pool's capacity trend over a range."""
+    form = CapacityForm(request.GET)
+    if not form.is_valid():
+        return render(request, 'ui/capacity.html', {'form': form}, status=400)
+    asked = form.cleaned_data['asked']
+    if exports.wanted(request):
+        found = capacity.capacity(asked.group_by, wanted=asked.wanted, class_ids=asked.class_ids)
+        return exports.streamed(request, f'capacity-by-{asked.group_by}', capacity_api.CSV_COLUMNS,
+                                (row for group in found
+                                 for row in capacity_api.group_rows(asked.group_by, group)))
+    page = page_of(request, capacity.CapacityPages(asked.group_by, wanted=asked.wanted,
+                                                   class_ids=asked.class_ids))
+    # The trend of one pool of the page (its row's "trend" link), else the cloud's.
+    chosen = request.GET.get('pool', '')
+    pool = Aggregate.objects.filter(uuid=chosen).first() if chosen and storable(chosen) else None
+    return render(request, 'ui/capacity.html', {
+        'form': form, 'asked': asked, 'page': page, 'pool': pool,
+        'trends': viewer(request).may_read(trends_api.POLICY),
+        'class_ids': None if asked.class_ids is None else sorted(asked.class_ids),
     })
 
 

@@ -3,6 +3,7 @@ used, free and utilization per resource class for each group of providers,
 and how many more of a request shape fit in each (providers.capacity).
 JSON, or CSV with format=csv or an Accept header preferring text/csv."""
 import io
+from dataclasses import dataclass
 
 from django.http import StreamingHttpResponse
 
@@ -67,22 +68,27 @@ def csv_chunks(group_by, found_groups):
     writer = downloads.csv_writer(out, lineterminator='\r\n')
     writer.writerow(CSV_COLUMNS)
     for found in found_groups:
-        fit = found.fit
-        fits = ['', ''] if fit is None else [fit.count, str(fit.exact).lower()]
-        head = [group_by, found.group.key, found.group.name or '']
-        if not found.classes:
-            writer.writerow(head + [''] * 8 + fits)
-        for name, usage in found.classes.items():
-            books = class_body(usage)
-            writer.writerow(head + [name] + [
-                '' if books[k] is None else books[k] for k in (
-                    'total', 'reserved', 'capacity', 'used', 'free', 'utilization', 'providers')]
-                + fits)
+        for row in group_rows(group_by, found):
+            writer.writerow(row)
         if out.tell() >= CSV_CHUNK:
             yield out.getvalue()
             out.seek(0)
             out.truncate()
     yield out.getvalue()
+
+
+def group_rows(group_by, found):
+    """A group's rows in the columns of CSV_COLUMNS: one per class (a group
+    without inventory: one without a class), empty cells for nulls."""
+    fit = found.fit
+    fits = ['', ''] if fit is None else [fit.count, str(fit.exact).lower()]
+    head = [group_by, found.group.key, found.group.name or '']
+    if not found.classes:
+        yield head + [''] * 8 + fits
+    for name, usage in found.classes.items():
+        books = class_body(usage)
+        yield head + [name] + ['' if books[k] is None else books[k] for k in (
+            'total', 'reserved', 'capacity', 'used', 'free', 'utilization', 'providers')] + fits
 
 
 class CapacityViewSet(PlacementViewSet):
@@ -94,28 +100,47 @@ class CapacityViewSet(PlacementViewSet):
         self.authorize(POLICY)
         params = query_params(request, CAPACITY_QUERY)
         as_csv = answer_format(request, params) == 'csv'
-        shape = wanted = class_ids = None
-        if 'resources' in params:
-            shape = querystring.parse_resources(params['resources'])
-        try:
-            if shape is not None:
-                ids = querysets.resource_class_ids(list(shape))
-                wanted = {ids[name]: amount for name, amount in shape.items()}
-        except exceptions.ResourceClassNotFound as exc:
-            raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
-        try:
-            if 'resource_class' in params:
-                names = [n.strip() for n in params['resource_class'].split(',')]
-                class_ids = set(querysets.resource_class_ids(names).values())
-        except exceptions.ResourceClassNotFound as exc:
-            raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
-        group_by = params.get('group_by', capacity.CLOUD)
-        found_groups = capacity.capacity(group_by, wanted=wanted, class_ids=class_ids)
+        asked = requested(params)
+        found_groups = capacity.capacity(asked.group_by, wanted=asked.wanted,
+                                         class_ids=asked.class_ids)
         if as_csv:
-            return StreamingHttpResponse(csv_chunks(group_by, found_groups),
+            return StreamingHttpResponse(csv_chunks(asked.group_by, found_groups),
                                          content_type=f'{CSV}; charset=utf-8')
         return self.respond({
-            'group_by': group_by,
-            'resources': shape,
+            'group_by': asked.group_by,
+            'resources': asked.shape,
             'groups': [group_body(found) for found in found_groups],
         }, cache_headers=False)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What GET /capacity's parameters ask: the grouping, the request shape
+    ({class name: amount}) and it by class id (`wanted`), the classes
+    whose books are shown (ids; None: all)."""
+    group_by: str = capacity.CLOUD
+    shape: dict = None
+    wanted: dict = None
+    class_ids: set = None
+
+
+def requested(params):
+    """Asked of GET /capacity's parameters (the dashboards' capacity page
+    asks through them too); Placement's 400 for a malformed shape or an
+    unknown class."""
+    shape = wanted = class_ids = None
+    if params.get('resources') is not None:
+        shape = querystring.parse_resources(params['resources'])
+    try:
+        if shape is not None:
+            ids = querysets.resource_class_ids(list(shape))
+            wanted = {ids[name]: amount for name, amount in shape.items()}
+    except exceptions.ResourceClassNotFound as exc:
+        raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
+    try:
+        if params.get('resource_class') is not None:
+            names = [n.strip() for n in params['resource_class'].split(',')]
+            class_ids = set(querysets.resource_class_ids(names).values())
+    except exceptions.ResourceClassNotFound as exc:
+        raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
+    return Asked(params.get('group_by') or capacity.CLOUD, shape, wanted, class_ids)
