@@ -284,6 +284,13 @@ def measure(api, staff, pool):
         'UI tree export': f'/ui/trees/{node}/?export=csv',
         'UI project export': '/ui/projects/project-a/?export=csv',
         'UI audit': '/ui/audit/',
+        'UI capacity': '/ui/capacity/',
+        'UI capacity by pool': '/ui/capacity/?group_by=aggregate&flavor=medium',
+        'UI capacity by trait': '/ui/capacity/?group_by=trait&resources=VCPU:1,DISK_GB:10',
+        'UI capacity by tree':
+            '/ui/capacity/?group_by=root&resources=VCPU:1&resource_class=VCPU&days=30',
+        'UI capacity by zone': '/ui/capacity/?group_by=availability_zone&flavor=small',
+        'UI capacity export': '/ui/capacity/?group_by=root&flavor=small&export=csv',
         'admin pods': '/admin/pods/pod/',
         'admin pod': f'/admin/pods/pod/{pod.pk}/change/',
         'admin pod bindings': '/admin/pods/podbinding/',
