@@ -66,6 +66,7 @@ def every_page(api):
         'usage': '/ui/usage/', 'usage-project': '/ui/usage/?project=demo-db',
         'explorer': '/ui/explorer/?resources=VCPU:1,MEMORY_MB:512,DISK_GB:20&limit=5',
         'audit': '/ui/audit/',
+        'capacity': '/ui/capacity/?group_by=aggregate&flavor=medium',
         'not-found': '/ui/providers/00000000-0000-4000-8000-000000000000/',
         'admin-providers': '/admin/providers/resourceprovider/',
         'admin-allocations': '/admin/allocations/allocation/',
