@@ -26,14 +26,33 @@ import collections
 import dataclasses
 from dataclasses import dataclass, field
 
-from django.db.models import (Case, CharField, Count, Exists, F, FloatField, Max, Min, OuterRef, Q,
-                              Sum, Value, When)
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.lookups import GreaterThanOrEqual
 
 from providers import books, changes, ledger, scopes
 from providers.fits import Fit, count_fits, count_lone_tree
 from providers.flavors import configured_flavors
-from providers.models import Aggregate, ProviderTrait, ResourceClass, ResourceProvider, Trait
+from providers.models import (
+    Aggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 from providers.pods.models import Pod
 from providers.rules import slots_sql, takes_sql
 
@@ -335,19 +354,30 @@ class Unusable:
 
 def host_fits(root_id, flavors=None):
     """[HostFit] of the flavors (the configured ones by default) on the
-    tree rooted at root_id. Three queries, besides the classes' ids."""
+    tree rooted at root_id, from its providers' slots and those of the
+    sharing providers serving it (fits.count_lone_tree): the classes' ids,
+    the sharing providers serving the tree, the slots per class, three
+    queries."""
     flavors = configured_flavors() if flavors is None else flavors
     counted, shapes = flavor_shapes(flavors)
-    # Each class of each flavor alone, after the flavors themselves.
-    singles = [{class_id: amount} for shape in shapes for class_id, amount in shape.items()]
-    scope = scopes.trees().narrowed_to_trees(
-        ResourceProvider.objects.filter(pk=root_id).values('pk'),
-        ResourceProvider.objects.sharing().serving_tree(root_id).values('root_provider_id'))
-    counts = tree_fit_counts(scope, shapes + singles).trees.get(root_id) or [0] * (
-        len(shapes) + len(singles))
-    alone = iter(counts[len(shapes):])
-    found = {flavor.name: HostFit(flavor, count, {name: next(alone) for name in flavor.resources})
-             for flavor, count in zip(counted, counts)}
+    serving = set(ResourceProvider.objects.sharing().serving_tree(root_id).values_list(
+        'pk', flat=True)) if shapes else set()
+    own = [collections.Counter() for _ in shapes]      # per shape: class id -> slots
+    pooled = [collections.Counter() for _ in shapes]
+    classes = sorted({class_id for shape in shapes for class_id in shape})
+    scope = scopes.trees().narrowed(resource_class_id__in=classes).narrowed_to_trees(
+        [root_id], ResourceProvider.objects.filter(pk__in=serving).values('root_provider_id'))
+    for _, root, sharing, class_id, *sums in _reached_tree_sums(scope, shapes) if shapes else ():
+        if root != root_id and sharing not in serving:
+            continue    # another provider of a sharing provider's tree
+        for index, slots in enumerate(sums):
+            (own if sharing is None else pooled)[index][class_id] += int(slots or 0)
+    found = {}
+    for index, (shape, flavor) in enumerate(zip(shapes, counted)):
+        allows = {name: own[index][class_id] + pooled[index][class_id]
+                  for name, class_id in zip(flavor.resources, shape)}
+        found[flavor.name] = HostFit(flavor, count_lone_tree(own[index], pooled[index], shape),
+                                     allows)
     return [found.get(flavor.name) or HostFit(flavor, 0, {}) for flavor in flavors]
 
 

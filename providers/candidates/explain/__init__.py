@@ -19,25 +19,44 @@ providers able to take a requested class has it (as Placement reads
 `required` in the unsuffixed group: on the providers of the resources, not
 anywhere in the tree).
 
+A resource step names what stopped each tree (provider) it eliminated:
+the one limit whose change alone would let it take the amount (max_unit,
+min_unit, step_size, capacity), a split of what a tree has free across its
+providers, or no inventory of the class (limits.py, from the inventories of
+the groups' classes, one query). When every group fits on its own but no
+combination does, which rule of combining stops each tree (combining.py).
+
 Beyond the funnels:
 - suggestions: when trees have a required trait of the unsuffixed group
   only on their root while the resources come from its children (a
   NUMA-modelled compute node), the request with the trait moved to
   root_required, and how many trees it would fit;
 - near misses: for a group that fits fewer than NEARLY_EMPTY trees
-  (providers), the closest of those that meet every constraint but one
-  resource class, and by how much they fall short.
+  (providers), or than the limit asked, the closest of those that meet
+  every constraint but one resource class, which limit stops them, by how
+  much, and the least change that would let them fit.
 
-Each has its module: funnel.py, suggestions.py, near_misses.py, and
-wording.py (labels and sentences). They read the search's documented
+Each has its module: funnel.py, limits.py, combining.py, suggestions.py,
+near_misses.py, and wording.py (labels and sentences). They read the search's documented
 result (selector.CandidateResult: its RequestFindings and GroupFindings).
 """
 import collections
 from dataclasses import dataclass, field
 
-from providers.candidates.explain import combining, funnel, limits, near_misses, suggestions
+from providers.candidates.explain import (
+    combining,
+    funnel,
+    limits,
+    near_misses,
+    suggestions,
+)
 from providers.candidates.explain.funnel import Funnel, Step
-from providers.candidates.explain.wording import STAGE_LABELS, cause_rows, label, summary
+from providers.candidates.explain.wording import (
+    STAGE_LABELS,
+    cause_rows,
+    label,
+    summary,
+)
 from providers.candidates.selector import select_candidates
 
 __all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'cause_rows', 'explain_candidates',
