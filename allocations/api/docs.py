@@ -338,11 +338,13 @@ EXPLANATION = Component('AllocationCandidatesExplanation', closed({
                                                'multiple of step_size.'},
                     'limit': {'type': 'string',
                               'enum': ['capacity', 'split', 'max_unit', 'min_unit',
-                                       'step_size'],
+                                       'step_size', 'limits'],
                               'description': 'Free capacity; free capacity the tree has only '
                                              'across several providers; the largest or '
                                              'smallest amount one allocation may take; the '
-                                             'multiple it must be of.'},
+                                             'multiple it must be of; several of them at '
+                                             'once (`limits`, after every one-limit miss; '
+                                             '`lacking` is then what it lacks free).'},
                     'text': {'type': 'string', 'example': 'r1-rack05-cn01 lacks 1,024 MEMORY_MB'},
                     'change': {'type': 'string',
                                'description': 'The least change that would let it fit.',

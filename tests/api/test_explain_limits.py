@@ -129,5 +129,7 @@ def test_a_tree_with_one_limit_per_provider_is_told_by_the_closest_alone(api, db
     assert body['explanation'][0] == (
         'unsuffixed group: 2 trees cannot take 32 VCPU: 1 takes at most 16 at once (max_unit), '
         '1 has no provider both with it free and allowing it (max_unit, min_unit, step_size)')
-    (miss,) = body['near_misses']
-    assert (miss['tree'], miss['provider'], miss['limit']) == ('cn1', 'cn1-numa0', 'max_unit')
+    # One change away first; then cn2, which needs two.
+    assert [(m['tree'], m['provider'], m['limit'], m['change']) for m in body['near_misses']] == [
+        ('cn1', 'cn1-numa0', 'max_unit', 'raise max_unit of VCPU on cn1-numa0 to 32'),
+        ('cn2', 'cn2', 'limits', 'raise max_unit of VCPU on cn2 to 32 and free 24 VCPU on cn2')]

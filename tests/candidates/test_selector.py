@@ -209,8 +209,10 @@ def test_explain_says_why_nothing_fits(cloud):
         # NUMA node cn2-numa1 and the storage pool have no VCPU.
         'group _X: 5 providers cannot take 20 VCPU: 2 lack it free, 1 has no provider both '
         'with it free and allowing it (max_unit, min_unit, step_size), 2 have none',
-        # cn1: (8 * 2.0) - 3 used = 13 free. cn2-numa0 would need two changes.
-        'group _X, closest: cn1 lacks 7 VCPU; cn3 lacks 19 VCPU']
+        # cn1: (8 * 2.0) - 3 used = 13 free. cn2-numa0 would need two
+        # changes: it comes after those one change away.
+        'group _X, closest: cn1 lacks 7 VCPU; cn3 lacks 19 VCPU; cn2-numa0 takes at most 2 '
+        'VCPU at once (max_unit) and lacks 16 VCPU']
 
 
 # ---- a random `limit`, drawn before the candidates are built ------------------------

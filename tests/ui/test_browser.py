@@ -163,8 +163,12 @@ def page(browser, demo_server):
 
 
 def shoot(page, name):
-    """A full-page screenshot of the page as it stands (no server error so far)."""
-    page.screenshot(path=str(SCREENSHOTS / f'{name}.png'), full_page=True)
+    """A screenshot of the page as it stands (no server error so far): the
+    window's, or the full page's with PLACEMENT_FULL_SCREENSHOTS=1 (to look
+    at every page whole; a full page costs a second or more each, which CI
+    does not spend)."""
+    page.screenshot(path=str(SCREENSHOTS / f'{name}.png'),
+                    full_page=bool(os.environ.get('PLACEMENT_FULL_SCREENSHOTS')))
     no_server_errors(page)
 
 
@@ -631,15 +635,18 @@ def test_candidate_explorer_fits_and_explains(page, api):
     assert notice.inner_text().startswith('Nothing fits.')
     explanation = page.locator('#no-candidates .explanation').all_inner_texts()
     roots = [u for u, p in api.providers().items() if p['root_provider_uuid'] == u]
-    assert explanation[0] == f'unsuffixed group: {len(roots):,} trees lack 100,000 VCPU'
+    # Every tree stopped, each by the limit that binds it (max_unit and
+    # capacity at once on the compute nodes; no VCPU at all on the shares).
+    assert explanation[0].startswith(
+        f'unsuffixed group: {len(roots):,} trees cannot take 100,000 VCPU: '), explanation[0]
     explained = api.get('/explain/allocation_candidates', resources=IMPOSSIBLE)
     assert explanation == explained['explanation']
     # The closest trees, as the explain endpoint names them.
     assert explanation[1].startswith('unsuffixed group, closest: ')
     shown = page.locator('#near-misses tbody tr').evaluate_all(
         "rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))")
-    assert shown == [['(unsuffixed)', m['tree'], m['provider'], m['text'][len(m['tree']) + 1:]]
-                     for m in explained['near_misses']]
+    assert shown == [['(unsuffixed)', m['tree'], m['provider'], m['text'][len(m['tree']) + 1:],
+                      m['change']] for m in explained['near_misses']]
     assert len(shown) == 3
 
 

@@ -25,7 +25,8 @@ class NearMiss:
     requested: int
     lacking: int        # in the limit's terms: what is missing free (capacity,
                         # split), above max_unit, below min_unit, off the step
-    limit: str          # a providers.rules.LIMITS name, or 'split'
+    limit: str          # a providers.rules.LIMITS name, 'split', or 'limits' (several
+                        # at once: binding.offer.refused names them)
     binding: object = field(default=None, repr=False)   # its limits.Binding
     tree: str = ''      # names and uuids, read for the closest only
     tree_uuid: str = ''
@@ -39,31 +40,39 @@ class NearMiss:
     @property
     def shortfall(self):
         offer, name = self.binding.offer, self.resource_class
-        if self.limit == 'max_unit':
-            return f'takes at most {offer.max_unit:,} {name} at once (max_unit)'
-        if self.limit == 'min_unit':
-            return f'takes at least {offer.min_unit:,} {name} at once (min_unit)'
-        if self.limit == 'step_size':
-            return f'takes {name} only in steps of {offer.step_size:,} (step_size)'
         if self.limit == 'split':
             return (f'has {int(self.binding.free):,} {name} free only split across '
                     f'{self.binding.providers} providers (at most {int(offer.free):,} on one)')
-        return f'lacks {self.lacking:,} {name}'
+        if self.limit == 'capacity':
+            return f'lacks {self.lacking:,} {name}'
+        return ' and '.join(self._said(limit)[0] for limit in offer.refused)
 
     @property
     def change(self):
         """The least change that would let it fit."""
-        name, amount, where = self.resource_class, self.requested, self.provider
-        if self.limit == 'max_unit':
-            return f'raise max_unit of {name} on {where} to {amount:,}'
-        if self.limit == 'min_unit':
-            return f'lower min_unit of {name} on {where} to {amount:,}'
-        if self.limit == 'step_size':
-            return f'a step_size of {name} on {where} that divides {amount:,}'
         if self.limit == 'split':
-            return (f'free {self.lacking:,} {name} on {where}, or ask less than '
-                    f'{amount:,} per provider')
-        return f'free {self.lacking:,} {name} on {where}'
+            return (f'free {self.lacking:,} {self.resource_class} on {self.provider}, or ask '
+                    f'less than {self.requested:,} per provider')
+        if self.limit == 'capacity':
+            return f'free {self.lacking:,} {self.resource_class} on {self.provider}'
+        return ' and '.join(self._said(limit)[1] for limit in self.binding.offer.refused)
+
+    def _said(self, limit):
+        """(what the closest provider's `limit` refuses, the change that
+        lifts it)."""
+        offer, name, amount, where = (self.binding.offer, self.resource_class, self.requested,
+                                      self.provider)
+        if limit == 'max_unit':
+            return (f'takes at most {offer.max_unit:,} {name} at once (max_unit)',
+                    f'raise max_unit of {name} on {where} to {amount:,}')
+        if limit == 'min_unit':
+            return (f'takes at least {offer.min_unit:,} {name} at once (min_unit)',
+                    f'lower min_unit of {name} on {where} to {amount:,}')
+        if limit == 'step_size':
+            return (f'takes {name} only in steps of {offer.step_size:,} (step_size)',
+                    f'a step_size of {name} on {where} that divides {amount:,}')
+        lacking = math.ceil(amount - offer.free)
+        return f'lacks {lacking:,} {name}', f'free {lacking:,} {name} on {where}'
 
     @property
     def text(self):
@@ -95,9 +104,10 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
     """The NEAR_MISSES trees (providers) closest to fitting the group among
     those it eliminated: they meet every constraint of the group but one
     resource class, which one limit alone stops (limits.binding: capacity,
-    max_unit, min_unit, step_size, or a split of what a tree has free).
-    Closest: lacking the smallest share of the amount asked, then the
-    smallest amount, then the oldest tree (provider). In a tree a required
+    max_unit, min_unit, step_size, or a split of what a tree has free), or,
+    after those, several limits of its closest provider at once. Closest:
+    lacking the smallest share of the amount asked, then the smallest
+    amount, then the oldest tree (provider). In a tree a required
     trait counts on any provider with an inventory of a requested class."""
     trees, resources = found.tree_mode, found.resources
     others = universe(found, roots_of) - funnel.passed
@@ -114,7 +124,7 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
         if not all(unit in offers[name] for name in resources):
             continue    # it has no inventory of a class at all: not close
         short = [(name, bindings[name][unit]) for name in resources if unit in bindings[name]]
-        if len(short) != 1 or short[0][1].limit == limits.LIMITS:
+        if len(short) != 1:
             continue
         if trees and found.required_sets:
             supplying = {offer.provider_id for name in resources
@@ -122,9 +132,13 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
             if any(having.isdisjoint(supplying) for having in found.required_sets):
                 continue
         (name, found_binding), = short
-        amount, lacking = resources[name], math.ceil(found_binding.lacking)
+        several = found_binding.limit == limits.LIMITS
+        amount = resources[name]
+        lacking = math.ceil(max(amount - found_binding.offer.free, 0) if several
+                            else found_binding.lacking)
         provider_id = found_binding.offer.provider_id
-        closest.append(((lacking / amount, lacking, unit), NearMiss(
+        # One limit away first, then those several limits stop.
+        closest.append(((several, lacking / amount, lacking, unit), NearMiss(
             found.suffix, funnel.unit, roots_of[unit] if trees else roots_of[provider_id],
             provider_id, name, amount, lacking, found_binding.limit, found_binding)))
     closest.sort(key=lambda pair: pair[0])
