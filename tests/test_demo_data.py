@@ -373,7 +373,11 @@ def test_rerun_is_idempotent(demo, db):
     assert state() == before
 
 
+# The reloads (10-18 s each on a database server) run on SQLite only: the
+# demo's own rules over services whose behaviour on every database the API
+# tests check; the module's load runs on every database.
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_reset_reloads_deterministically(demo, api):
     before = allocation_rows()
     consumers = Consumer.objects.count()
@@ -406,6 +410,7 @@ def test_reset_reloads_deterministically(demo, api):
 
 
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
     bound = api.post('/pod_bindings', {'project_id': 'someone-else'})
     assert bound.status_code == 201, bound.content
@@ -422,6 +427,7 @@ def test_reset_refuses_foreign_tenants_of_demo_pods(demo, api):
 
 
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_loading_beside_pods_that_take_its_requests_is_refused(demo, api):
     # Reloaded after this pod, the demo's pods come later in line.
     first = api.post('/pods', {'name': 'first-in-line'})
