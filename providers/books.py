@@ -37,6 +37,17 @@ class ClassUsage:
         return self.used / self.capacity if self.capacity else 0.0
 
 
+def fullest_class(classes):
+    """How full a host is: of its books ({class name: ClassUsage}, in class
+    order) the class used the most for its capacity, the first of equals;
+    None when no class has capacity."""
+    best = None
+    for usage in classes.values():
+        if usage.capacity > 0 and (best is None or usage.fraction > best.fraction):
+            best = usage
+    return best
+
+
 def scope_books(scope):
     """{grp: {class name: ClassUsage}} in resource class order for every
     group of a scope (providers.scopes) that has inventory: from the
@@ -84,6 +95,49 @@ def tree_books(root_id):
     (NUMA nodes, NICs and devices with the root), one query."""
     scope = scopes.trees().narrowed(resource_provider__root_provider_id=root_id)
     return scope_books(scope).get(root_id, {})
+
+
+def hosts_by_fullness(wanted, *, fullest=True, roots=None):
+    """The hosts (provider trees) ranked by their fullest class
+    (fullest_class): ([(root id, its fullest class id)] of at least `wanted`
+    trees with capacity, fullest (or emptiest) first, then by root; whether
+    that is all of them). Every tree's rank comes from the ledger outside a
+    writing transaction (a claim moves its tree, no sort of the cloud);
+    else, or for the trees `roots` (ids, or a query of them), their books
+    are summed in one query."""
+    found, complete, _ = _ranked_hosts(wanted, fullest, roots)
+    return found, complete
+
+
+def fullest_hosts(limit):
+    """[(root id, ClassUsage of its fullest class summed over the tree)] of
+    the `limit` fullest hosts (hosts_by_fullness): from the ledger's image,
+    or one query."""
+    found, _, books = _ranked_hosts(limit, True, None)
+    found = found[:limit]
+    if books is None:
+        books = ledger.tree_books(scopes.trees().db, [root for root, _ in found])
+    by_id = {root: {usage.class_id: usage for usage in books.get(root, {}).values()}
+             for root, _ in found}
+    return [(root, by_id[root][class_id]) for root, class_id in found
+            if class_id in by_id[root]]
+
+
+def _ranked_hosts(wanted, fullest, roots):
+    """hosts_by_fullness's answer, and the trees' books where they were
+    summed here (None from the ledger)."""
+    scope = scopes.trees()
+    if roots is None and _from_ledger(scope):
+        found, complete, _ = ledger.fullest_trees(scope.db, wanted, fullest)
+        return found, complete, None
+    if roots is not None:
+        scope = scope.narrowed(resource_provider__root_provider_id__in=roots)
+    books, ranked = scope_books(scope), []
+    for root, classes in books.items():
+        usage = fullest_class(classes)
+        if usage is not None:
+            ranked.append((-usage.fraction if fullest else usage.fraction, root, usage.class_id))
+    return [(root, class_id) for _, root, class_id in sorted(ranked)], True, books
 
 
 def pool_books(aggregate_ids):

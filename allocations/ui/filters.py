@@ -21,8 +21,8 @@ from django.db.models import (
 from django.db.models.functions import Cast, NullIf
 
 from placement_site import microversion
+from providers import books, ledger
 from providers import filters as api_filters
-from providers import ledger
 from providers.models import Inventory, ResourceClass, ResourceProvider
 from providers.rules import capacity_sql
 
@@ -194,6 +194,11 @@ class ProviderPages:
     grouping of every provider), then the providers without such a value
     (last, by id). Other sorts read a slice of sorted_providers' queryset.
 
+    With trees (a row per host), fullest and emptiest first rank the
+    trees by their fullest class summed over the tree
+    (books.hosts_by_fullness: every tree's rank from the ledger, or the
+    books of the matching trees); trees without capacity come last, by id.
+
     A filter that leaves few providers (FEW) has their ids read once, and
     the list counted and paged by those ids."""
     ordered = True
@@ -204,7 +209,7 @@ class ProviderPages:
     # by id; past it, counted and paged by the filter again.
     FEW = 1000
 
-    def __init__(self, matching, sort, trees=False):
+    def __init__(self, matching, sort, trees=False, every_tree=False):
         self._count = self.few = None
         if matching.query.where:
             ids = list(matching.order_by().values_list('pk', flat=True)[:self.FEW + 1])
@@ -215,9 +220,13 @@ class ProviderPages:
         self.matching, self.sort, self.trees = matching, sort, trees
         descending = sort.startswith('-')
         kind, _, class_name = sort.lstrip('-').partition(':')
-        self.valued, self.fullest = None, False
+        self.valued, self.fullest, self.ranked, self.hosts = None, False, False, None
         self.key = 'resource_provider_id'   # the inventories' field naming a row
-        if class_name and kind in CLASS_SORTS:
+        if trees and not class_name and SORTS.get(kind) == 'max_utilization':
+            # every_tree: `matching` is every root, the ledger's whole rank serves.
+            self.ranked = True
+            self.hosts = None if every_tree else matching.order_by().values('pk')
+        elif class_name and kind in CLASS_SORTS:
             class_id = _class_id(class_name)
             if trees:   # a row per tree: its root's id, the tree's sums
                 self.key = 'resource_provider__root_provider_id'
@@ -252,7 +261,8 @@ class ProviderPages:
         if not isinstance(key, slice):
             return self[key:key + 1][0]
         low, high = key.start or 0, key.stop
-        if self.valued is None or high is None or key.step is not None or high <= low:
+        if (self.valued is None and not self.ranked) or high is None or key.step is not None \
+                or high <= low:
             return list(self.listed[key])
         return self._providers(self._ids(low, high))
 
@@ -266,8 +276,22 @@ class ProviderPages:
                 'pk')})
         return inventories
 
+    def _ranked_hosts(self, low, high):
+        """The roots at positions low..high-1 ranked as hosts."""
+        found, complete = books.hosts_by_fullness(high, fullest=self.descending,
+                                                  roots=self.hosts)
+        page = [root for root, _ in found[low:high]]
+        if not complete or len(page) == high - low:
+            return page
+        ranked = [root for root, _ in found]
+        start, stop = max(low - len(ranked), 0), high - len(ranked)
+        return page + list(self.matching.exclude(pk__in_ids=ranked).order_by('id').values_list(
+            'id', flat=True)[start:stop])
+
     def _ids(self, low, high):
         """The ids of the providers at positions low..high-1."""
+        if self.ranked:
+            return self._ranked_hosts(low, high)
         if self.fullest and high <= WALKED_ROWS:
             if not self.matching.query.where and ledger.serves(Inventory.objects.db):
                 # Every provider: the walk is the ledger's, no sort of the cloud's inventories.

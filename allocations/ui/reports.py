@@ -10,15 +10,11 @@ from django.db.models import (
     Count,
     Exists,
     F,
-    FloatField,
     OuterRef,
     Q,
-    Subquery,
     Sum,
-    Value,
     Window,
 )
-from django.db.models.functions import Coalesce
 
 from allocations import ledger as allocation_ledger
 from allocations.models import Allocation, Consumer, ConsumerType, Project
@@ -130,43 +126,22 @@ def pool_rows(listed):
     return columns, rows()
 
 
-def fullest_inventories(limit=10):
-    """The inventories closest to full, with their providers: one query
-    (two when fewer than `limit` inventories have a utilization at all).
+@dataclass
+class Host:
+    """A host (a provider tree) as the overview lists it: its root, and the
+    books of its fullest class summed over the tree."""
+    root: ResourceProvider
+    fullest: books.ClassUsage
 
-    Ordered by utilization, then by their provider's name (and class): only the rows
-    at least as full as the limit-th fullest inventory can be among them,
-    so the provider names are joined for those alone (an uncorrelated
-    subquery finds that threshold over the inventories by themselves; a
-    utilization is never negative, -1 stands below them all when there is
-    none), not for every inventory of the cloud before sorting. Those
-    without a utilization come last, by name. Outside a writing
-    transaction the order comes from the ledger (providers.ledger.fullest:
-    a claim moves its tree's place, not a sort of the cloud's inventories)
-    and the query reads those inventories alone."""
-    with_capacity = Inventory.objects.filter(total__gt=F('reserved')).with_utilization()
-    if ledger.serves(Inventory.objects.db):
-        order = ledger.fullest(Inventory.objects.db, limit)
-        wanted = Q(pk__in=[])
-        for provider, class_id in order:
-            wanted |= Q(resource_provider_id=provider, resource_class_id=class_id)
-        found = {(i.resource_provider_id, i.resource_class_id): i for i in with_capacity.filter(
-            wanted).select_related('resource_provider', 'resource_class')} if order else {}
-        # The image may be a moment ahead of this page's snapshot (another
-        # thread moved it on): an inventory not in the snapshot yet is left out.
-        return [found[key] for key in order if key in found]
-    # A provider's inventories equally full: by class, as the ledger's order has them.
-    by_fullness = (F('utilization').desc(nulls_last=True), 'resource_provider__name',
-                   'resource_class_id')
-    threshold = with_capacity.order_by(by_fullness[0]).values('utilization')[
-        max(limit - 1, 0):max(limit, 1)]
-    fullest = list(with_capacity.filter(utilization__gte=Coalesce(
-        Subquery(threshold), Value(-1.0, FloatField()))).select_related(
-        'resource_provider', 'resource_class').order_by(*by_fullness)[:limit])
-    if len(fullest) < limit:
-        fullest += with_capacity.filter(utilization__isnull=True).select_related(
-            'resource_provider', 'resource_class').order_by(*by_fullness)[:limit - len(fullest)]
-    return fullest
+
+def fullest_hosts(limit=10):
+    """[Host] of the `limit` fullest hosts (books.fullest_hosts; trees
+    without capacity are never among them): their roots read, one query
+    more."""
+    found = books.fullest_hosts(limit)
+    roots = ResourceProvider.objects.in_bulk([root for root, _ in found])
+    # A tree the ledger holds may be gone from this page's snapshot.
+    return [Host(roots[root], fullest) for root, fullest in found if root in roots]
 
 
 def cloud_counts():

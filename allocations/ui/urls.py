@@ -6,6 +6,7 @@ from allocations.ui import views
 app_name = 'ui'
 urlpatterns = [
     path('', views.overview, name='overview'),
+    path('hosts/', views.host_list, name='hosts'),
     path('providers/', views.provider_list, name='providers'),
     path('providers/<str:uuid>/', views.provider_detail, name='provider'),
     path('trees/<str:uuid>/', views.tree_detail, name='tree'),

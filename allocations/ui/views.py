@@ -45,7 +45,7 @@ def overview(request):
     return render(request, 'ui/overview.html', {
         'classes': reports.class_summary(),
         'counts': reports.cloud_counts(),
-        'fullest': reports.fullest_inventories(10),
+        'fullest': reports.fullest_hosts(10),
         'flavor_fits': reports.cloud_flavor_fits(),
         'thresholds': {'warning': templatetags.WARNING * 100,
                        'critical': templatetags.CRITICAL * 100},
@@ -56,32 +56,49 @@ def overview(request):
 
 @cloud_pages
 @replicas.advisory
+def host_list(request):
+    """The hosts: a row per provider tree, its books and sorts summed over
+    every provider of it (a compute node's VCPU lives on its NUMA nodes),
+    fullest first by its fullest class."""
+    return _providers_page(request, hosts=True)
+
+
+@cloud_pages
+@replicas.advisory
 def provider_list(request):
+    """Every provider on its own; "Roots only" makes it the hosts' list."""
+    return _providers_page(request, hosts=False)
+
+
+def _providers_page(request, hosts):
     # max_utilization only where a filter or the sort needs it: a page in
     # name order reads its rows' inventories alone.
     providers = ResourceProvider.objects.select_related('parent_provider', 'root_provider')
     filters = ProviderFilterSet(request.GET, queryset=providers)
-    sort = request.GET.get('sort', 'name')
-    # Roots only: each row is a whole tree, its books and sorts summed over
-    # every provider of it (a compute node's VCPU lives on its NUMA nodes).
-    trees = bool(filters.form.is_valid() and filters.form.cleaned_data.get('root_only'))
+    sort = request.GET.get('sort', '-utilization' if hosts else 'name')
+    valid = filters.form.is_valid()
+    trees = hosts or bool(valid and filters.form.cleaned_data.get('root_only'))
     try:
-        matching = filters.qs
+        matching = filters.qs.roots() if hosts else filters.qs
     except errors.PlacementError as exc:  # Placement's grammar refused (member_of, ...)
         matching, error = providers.none(), exc.detail
     else:
         error = None
     if exports.wanted(request):
         listed = sorted_providers(matching, sort, trees=trees)
-        return exports.streamed(request, 'providers',
+        return exports.streamed(request, 'hosts' if hosts else 'providers',
                                 *reports.provider_rows(listed.with_max_utilization()))
+    # Every tree: no filter but the rows being roots.
+    every_tree = trees and valid and not any(
+        value not in (None, '') for name, value in filters.form.cleaned_data.items()
+        if name != 'root_only')
     # Counted on the filtered providers, a page found from the inventories
     # where the sort is theirs (ProviderPages).
-    page = page_of(request, ProviderPages(matching, sort, trees=trees))
+    page = page_of(request, ProviderPages(matching, sort, trees=trees, every_tree=every_tree))
     usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
-        'filters': filters, 'page': page, 'sort': sort, 'trees': trees, 'error': error,
-        'sorts': sort_choices(reports.classes_with_inventory()),
+        'filters': filters, 'page': page, 'sort': sort, 'trees': trees, 'hosts': hosts,
+        'error': error, 'sorts': sort_choices(reports.classes_with_inventory()),
         'rows': [(provider, usage.get(provider.pk, [])) for provider in page],
     })
 

@@ -23,12 +23,18 @@ from providers import changes
 
 from providers.fits import Fit
 from providers.ledger import groupings
-from providers.ledger.folds import BooksFold, FitsFold, FullestFold, GuardedAnswer
+from providers.ledger.folds import (
+    BooksFold,
+    FitsFold,
+    FullestFold,
+    FullestTreesFold,
+    GuardedAnswer,
+)
 from providers.ledger.live import forget, ledger, unobserved
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'fullest', 'fullest_providers', 'groupings', 'held_answer',
+__all__ = ['books', 'fits', 'forget', 'fullest_providers', 'fullest_trees', 'groupings', 'held_answer',
            'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books', 'tree_fits']
 
 
@@ -83,15 +89,17 @@ def tree_fits(using, grouping, shapes):
                               lambda: FitsFold(grouping, shapes, per_tree=True), answer)
 
 
-def fullest(using, limit):
-    """[(provider, class id)] of the `limit` fullest inventories (FullestFold)."""
-    return ledger(using).read(('fullest',), FullestFold, lambda fold, image: fold.value(limit))
-
-
 def fullest_providers(using, wanted):
     """FullestFold.providers: ([provider id] fullest first, whether all)."""
     return ledger(using).read(('fullest',), FullestFold,
                               lambda fold, image: fold.providers(wanted))
+
+
+def fullest_trees(using, wanted, fullest=True):
+    """FullestTreesFold.value, and the roots of the trees without capacity:
+    ([(root, fullest class id)], whether all, [root])."""
+    return ledger(using).read(('fullest trees',), FullestTreesFold, lambda fold, image: (
+        *fold.value(wanted, fullest), fold.without_capacity()))
 
 
 def held_answer(using, key):

@@ -26,12 +26,12 @@ solves count_fits when asked.
 """
 import bisect
 import collections
-import heapq
 import math
 
 from providers import books as the_books
 from providers import fits as fitting
 from providers.fits import Fit
+from providers.ledger import groupings
 from providers.ledger.image import scaled_capacity, unscaled
 
 INF = math.inf
@@ -386,18 +386,6 @@ class FullestFold(_TreeByTree):
     def estimated_size(self):
         return 1000 + 150 * self.count
 
-    def value(self, limit):
-        """[(provider, class id)] of the `limit` fullest inventories, by
-        utilization, then provider name; those without one last, by name."""
-        found = []
-        for utilization in reversed(self.levels):
-            found += sorted(self.at[utilization])
-            if len(found) >= limit:
-                break
-        if len(found) < limit:
-            found += heapq.nsmallest(limit - len(found), self.unknown)
-        return [(provider, class_id) for _name, provider, class_id in found[:limit]]
-
     def providers(self, wanted):
         """([provider] by their fullest inventory's utilization, then id, at
         least `wanted` of them; whether that is every provider with a
@@ -410,6 +398,66 @@ class FullestFold(_TreeByTree):
             if len(found) >= wanted:
                 return list(found), False
         return list(found), True
+
+
+class FullestTreesFold(_TreeByTree):
+    """The trees by how full they are as hosts: each tree's books summed
+    over its providers (as BooksFold sums them per tree) and the fraction
+    used of its fullest class (books.fullest_class). Kept as the distinct
+    fractions in order, each with its trees, so the fullest (or emptiest)
+    hosts are read from the end without sorting the cloud."""
+
+    def __init__(self):
+        self.levels = []        # the distinct fractions held, ascending
+        self.at = {}            # fraction -> {(root, fullest class id)}
+        self.unknown = set()    # roots of trees without capacity
+
+    def build(self, image):
+        for tree in image.trees.values():
+            self._add(image, tree, 1)
+
+    @staticmethod
+    def _entry(image, tree):
+        part = BooksFold(groupings.Grouping(groupings.TREES))
+        part.add(image, tree)
+        fullest = the_books.fullest_class(part.value(image).get(tree.root, {}))
+        if fullest is None:
+            return None, tree.root
+        return fullest.fraction, (tree.root, fullest.class_id)
+
+    def _add(self, image, tree, sign):
+        fraction, entry = self._entry(image, tree)
+        if fraction is None:
+            (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
+            return
+        held = self.at.get(fraction)
+        if sign > 0:
+            if held is None:
+                held = self.at[fraction] = set()
+                bisect.insort(self.levels, fraction)
+            held.add(entry)
+        elif held is not None:
+            held.discard(entry)
+            if not held:
+                del self.at[fraction]
+                del self.levels[bisect.bisect_left(self.levels, fraction)]
+
+    def estimated_size(self):
+        return 1000 + 150 * (len(self.unknown) + sum(len(held) for held in self.at.values()))
+
+    def value(self, wanted, fullest=True):
+        """([(root, fullest class id)] of at least `wanted` trees, fullest
+        (or emptiest) first, then by root; whether that is every tree with
+        capacity)."""
+        found = []
+        for fraction in (reversed(self.levels) if fullest else self.levels):
+            found += sorted(self.at[fraction])
+            if len(found) >= wanted:
+                return found, False
+        return found, True
+
+    def without_capacity(self):
+        return sorted(self.unknown)
 
 
 def _by_provider(entry):

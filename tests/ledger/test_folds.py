@@ -283,13 +283,16 @@ def owners_read():
 
 
 def fullest_read():
-    """The overview's fullest inventories and the providers' list fullest
-    first, a few and more than there are."""
-    every = ResourceProvider.objects.all()
-    return [[(i.resource_provider.name, i.resource_class.name, i.used, i.utilization)
-             for i in reports.fullest_inventories(limit)] for limit in (1, 4, 100)] + [
+    """The overview's fullest hosts, the providers' list fullest first and
+    the hosts' list both ways, a few and more than there are."""
+    every, roots = ResourceProvider.objects.all(), ResourceProvider.objects.roots()
+    return [[(host.root.name, host.fullest) for host in reports.fullest_hosts(limit)]
+            for limit in (1, 4, 100)] + [
         [p.name for p in ProviderPages(every, '-utilization')[low:high]]
-        for low, high in ((0, 1), (0, 5), (3, 9), (0, 100))]
+        for low, high in ((0, 1), (0, 5), (3, 9), (0, 100))] + [
+        [p.name for p in ProviderPages(roots, sort, trees=True, every_tree=True)[low:high]]
+        for sort in ('-utilization', 'utilization')
+        for low, high in ((0, 1), (2, 6), (0, 100))]
 
 
 def scraped():
@@ -413,8 +416,8 @@ def test_the_image_and_large_folds_are_kept_out_of_full_collections(monkeypatch)
     live.forget()
     monkeypatch.setattr(live, 'SETTLED_BYTES', 0)   # this small cloud's folds count too
     image = live.ledger('default').current()
-    reports.fullest_inventories(3)
-    fold = live.ledger('default').held(('fullest',))
+    reports.fullest_hosts(3)
+    fold = live.ledger('default').held(('fullest trees',))
     tracked = {id(o) for o in gc.get_objects()}
     for kept in (next(iter(image.trees.values())), image.trees, fold.at):
         assert gc.is_tracked(kept) and id(kept) not in tracked

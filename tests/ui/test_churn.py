@@ -64,7 +64,8 @@ def pages(roots, nfs, consumer, pod):
     and the admin, 'api' Placement's token."""
     root, project = roots[0], PROJECTS[0]
     dashboards = [
-        '/ui/', '/ui/providers/', '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2',
+        '/ui/', '/ui/hosts/', '/ui/hosts/?sort=utilization&trait=HW_CPU_X86_AVX2',
+        '/ui/providers/', '/ui/providers/?sort=-utilization&trait=HW_CPU_X86_AVX2',
         '/ui/providers/?sort=-free:VCPU&min_utilization=1',
         f'/ui/providers/?aggregate={POOL}&root_only=true', '/ui/providers/?export=csv',
         f'/ui/providers/{root.uuid}/', f'/ui/providers/{nfs.uuid}/', f'/ui/trees/{root.uuid}/',

@@ -2,8 +2,8 @@
 number of queries whatever the size of the cloud (or the number of pods)."""
 import collections
 import csv
-import io
 import html as html_lib
+import io
 import json
 import re
 import types
@@ -22,6 +22,7 @@ from allocations.models import User as PlacementUser
 from allocations.ui import reports, templatetags
 from allocations.ui.filters import ProviderPages, sorted_providers
 from allocations.ui.paging import PAGE_SIZE
+from providers import books
 from providers.candidates import summaries
 from providers.models import (
     Aggregate,
@@ -1016,11 +1017,12 @@ def test_provider_pages_come_in_the_sorted_querysets_order(db, monkeypatch, walk
                 shown = [p.pk for low in range(0, total + size, size)
                          for p in ProviderPages(matching, sort)[low:low + size]]
                 assert shown == expected, (sort, size)
-    # Roots only: a class's sorts by the sums over each root's tree.
+    # Roots only: a class's sorts by the sums over each root's tree (fullest
+    # first ranks hosts: test_the_hosts_pages_rank_trees_by_their_fullest_class).
     for matching in (everything.roots(), everything.roots().filter(pk__in=[
             r.pk for r in roots[2:9]])):
         for sort in ('-free:VCPU', 'used:VCPU', '-utilization:VCPU', 'utilization:DISK_GB',
-                     '-used:MEMORY_MB', '-utilization'):
+                     '-used:MEMORY_MB', 'name'):
             expected = [p.pk for p in sorted_providers(matching, sort, trees=True)]
             for size in (1, 4):
                 shown = [p.pk for low in range(0, len(expected) + size, size)
@@ -1075,17 +1077,58 @@ def test_providers_are_searched_by_a_uuid_prefix_in_either_case_or_a_name_part(s
     assert '1 provider match' in html
 
 
-def test_the_fullest_inventories_are_every_inventory_sorted(db):
-    assert reports.fullest_inventories(10) == []
+def host_ranks(fullest=True):
+    """Every tree with capacity as (-fraction or fraction, root id, fullest
+    class id), its books summed from the inventories here: sorted, the
+    hosts' order."""
+    sums = collections.defaultdict(lambda: [0, 0.0])
+    for i in Inventory.objects.select_related('resource_provider'):
+        held = sums[i.resource_provider.root_provider_id, i.resource_class_id]
+        held[0] += i.used
+        held[1] += (i.total - i.reserved) * i.allocation_ratio
+    best = {}
+    for (root, class_id), (used, capacity) in sorted(sums.items()):
+        if capacity > 0 and (root not in best or used / capacity > best[root][0]):
+            best[root] = (used / capacity, class_id)
+    return sorted((-fraction if fullest else fraction, root, class_id)
+                  for root, (fraction, class_id) in best.items())
+
+
+def test_the_fullest_hosts_are_every_tree_ranked_by_its_fullest_class(db):
+    assert reports.fullest_hosts(10) == []
+    roots = uneven_cloud()
+    ranks = host_ranks()
+    assert len(ranks) == len(roots)   # the spare roots have no capacity
+    for limit in (1, 3, 10, 12, 20):
+        found = reports.fullest_hosts(limit)
+        assert [(host.root.pk, host.fullest.class_id) for host in found] == [
+            (root, class_id) for _, root, class_id in ranks[:limit]], limit
+        for host in found:
+            assert host.fullest == books.tree_books(host.root.pk)[host.fullest.name]
+
+
+@pytest.mark.parametrize('fullest', [True, False], ids=['fullest', 'emptiest'])
+def test_the_hosts_pages_rank_trees_by_their_fullest_class(staff, fullest):
+    """Every tree (the hosts' list) and a filtered few: the ranked trees,
+    then those without capacity by id, each once, page after page."""
     uneven_cloud()
-    everything = Inventory.objects.filter(total__gt=F('reserved')).with_utilization().order_by(
-        F('utilization').desc(nulls_last=True), 'resource_provider__name', 'resource_class_id')
-    for limit in (1, 3, 10, 26, 27, 40):
-        found = reports.fullest_inventories(limit)
-        assert [(i.resource_provider.name, i.resource_class.name, i.utilization)
-                for i in found] == [
-            (i.resource_provider.name, i.resource_class.name, i.utilization)
-            for i in everything[:limit]], limit
+    sort = '-utilization' if fullest else 'utilization'
+    without = list(ResourceProvider.objects.filter(parent_provider__isnull=True).exclude(
+        pk__in=[root for _, root, _ in host_ranks()]).order_by('pk').values_list('pk', flat=True))
+    expected = [root for _, root, _ in host_ranks(fullest)] + without
+    roots = ResourceProvider.objects.filter(parent_provider__isnull=True)
+    pages = ProviderPages(roots, sort, trees=True, every_tree=True)
+    assert len(pages) == len(expected) == 15
+    for low, high in ((0, 1), (0, 5), (4, 13), (11, 15), (0, 40)):
+        assert [p.pk for p in pages[low:high]] == expected[low:high], (low, high)
+    few = set(expected[::2])
+    some = ProviderPages(roots.filter(pk__in=few), sort, trees=True)
+    assert [p.pk for p in some[0:40]] == [root for root in expected if root in few]
+    html = staff.get(f'/ui/hosts/?sort={sort}').content.decode()
+    shown = re.findall(r'<tr data-uuid="([^"]+)">', html)
+    found = ResourceProvider.objects.in_bulk(expected)
+    assert shown == [found[pk].uuid for pk in expected]
+    assert '15 hosts match' in html and '<th>Parent</th>' not in html
 
 
 def test_cloud_counts_count_projects_holding_consumers(db):

@@ -58,7 +58,7 @@ def every_page(api):
     consumer = next(iter(api.get(f'/resource_providers/{nfs["uuid"]}/allocations')[
         'allocations']))
     return {
-        'overview': '/ui/', 'providers': '/ui/providers/',
+        'overview': '/ui/', 'hosts': '/ui/hosts/', 'providers': '/ui/providers/',
         'provider': f'/ui/providers/{nfs["uuid"]}/', 'pools': '/ui/pools/',
         'pool': f'/ui/pools/{pool}/', 'pods': '/ui/pods/', 'pod': f'/ui/pods/{pod["uuid"]}/',
         'tree': f'/ui/trees/{numa["uuid"]}/', 'consumer': f'/ui/consumers/{consumer}/',
