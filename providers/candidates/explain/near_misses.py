@@ -1,5 +1,6 @@
 """Near misses: for a group that fits (nearly) nothing, the trees or
 providers closest to fitting it, and by how much they fall short."""
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -119,7 +120,7 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
         return []
     offers = {name: inventories.of_class(found, name) for name in resources}
     bindings = {name: inventories.bindings(found, name) for name in resources}
-    closest = []
+    closest = []   # (key, unit, class name, its binding): named for the closest alone
     for unit in others:
         if not all(unit in offers[name] for name in resources):
             continue    # it has no inventory of a class at all: not close
@@ -136,10 +137,14 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
         amount = resources[name]
         lacking = math.ceil(max(amount - found_binding.offer.free, 0) if several
                             else found_binding.lacking)
-        provider_id = found_binding.offer.provider_id
         # One limit away first, then those several limits stop.
-        closest.append(((several, lacking / amount, lacking, unit), NearMiss(
+        closest.append(((several, lacking / amount, lacking, unit), name, lacking,
+                        found_binding))
+    misses = []
+    for (_, _, _, unit), name, lacking, found_binding in heapq.nsmallest(
+            NEAR_MISSES, closest, key=lambda entry: entry[0]):
+        provider_id = found_binding.offer.provider_id
+        misses.append(NearMiss(
             found.suffix, funnel.unit, roots_of[unit] if trees else roots_of[provider_id],
-            provider_id, name, amount, lacking, found_binding.limit, found_binding)))
-    closest.sort(key=lambda pair: pair[0])
-    return [miss for _, miss in closest[:NEAR_MISSES]]
+            provider_id, name, resources[name], lacking, found_binding.limit, found_binding))
+    return misses
