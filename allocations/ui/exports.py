@@ -23,14 +23,15 @@ def wanted(request):
 
 
 def chunks(queryset, size=CHUNK):
-    """The queryset's rows in lists of `size`, read as they are needed,
+    """The queryset's rows (or a list's items) in lists of `size`, read as they are needed,
     paced: an export works PLACEMENT_EXPORT_DUTY of its time at most (the
     rest it waits between chunks). An export is seconds of the database's
     work at normal priority, on the cores nova's claims need; it has no
     deadline, the claims have."""
     duty = settings.PLACEMENT_EXPORT_DUTY
     started = time.monotonic()
-    for chunk in batched(queryset.iterator(chunk_size=size), size):
+    rows = queryset.iterator(chunk_size=size) if hasattr(queryset, 'iterator') else queryset
+    for chunk in batched(rows, size):
         yield chunk   # back here once the chunk is written
         if duty < 1:
             time.sleep((time.monotonic() - started) * (1 - duty) / duty)

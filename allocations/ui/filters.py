@@ -288,6 +288,11 @@ class ProviderPages:
         return page + list(self.matching.exclude(pk__in_ids=ranked).order_by('id').values_list(
             'id', flat=True)[start:stop])
 
+    def ids(self, low, high):
+        """The ids at positions low..high-1 of a sort found among the
+        inventories (ranked or valued): an export's order, read at once."""
+        return self._ids(low, high)
+
     def _ids(self, low, high):
         """The ids of the providers at positions low..high-1."""
         if self.ranked:

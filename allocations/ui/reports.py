@@ -209,6 +209,30 @@ def provider_rows(providers):
     return columns, rows()
 
 
+def host_rows(roots):
+    """(columns, rows) of a hosts export: each tree (`roots`: a query of
+    its roots' ids, or the ids in order) with its fullest class
+    (books.fullest_class) and every class's used and capacity summed over
+    the tree, a chunk of trees and two queries at a time."""
+    classes = classes_with_inventory()
+    columns = ['uuid', 'name', 'fullest_class', 'fullest_utilization'] + [
+        f'{c}_{what}' for c in classes for what in ('used', 'capacity')]
+
+    def rows():
+        for chunk in exports.chunks(roots):
+            named = {pk: (uuid, name) for pk, uuid, name in ResourceProvider.objects.filter(
+                pk__in_ids=chunk).values_list('pk', 'uuid', 'name')}
+            usage = tree_usage_of(chunk)
+            for root in chunk:
+                held = {u.name: u for u in usage.get(root, ())}
+                fullest = books.fullest_class(held)
+                yield [*named.get(root, (None, None)),
+                       fullest and fullest.name, fullest and fullest.fraction] + [
+                    value for c in classes
+                    for value in ((held[c].used, held[c].capacity) if c in held else (None, None))]
+    return columns, rows()
+
+
 def consumer_rows(consumers, **within):
     """(columns, rows) of a consumers export: one row per allocation
     (narrowed by `within`), with its consumer's owner, a chunk of consumers

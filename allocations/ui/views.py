@@ -84,17 +84,23 @@ def _providers_page(request, hosts):
         matching, error = providers.none(), exc.detail
     else:
         error = None
-    if exports.wanted(request):
-        listed = sorted_providers(matching, sort, trees=trees)
-        return exports.streamed(request, 'hosts' if hosts else 'providers',
-                                *reports.provider_rows(listed.with_max_utilization()))
     # Every tree: no filter but the rows being roots.
     every_tree = trees and valid and not any(
         value not in (None, '') for name, value in filters.form.cleaned_data.items()
         if name != 'root_only')
     # Counted on the filtered providers, a page found from the inventories
     # where the sort is theirs (ProviderPages).
-    page = page_of(request, ProviderPages(matching, sort, trees=trees, every_tree=every_tree))
+    pages = ProviderPages(matching, sort, trees=trees, every_tree=every_tree)
+    if exports.wanted(request) and hosts:
+        # The trees summed, in the page's order (a ranking is read once, as ids).
+        order = (pages.ids(0, pages.count()) if pages.ranked else
+                 sorted_providers(matching, sort, trees=True).values_list('pk', flat=True))
+        return exports.streamed(request, 'hosts', *reports.host_rows(order))
+    if exports.wanted(request):
+        listed = sorted_providers(matching, sort, trees=trees)
+        return exports.streamed(request, 'providers',
+                                *reports.provider_rows(listed.with_max_utilization()))
+    page = page_of(request, pages)
     usage = (reports.tree_usage_of if trees else reports.utilization_of)(p.pk for p in page)
     return render(request, 'ui/providers.html', {
         'filters': filters, 'page': page, 'sort': sort, 'trees': trees, 'hosts': hosts,

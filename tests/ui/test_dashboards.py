@@ -1129,6 +1129,17 @@ def test_the_hosts_pages_rank_trees_by_their_fullest_class(staff, fullest):
     found = ResourceProvider.objects.in_bulk(expected)
     assert shown == [found[pk].uuid for pk in expected]
     assert '15 hosts match' in html and '<th>Parent</th>' not in html
+    # The export: the trees in the page's order, each with its books summed.
+    exported = list(csv.DictReader(io.StringIO(b''.join(staff.get(
+        f'/ui/hosts/?sort={sort}&export=csv').streaming_content).decode())))
+    assert [row['uuid'] for row in exported] == shown
+    for row in exported:
+        held = books.tree_books(ResourceProvider.objects.get(uuid=row['uuid']).pk)
+        fullest = books.fullest_class(held)
+        assert (row['fullest_class'] or None) == (fullest and fullest.name)
+        for name, usage in held.items():
+            assert (int(row[f'{name}_used']), float(row[f'{name}_capacity'])) == (
+                usage.used, usage.capacity), (row['name'], name)
 
 
 def test_cloud_counts_count_projects_holding_consumers(db):
