@@ -52,6 +52,14 @@ class Allocations:
         return index
 
     @classmethod
+    def claims(cls, tree):
+        """(consumer, provider, class id, used) of each allocation on the
+        tree: what a what-if (providers.what_if) takes away with a consumer
+        whose host goes."""
+        return ((consumer, provider, class_id, used)
+                for consumer, _owner, provider, class_id, used in _allocations(tree))
+
+    @classmethod
     def read(cls, rows, roots, present):
         """{root: array} of the trees `roots` (None: all), rows:
         providers.ledger.image.streamed; `present`: the roots the image found."""

@@ -327,6 +327,22 @@ class Image:
                 + sum(len(tree.providers) for tree in fresh.values()))
         return image
 
+    def replaced(self, trees):
+        """This image with trees replaced in memory ({root: Tree, or None
+        for a tree gone}), nothing read, its version and stamps kept: a
+        what-if's cloud (providers.what_if). The aggregate and sharing
+        indexes follow the trees, as in succeeded()."""
+        kept = dict(self.trees)
+        old = [kept.pop(root) for root in trees if root in kept]
+        fresh = {root: tree for root, tree in trees.items() if tree is not None}
+        kept.update(fresh)
+        image = Image(self.version, self.stamps, kept, self.catalogue, self.interned,
+                      dict(self.members), dict(self.sharing))
+        owned = set()
+        image._index(old, add=False, owned=owned)
+        image._index(fresh.values(), add=True, owned=owned)
+        return image
+
     def _placed(self, trees):
         """Where the trees' providers sit: (root, provider, aggregates,
         sharing) of each, what the indexes are made of."""

@@ -1,0 +1,233 @@
+"""What-if (providers.what_if, POST /capacity/what-if) against the change
+really made: on random small clouds (flat and nested NUMA trees, a sharing
+DISK_GB provider in a pool, two pools, allocations on the hosts and on the
+share), each kind of change is counted, then made through the Placement
+API (providers, inventories, traits and aggregates created; the removed
+hosts' consumers deleted, then their providers; inventories updated with
+the new ratio or reserved), and `before` must equal GET /capacity before,
+`after` GET /capacity after, for the cloud and every pool; on the smallest
+clouds `after` must also equal the exhaustive claim search of
+tests/test_capacity_fits.py."""
+import random
+
+import pytest
+
+from allocations import services as allocation_services
+from providers import what_if
+from tests.conftest import add_provider, new_uuid
+from tests.test_capacity_fits import most_claims
+
+AGG_A = 'a0000000-0000-4000-8000-00000000000a'
+AGG_B = 'b0000000-0000-4000-8000-00000000000b'
+AGG_NEW = 'c0000000-0000-4000-8000-00000000000c'
+SHARES = 'MISC_SHARES_VIA_AGGREGATE'
+SHAPES = [('small', {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}),
+          ('wide', {'VCPU': 2, 'MEMORY_MB': 1024})]
+QUERIES = ['VCPU:1,MEMORY_MB:512,DISK_GB:10', 'VCPU:2,MEMORY_MB:1024']
+
+
+# ---- the clouds -----------------------------------------------------------------------------
+
+class Cloud:
+    """What the test built: roots by name with their aggregates, the
+    providers of each tree (name -> provider), the sharing roots."""
+
+    def __init__(self):
+        self.trees = {}        # root name -> [provider, ...] root first
+        self.aggregates = {}   # provider name -> [uuid]
+        self.sharing = set()
+
+
+def build_cloud(rng):
+    cloud = Cloud()
+    nfs = add_provider('nfs', inventories={'DISK_GB': {'total': rng.choice([40, 60, 100])}},
+                       traits=[SHARES], aggregates=[AGG_A])
+    cloud.trees['nfs'] = [nfs]
+    cloud.aggregates['nfs'] = [AGG_A]
+    cloud.sharing.add('nfs')
+    hosts = []
+    for index in range(rng.randint(3, 4)):
+        name = f'cn{index}'
+        aggregates = rng.choice([[AGG_A], [AGG_B], [AGG_A, AGG_B], []])
+        disk = {} if AGG_A in aggregates and rng.random() < 0.6 else {
+            'DISK_GB': {'total': rng.choice([20, 30, 50])}}
+        if rng.random() < 0.5:
+            root = add_provider(name, inventories=disk or None, aggregates=aggregates)
+            cloud.trees[name] = [root]
+            for numa in range(rng.randint(1, 2)):
+                cloud.trees[name].append(add_provider(f'{name}-numa{numa}', parent=root, inventories={
+                    'VCPU': {'total': rng.choice([1, 2, 3])},
+                    'MEMORY_MB': {'total': rng.choice([1024, 2048])}}))
+        else:
+            root = add_provider(name, inventories={
+                'VCPU': {'total': rng.choice([2, 3, 4]), 'allocation_ratio': rng.choice([1.0, 1.5])},
+                'MEMORY_MB': {'total': rng.choice([1024, 2048, 3072]),
+                              'reserved': rng.choice([0, 512])}, **disk}, aggregates=aggregates)
+            cloud.trees[name] = [root]
+        cloud.aggregates[name] = aggregates
+        hosts.append(name)
+    # Allocations: some on a host alone, some on a host and the share.
+    for name in rng.sample(hosts, 2):
+        providers = cloud.trees[name]
+        holder = next((p for p in providers if p.inventories.filter(
+            resource_class__name='VCPU').exists()), None)
+        if holder is None:
+            continue
+        allocations = {holder.uuid: {'VCPU': 1}}
+        if AGG_A in cloud.aggregates[name] and rng.random() < 0.7:
+            allocations[nfs.uuid] = {'DISK_GB': 10}
+        allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+            consumer_uuid=new_uuid(), allocations=allocations, project_id='p', user_id='u',
+            generation=None)])
+    return cloud
+
+
+# ---- reading and making the change through the API ----------------------------------------
+
+def capacity_fits(api):
+    """{group: [fits per shape]}: GET /capacity, the cloud and every pool."""
+    found = {}
+    for query in QUERIES:
+        for group_by in ('cloud', 'aggregate'):
+            answer = api.get(f'/capacity?group_by={group_by}&resources={query}')
+            assert answer.status_code == 200, answer.content
+            for group in answer.body['groups']:
+                found.setdefault(group['group'], []).append(group['fits'])
+    return found
+
+
+def outcome_fits(outcome, when):
+    return {group.key: [getattr(group, when)[index].count for index in range(len(SHAPES))]
+            for group in outcome.groups}
+
+
+def nonzero(fits):
+    """Groups with some count (GET /capacity leaves out a pool without the
+    shapes' classes; the what-if answers it with zeros)."""
+    return {key: counts for key, counts in fits.items() if any(counts)}
+
+
+def ok(response, status=200):
+    assert response.status_code == status, response.content
+    return response
+
+
+def generation(api, uuid):
+    return ok(api.get(f'/resource_providers/{uuid}')).body['generation']
+
+
+def create_host(api, name, inventories, traits=(), aggregates=(), parent=None):
+    body = {'name': name, **({'parent_provider_uuid': parent} if parent else {})}
+    uuid = ok(api.post('/resource_providers', body), 200).body['uuid']
+    if inventories:
+        ok(api.put(f'/resource_providers/{uuid}/inventories', {
+            'resource_provider_generation': generation(api, uuid), 'inventories': inventories}))
+    if traits:
+        ok(api.put(f'/resource_providers/{uuid}/traits', {
+            'resource_provider_generation': generation(api, uuid), 'traits': list(traits)}))
+    if aggregates:
+        ok(api.put(f'/resource_providers/{uuid}/aggregates', {
+            'resource_provider_generation': generation(api, uuid),
+            'aggregates': list(aggregates)}))
+    return uuid
+
+
+def add_for_real(api, hosts):
+    for number in range(1, hosts.count + 1):
+        name = f'{hosts.name}-{number}'
+        root = create_host(api, name, hosts.inventories, hosts.traits, hosts.aggregates)
+        for index, (inventories, traits) in enumerate(hosts.children):
+            create_host(api, f'{name}-{index}', inventories, traits, parent=root)
+
+
+def remove_for_real(api, cloud, root_name):
+    providers = cloud.trees.pop(root_name)
+    for provider in providers:
+        held = ok(api.get(f'/resource_providers/{provider.uuid}/allocations')).body
+        for consumer in held['allocations']:
+            ok(api.delete(f'/allocations/{consumer}'), 204)
+    for provider in reversed(providers):   # children first
+        ok(api.delete(f'/resource_providers/{provider.uuid}'), 204)
+
+
+def set_for_real(api, cloud, setting):
+    for root_name, providers in cloud.trees.items():
+        in_pool = setting.aggregate is None or setting.aggregate in cloud.aggregates.get(root_name, ())
+        for provider in providers:
+            if not (in_pool or setting.aggregate in cloud.aggregates.get(provider.name, ())):
+                continue
+            path = f'/resource_providers/{provider.uuid}/inventories/{setting.resource_class}'
+            found = api.get(path)
+            if found.status_code == 404:
+                continue
+            record = {k: v for k, v in found.body.items()}
+            if setting.allocation_ratio is not None:
+                record['allocation_ratio'] = setting.allocation_ratio
+            if setting.reserved is not None:
+                record['reserved'] = setting.reserved
+            ok(api.put(path, record))
+
+
+def removed_roots(cloud, removal):
+    import fnmatch
+    chosen = set(removal.hosts)
+    for name in cloud.trees:
+        if name in cloud.sharing:
+            continue
+        if set(removal.aggregates) & set(cloud.aggregates.get(name, ())):
+            chosen.add(name)
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in removal.patterns):
+            chosen.add(name)
+    return sorted(chosen)
+
+
+# ---- the changes ------------------------------------------------------------------------------
+
+FLAT = {'VCPU': {'total': 4}, 'MEMORY_MB': {'total': 2048, 'reserved': 512},
+        'DISK_GB': {'total': 30}}
+CHANGES = {
+    'add flat hosts to a pool': what_if.Change(add=(what_if.NewHosts(
+        2, FLAT, traits=('HW_CPU_X86_AVX2',), aggregates=(AGG_B,), name='new'),)),
+    'add diskless NUMA hosts to the share\'s pool': what_if.Change(add=(what_if.NewHosts(
+        2, {}, aggregates=(AGG_A,), name='numa', children=(
+            ({'VCPU': {'total': 2, 'allocation_ratio': 1.5}, 'MEMORY_MB': {'total': 1024}},
+             ('HW_NUMA_ROOT',)),
+            ({'VCPU': {'total': 1}, 'MEMORY_MB': {'total': 2048, 'step_size': 512}}, ()))),)),
+    'add hosts to a new pool': what_if.Change(add=(what_if.NewHosts(
+        1, {**FLAT, 'VCPU': {'total': 8, 'max_unit': 1}}, aggregates=(AGG_NEW,), name='fresh'),)),
+    'remove by aggregate': what_if.Change(remove=what_if.Removal(aggregates=(AGG_A,))),
+    'remove by pattern': what_if.Change(remove=what_if.Removal(patterns=('cn[02]',))),
+    'remove a list': what_if.Change(remove=what_if.Removal(hosts=('cn1', 'nfs'))),
+    'ratio everywhere': what_if.Change(settings=(what_if.Setting('VCPU', allocation_ratio=2.0),)),
+    'reserved in a pool': what_if.Change(settings=(
+        what_if.Setting('MEMORY_MB', aggregate=AGG_B, reserved=1024),
+        what_if.Setting('DISK_GB', aggregate=AGG_A, allocation_ratio=0.5))),
+    'all at once': what_if.Change(
+        add=(what_if.NewHosts(1, FLAT, aggregates=(AGG_A,), name='more'),),
+        remove=what_if.Removal(patterns=('cn3',), hosts=('cn0',)),
+        settings=(what_if.Setting('VCPU', aggregate=AGG_A, allocation_ratio=1.5),)),
+}
+
+
+def make_for_real(api, cloud, change):
+    for root_name in removed_roots(cloud, change.remove):
+        remove_for_real(api, cloud, root_name)
+    for setting in change.settings:
+        set_for_real(api, cloud, setting)
+    for hosts in change.add:
+        add_for_real(api, hosts)
+
+
+@pytest.mark.parametrize('seed', range(3))
+@pytest.mark.parametrize('kind', list(CHANGES))
+def test_after_is_what_the_change_really_makes(api, kind, seed):
+    rng = random.Random(f'{kind}-{seed}')
+    cloud = build_cloud(rng)
+    change = CHANGES[kind]
+    before = capacity_fits(api)
+    outcome = what_if.what_if(change, SHAPES)
+    assert nonzero(outcome_fits(outcome, 'before')) == nonzero(before)
+    assert outcome.hosts_removed == removed_roots(cloud, change.remove)
+    assert all(fit.exact for group in outcome.groups for fit in group.before + group.after)
+    make_for_real(api, cloud, change)
+    assert nonzero(outcome_fits(outcome, 'after')) == nonzero(capacity_fits(api)), kind
