@@ -17,6 +17,7 @@ from providers.api import capacity as capacity_views
 from providers.api import pool_labels as pool_label_views
 from providers.api import trends as trend_views
 from providers.api import views as provider_views
+from providers.api import what_if as what_if_views
 from providers.pods import views as pod_views
 
 
@@ -65,6 +66,8 @@ urlpatterns = [
           {'get': 'list'}, 'explain-allocation-candidates'),
     # Not part of OpenStack Placement: usage trends (before any other capacity/ path).
     route('capacity/trends', trend_views.UsageTrendViewSet, {'get': 'list'}, 'capacity-trends'),
+    # Not part of OpenStack Placement: capacity before and after a change, nothing written.
+    route('capacity/what-if', what_if_views.WhatIfViewSet, {'post': 'create'}, 'capacity-what-if'),
     # Not part of OpenStack Placement: the change log notifications are sent from.
     route('events', P.EventViewSet, {'get': 'list'}, 'events'),
     # Not part of OpenStack Placement: pods and the tenants bound to them.

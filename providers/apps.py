@@ -8,7 +8,8 @@ from placement_site import operator_groups
 
 # The modules describing this app's API views for the OpenAPI document
 # (drf-spectacular's extend_schema_view, applied to the views they name).
-CONTRACTS = ('api.docs', 'api.trends_docs', 'api.capacity_docs', 'api.pool_labels_docs')
+CONTRACTS = ('api.docs', 'api.trends_docs', 'api.capacity_docs', 'api.pool_labels_docs',
+             'api.what_if_docs')
 
 
 class ProvidersConfig(AppConfig):

@@ -24,6 +24,7 @@ candidate search grants one after another) answers once the change is
 made: tests/test_what_if.py makes it for real to check.
 """
 import collections
+import contextlib
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -131,8 +132,8 @@ def what_if(change, shapes=None, using='default'):
     flavors = [_Named(name, resources) for name, resources in shapes]
     counted, shape_ids = capacity.flavor_shapes(flavors)
     aggregates = _aggregate_ids(change)
-    image, before_folds = _read(using, shape_ids)
-    edit = _Edit(image, aggregates)
+    image, before_folds, lock = _read(using, shape_ids)
+    edit = _Edit(image, aggregates, lock)
     trees = edit.apply(change, using)
     after = image.replaced(trees) if trees else image
     affected = set(trees)
@@ -195,9 +196,11 @@ def _aggregate_ids(change):
 # ---- reading the cloud and the folds -----------------------------------------------------
 
 def _read(using, shapes):
-    """(image, {grouping: FitsFold of the shapes on it}) of the cloud and
-    of every pool: the ledger's (copied: its folds move on with the
-    writes) when it serves, else read whole and counted here."""
+    """(image, {grouping: FitsFold of the shapes on it}, lock) of the
+    cloud and of every pool: the ledger's (copied: its folds move on with
+    the writes) when it serves, else read whole and counted here; the lock
+    to hold while adding to the image's interned values (the ledger's,
+    shared with its refreshes)."""
     if ledger.serves(using):
         held = ledger.live.ledger(using)
         key = tuple(tuple(sorted(shape.items())) for shape in shapes)   # as ledger.fits keys it
@@ -210,14 +213,15 @@ def _read(using, shapes):
             images = {id(image) for _, image in read.values()}
             if len(images) == 1:   # no write moved the image between the two
                 image = next(iter(read.values()))[1]
-                return image, {grouping: fold for grouping, (fold, _) in read.items()}
+                return (image, {grouping: fold for grouping, (fold, _) in read.items()},
+                        held.lock)
     with snapshots.read_snapshot(using):
         image = Image.read(streamed(connections[using]), None, frozenset())
     folds = {}
     for grouping in (CLOUD, POOLS):
         folds[grouping] = FitsFold(grouping, shapes)
         folds[grouping].build(image)
-    return image, folds
+    return image, folds, contextlib.nullcontext()
 
 
 def _copied(fold):
@@ -245,8 +249,9 @@ def _copied_shape(counted):
 class _Edit:
     """The trees a change replaces ({root: Tree or None}) on an image."""
 
-    def __init__(self, image, aggregates):
+    def __init__(self, image, aggregates, lock):
         self.image = image
+        self.lock = lock
         self.aggregates = aggregates        # uuid -> id, the existing ones
         self.new_aggregates = {}            # uuid -> a made-up id (below 0)
         self.trees = {}
@@ -399,7 +404,8 @@ class _Edit:
             if trait_id is None:
                 raise Refused(f'No such trait {name}.')
             ids.append(trait_id)
-        return self.image.interned.traits(ids)
+        with self.lock:
+            return self.image.interned.traits(ids)
 
     def _aggregate(self, uuid):
         pk = self.aggregates.get(uuid)

@@ -110,6 +110,7 @@ OPERATIONS = {
     ('/events', 'get'): '1.0',
     ('/capacity/trends', 'get'): '1.0',
     ('/capacity', 'get'): '1.0',
+    ('/capacity/what-if', 'post'): '1.0',
     ('/pods', 'get'): '1.0',
     ('/pods', 'post'): '1.0',
     ('/pods/{uuid}', 'get'): '1.0',
@@ -174,6 +175,7 @@ ANSWERS = {
     ('/events', 'get'): {'200'},
     ('/capacity/trends', 'get'): {'200', '404'},
     ('/capacity', 'get'): {'200'},
+    ('/capacity/what-if', 'post'): {'200', '415'},
     ('/pods', 'get'): {'200'},
     ('/pods', 'post'): {'201', '409', '415'},
     ('/pods/{uuid}', 'get'): {'200', '404'},
@@ -1234,6 +1236,13 @@ def exercise_every_operation(api, version):
     run('get', '/capacity', '/capacity?group_by=aggregate&resources=VCPU:1,DISK_GB:5', 200)
     run('get', '/capacity', '/capacity?group_by=root&resource_class=VCPU&format=csv', 200)
     run('get', '/capacity', '/capacity?group_by=trait&resources=CUSTOM_NOPE:1', 400)
+    run('post', '/capacity/what-if', '/capacity/what-if', 200, {
+        'add_hosts': [{'count': 2, 'inventories': {'VCPU': {'total': 8}},
+                       'aggregates': [aggregate]}],
+        'remove_hosts': {'names': ['*1']},
+        'set_inventories': [{'resource_class': 'VCPU', 'allocation_ratio': 2.0}]})
+    run('post', '/capacity/what-if', '/capacity/what-if', 200, {'resources': 'VCPU:1'})
+    run('post', '/capacity/what-if', '/capacity/what-if', 400, {'remove_hosts': {'hosts': ['nope']}})
 
     # ---- pods and pod bindings (ours: the same at every microversion)
     pod = run('post', '/pods', '/pods', 201, {'name': 'Pod1', 'aggregate': aggregate,

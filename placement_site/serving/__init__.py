@@ -16,7 +16,8 @@ import ipaddress
 # files, the API docs, the scrape, the capacity reads and explain. Every
 # other path, unknown ones included, is the Placement API's.
 OPERATOR_PREFIXES = ('/ui/', '/admin/', '/accounts/', '/static/', '/api/', '/explain/')
-OPERATOR_PATHS = ('/metrics', '/capacity', '/capacity/trends', '/favicon.ico')
+OPERATOR_PATHS = ('/metrics', '/capacity', '/capacity/trends', '/capacity/what-if',
+                  '/favicon.ico')
 POOLS = ('api', 'operator')
 
 # The header the front sets to the client's address, overwriting whatever a
