@@ -231,3 +231,93 @@ def test_after_is_what_the_change_really_makes(api, kind, seed):
     assert all(fit.exact for group in outcome.groups for fit in group.before + group.after)
     make_for_real(api, cloud, change)
     assert nonzero(outcome_fits(outcome, 'after')) == nonzero(capacity_fits(api)), kind
+
+
+# ---- the API ---------------------------------------------------------------------------------
+
+def test_the_api_answers_before_and_after_per_flavor_and_pool_and_writes_nothing(
+        api, settings, db_snapshot):
+    settings.PLACEMENT_CAPACITY_FLAVORS = 'one=VCPU:1,MEMORY_MB:1024;big=VCPU:8,MEMORY_MB:1024'
+    add_provider('cn1', inventories={'VCPU': {'total': 4}, 'MEMORY_MB': {'total': 4096}},
+                 aggregates=[AGG_A])
+    add_provider('cn2', inventories={'VCPU': {'total': 2}, 'MEMORY_MB': {'total': 2048}},
+                 aggregates=[AGG_B])
+    body = {'add_hosts': [{'count': 3, 'name': 'more', 'aggregates': [AGG_A, AGG_NEW],
+                           'inventories': {'VCPU': {'total': 8, 'reserved': 2},
+                                           'MEMORY_MB': {'total': 1024}}}],
+            'remove_hosts': {'names': ['cn2']},
+            'set_inventories': [{'resource_class': 'VCPU', 'aggregate': AGG_A,
+                                 'allocation_ratio': 2.0}]}
+    before = db_snapshot()
+    answer = ok(api.post('/capacity/what-if', body))
+    assert db_snapshot() == before   # nothing written
+    assert answer.body['shapes'] == [
+        {'name': 'one', 'resources': {'VCPU': 1, 'MEMORY_MB': 1024}},
+        {'name': 'big', 'resources': {'VCPU': 8, 'MEMORY_MB': 1024}}]
+    assert answer.body['changes'] == {'hosts_added': 3, 'hosts_removed': ['cn2'],
+                                      'consumers_removed': 0, 'inventories_changed': 1}
+
+    def fits(before, after):
+        return {'before': before, 'after': after, 'before_exact': True, 'after_exact': True}
+    # cn1: VCPU 4 -> 8 at ratio 2, memory 4: 4 of `one`, then one `big` too;
+    # each new host: 6 VCPU (the ratio leaves them), memory 1: one `one`, no `big`.
+    assert answer.body['groups'] == [
+        {'group': 'cloud', 'name': None, 'fits': {'one': fits(6, 7), 'big': fits(0, 1)}},
+        {'group': AGG_A, 'name': AGG_A, 'fits': {'one': fits(4, 7), 'big': fits(0, 1)}},
+        {'group': AGG_B, 'name': AGG_B, 'fits': {'one': fits(2, 0), 'big': fits(0, 0)}},
+        {'group': AGG_NEW, 'name': None, 'fits': {'one': fits(0, 3), 'big': fits(0, 0)}},
+    ]
+    # A shape of one's own instead of the flavors.
+    answer = ok(api.post('/capacity/what-if', {'resources': 'VCPU:2'}))
+    assert answer.body['shapes'] == [{'name': 'VCPU:2', 'resources': {'VCPU': 2}}]
+    assert answer.body['groups'][0]['fits'] == {'VCPU:2': fits(3, 3)}
+
+
+@pytest.mark.parametrize('body, detail', [
+    ([], 'is not of type'),
+    ({'nope': 1}, 'Additional properties'),
+    ({'resources': 'VCPU'}, 'resources'),
+    ({'resources': 'CUSTOM_NOPE:1'}, 'Invalid resource class in resources'),
+    ({'add_hosts': [{'count': 0, 'inventories': {}}]}, 'minimum'),
+    ({'add_hosts': [{'count': 1001, 'inventories': {}}]}, 'maximum'),
+    ({'add_hosts': [{'inventories': {}}]}, "'count' is a required property"),
+    ({'add_hosts': [{'count': 1, 'inventories': {'VCPU': {}}}]}, "'total' is a required"),
+    ({'add_hosts': [{'count': 1, 'inventories': {'VCPU': {'total': 1, 'step': 1}}}]},
+     'Additional properties'),
+    ({'add_hosts': [{'count': 1, 'inventories': {'vcpu': {'total': 1}}}]}, 'does not match'),
+    ({'add_hosts': [{'count': 1, 'inventories': {'CUSTOM_NOPE': {'total': 1}}}]},
+     'No such resource class CUSTOM_NOPE'),
+    ({'add_hosts': [{'count': 1, 'inventories': {'VCPU': {'total': 1, 'reserved': 2}}}]},
+     'capacity below zero'),
+    ({'add_hosts': [{'count': 1, 'inventories': {}, 'traits': ['CUSTOM_NOPE']}]},
+     'No such trait CUSTOM_NOPE'),
+    ({'add_hosts': [{'count': 1, 'inventories': {}, 'aggregates': ['x']}]}, 'does not match'),
+    ({'add_hosts': [{'count': 1, 'inventories': {}, 'children': [{'traits': []}]}]},
+     "'inventories' is a required"),
+    ({'remove_hosts': {'aggregates': [AGG_NEW]}}, f'No aggregate {AGG_NEW} exists'),
+    ({'remove_hosts': {'hosts': ['cn9']}}, 'No root provider named cn9'),
+    ({'remove_hosts': {'names': ['']}}, 'should be non-empty'),
+    ({'remove_hosts': {'every': True}}, 'Additional properties'),
+    ({'set_inventories': [{'resource_class': 'VCPU'}]}, 'is not valid under any'),
+    ({'set_inventories': [{'resource_class': 'VCPU', 'reserved': -1}]}, 'minimum'),
+    ({'set_inventories': [{'resource_class': 'VCPU', 'allocation_ratio': 'x'}]}, 'not of type'),
+    ({'set_inventories': [{'resource_class': 'CUSTOM_NOPE', 'reserved': 1}]},
+     'No such resource class CUSTOM_NOPE'),
+    ({'set_inventories': [{'resource_class': 'VCPU', 'reserved': 9}]}, 'capacity below zero'),
+    ({'set_inventories': [{'resource_class': 'VCPU', 'aggregate': AGG_NEW, 'reserved': 1}]},
+     f'No aggregate {AGG_NEW} exists'),
+])
+def test_a_bad_field_is_a_400_in_placements_format(api, db_snapshot, body, detail):
+    add_provider('cn1', inventories={'VCPU': {'total': 4}}, aggregates=[AGG_A])
+    before = db_snapshot()
+    answer = api.post('/capacity/what-if', body)
+    assert db_snapshot() == before
+    assert answer.status_code == 400, answer.content
+    error, = answer.body['errors']
+    assert error['code'] == 'placement.undefined_code'
+    assert detail in error['detail'], error['detail']
+
+
+def test_only_admins_and_services_ask(make_api):
+    answer = make_api(token='user:proj').post('/capacity/what-if', {})
+    assert answer.status_code == 403, answer.content

@@ -16,7 +16,7 @@ from placement_site.validation import (
 from providers import querysets, what_if
 from providers.api.capacity import POLICY
 
-MAX_HOSTS = 10000
+MAX_HOSTS = 1000
 _UUID = {'type': 'string', 'pattern': UUID_PATTERN}
 _NAMES = {'type': 'array', 'items': {'type': 'string', 'pattern': NAME_PATTERN}, 'maxItems': 64}
 _RATIO = {'type': 'number', 'minimum': 0, 'maximum': SQL_SP_FLOAT_MAX}
@@ -34,7 +34,7 @@ INVENTORY = {
     'additionalProperties': False,
 }
 INVENTORIES = {'type': 'object', 'propertyNames': {'pattern': NAME_PATTERN},
-               'additionalProperties': INVENTORY, 'maxProperties': 64}
+               'additionalProperties': INVENTORY, 'maxProperties': 16}
 HOSTS = {
     'type': 'object',
     'properties': {
@@ -43,7 +43,7 @@ HOSTS = {
         'inventories': INVENTORIES,
         'traits': _NAMES,
         'aggregates': {'type': 'array', 'items': _UUID, 'maxItems': 64},
-        'children': {'type': 'array', 'maxItems': 16, 'items': {
+        'children': {'type': 'array', 'maxItems': 8, 'items': {
             'type': 'object',
             'properties': {'inventories': INVENTORIES, 'traits': _NAMES},
             'required': ['inventories'],
