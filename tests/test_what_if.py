@@ -321,3 +321,64 @@ def test_a_bad_field_is_a_400_in_placements_format(api, db_snapshot, body, detai
 def test_only_admins_and_services_ask(make_api):
     answer = make_api(token='user:proj').post('/capacity/what-if', {})
     assert answer.status_code == 403, answer.content
+
+
+# ---- the claims a candidate search grants, and the ledger's own folds -----------------------
+
+def test_after_is_the_claims_granted_one_after_another(api):
+    """A cloud small enough for the exhaustive search: a diskless host
+    added to the share's pool, and a host whose consumer also holds disk on
+    the share removed."""
+    nfs = add_provider('nfs', inventories={'DISK_GB': {'total': 40}}, traits=[SHARES],
+                       aggregates=[AGG_A])
+    cn1 = add_provider('cn1', inventories={'VCPU': {'total': 2}, 'MEMORY_MB': {'total': 1024}},
+                       aggregates=[AGG_A])
+    cn2 = add_provider('cn2', inventories={'DISK_GB': {'total': 20}})
+    add_provider('cn2-numa0', parent=cn2,
+                 inventories={'VCPU': {'total': 1}, 'MEMORY_MB': {'total': 1024}})
+    allocation_services.allocations_replace([allocation_services.ConsumerAllocations(
+        consumer_uuid=new_uuid(), allocations={cn1.uuid: {'VCPU': 1}, nfs.uuid: {'DISK_GB': 20}},
+        project_id='p', user_id='u', generation=None)])
+    query = 'VCPU:1,MEMORY_MB:512,DISK_GB:10'
+    shapes = [('s', {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10})]
+    change = what_if.Change(
+        add=(what_if.NewHosts(1, {'VCPU': {'total': 2}, 'MEMORY_MB': {'total': 1024}},
+                              aggregates=(AGG_A,), name='new'),),
+        remove=what_if.Removal(hosts=('cn1',)))
+    outcome = what_if.what_if(change, shapes)
+    # cn1: 1 VCPU left (the share has 2 claims of disk), cn2 1; then the new host takes 2
+    # from the share, its 4 claims free with cn1's consumer gone, and cn2 still 1.
+    assert [g.before[0].count for g in outcome.groups] == [2, 1]
+    assert [g.after[0].count for g in outcome.groups] == [3, 2]
+    assert outcome.consumers_removed == 1
+    cloud = Cloud()
+    cloud.trees = {'cn1': [cn1]}
+    make_for_real(api, cloud, change)
+    assert most_claims(api, f'resources={query}') == outcome.groups[0].after[0].count
+    assert most_claims(api, f'resources={query}&member_of={AGG_A}') == outcome.groups[1].after[0].count
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.slow
+@pytest.mark.parametrize('kind', ['add diskless NUMA hosts to the share\'s pool',
+                                  'remove by aggregate', 'remove a list', 'all at once'])
+def test_the_ledgers_folds_moved_along_answer_as_a_fresh_count(monkeypatch, kind):
+    """Outside a writing transaction the ledger serves: its held folds,
+    copied and moved by the changed trees, against folds counted afresh on
+    the whole cloud read again, and GET /capacity after the change."""
+    from django.db import connection
+
+    from providers import ledger
+    from tests.conftest import PlacementClient
+    assert not connection.in_atomic_block
+    api = PlacementClient()
+    cloud = build_cloud(random.Random(kind))
+    assert ledger.serves('default')
+    capacity_fits(api)   # the ledger's folds of the cloud and the pools, for these shapes
+    held = what_if.what_if(CHANGES[kind], SHAPES)
+    with monkeypatch.context() as patched:
+        patched.setattr(what_if.ledger, 'serves', lambda using: False)
+        fresh = what_if.what_if(CHANGES[kind], SHAPES)
+    assert held == fresh
+    make_for_real(api, cloud, CHANGES[kind])
+    assert nonzero(outcome_fits(held, 'after')) == nonzero(capacity_fits(api))
