@@ -60,6 +60,12 @@ class Allocations:
                 for consumer, _owner, provider, class_id, used in _allocations(tree))
 
     @classmethod
+    def consumers(cls, tree):
+        """The consumers holding allocations on the tree."""
+        rows = facet_data(tree, cls.key)
+        return set(rows[0::cls.FIELDS]) if rows else set()
+
+    @classmethod
     def read(cls, rows, roots, present):
         """{root: array} of the trees `roots` (None: all), rows:
         providers.ledger.image.streamed; `present`: the roots the image found."""

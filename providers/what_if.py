@@ -45,8 +45,8 @@ POOLS = groupings.Grouping(groupings.POOLS)
 
 INVENTORY_DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
                       'allocation_ratio': 1.0}
-# Consumers of removed hosts looked up per query.
-CONSUMERS_PER_QUERY = 900
+# Removed trees whose consumers' other trees one query looks up.
+ROOTS_PER_QUERY = 900
 
 
 class Refused(ValueError):
@@ -324,14 +324,20 @@ class _Edit:
             return
         for root in removed:
             for facet in claimers:
-                self.consumers.update(c for c, *_ in facet.claims(self.image.trees[root]))
+                self.consumers.update(facet.consumers(self.image.trees[root]))
         if not self.consumers:
             return
-        consumers = sorted(self.consumers)
+        # The other trees where they hold some: every tree holding an
+        # allocation of a consumer that holds one on a removed tree, a query
+        # per ROOTS_PER_QUERY removed trees (the amounts are the image's).
+        roots = sorted(removed)
         elsewhere = set()
-        for start in range(0, len(consumers), CONSUMERS_PER_QUERY):
+        for start in range(0, len(roots), ROOTS_PER_QUERY):
+            held = ResourceProvider.objects.using(using).filter(
+                root_provider_id__in=roots[start:start + ROOTS_PER_QUERY],
+            ).values('allocations__consumer_id')
             elsewhere.update(ResourceProvider.objects.using(using).filter(
-                allocations__consumer_id__in=consumers[start:start + CONSUMERS_PER_QUERY],
+                allocations__consumer_id__in=held,
             ).values_list('root_provider_id', flat=True).distinct())
         for root in elsewhere - removed:
             tree = self.tree(root)
