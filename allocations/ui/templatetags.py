@@ -67,6 +67,17 @@ def _exact(value):
 
 
 @register.filter
+def change(value):
+    """A change in a count, signed and thousands separated ('+2,000',
+    '−310', '0'): the what-if page's "after − before"."""
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return ''
+    return f'+{value:,}' if value > 0 else f'\u2212{-value:,}' if value < 0 else '0'
+
+
+@register.filter
 def in_unit(value, resource_class=None):
     """An amount of a resource class as the pages print it (amount()), with
     the exact figure in its title and data-exact: admins check it against

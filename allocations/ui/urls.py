@@ -2,6 +2,7 @@
 from django.urls import path
 
 from allocations.ui import views
+from allocations.ui import what_if as what_if_page
 
 app_name = 'ui'
 urlpatterns = [
@@ -18,6 +19,7 @@ urlpatterns = [
     path('pods/<str:uuid>/', views.pod_detail, name='pod'),
     path('usage/', views.usage, name='usage'),
     path('capacity/', views.capacity_report, name='capacity'),
+    path('what-if/', what_if_page.what_if, name='what-if'),
     path('explorer/', views.explorer, name='explorer'),
     path('audit/', views.audit_page, name='audit'),
 ]
