@@ -132,7 +132,8 @@ def what_if(change, shapes=None, using='default'):
     flavors = [_Named(name, resources) for name, resources in shapes]
     counted, shape_ids = capacity.flavor_shapes(flavors)
     aggregates = _aggregate_ids(change)
-    image, before_folds, lock = _read(using, shape_ids)
+    memo = {}
+    image, before_folds, lock = _read(using, shape_ids, memo)
     edit = _Edit(image, aggregates, lock)
     trees = edit.apply(change, using)
     after = image.replaced(trees) if trees else image
@@ -144,13 +145,9 @@ def what_if(change, shapes=None, using='default'):
     found = {}
     for grouping, fold in before_folds.items():
         before = fold.value(image)
-        moved = _copied(fold)
-        if not affected:
-            pass
-        elif not moved.update(image, after, affected):
-            moved = FitsFold(grouping, shape_ids)
-            moved.build(after)
-        found[grouping.kind] = (before, moved.value(after))
+        if affected and not fold.update(image, after, affected):
+            fold = _MovedFits.built(grouping, shape_ids, memo, after)
+        found[grouping.kind] = (before, fold.value(after))
     return _outcome(shapes, counted, found, edit)
 
 
@@ -195,10 +192,11 @@ def _aggregate_ids(change):
 
 # ---- reading the cloud and the folds -----------------------------------------------------
 
-def _read(using, shapes):
-    """(image, {grouping: FitsFold of the shapes on it}, lock) of the
-    cloud and of every pool: the ledger's (copied: its folds move on with
-    the writes) when it serves, else read whole and counted here; the lock
+def _read(using, shapes, memo):
+    """(image, {grouping: FitsFold of the shapes on it, its own to move
+    along}, lock) of the cloud and of every pool: the ledger's (copied: its
+    folds move on with the writes) when it serves, else read whole and
+    counted here; the lock
     to hold while adding to the image's interned values (the ledger's,
     shared with its refreshes)."""
     if ledger.serves(using):
@@ -208,7 +206,7 @@ def _read(using, shapes):
             with held.lock:
                 read = {grouping: held.read(('fits', grouping, key),
                                             lambda g=grouping: FitsFold(g, shapes),
-                                            lambda fold, image: (_copied(fold), image))
+                                            lambda fold, image: (_copied(fold, memo), image))
                         for grouping in (CLOUD, POOLS)}
             images = {id(image) for _, image in read.values()}
             if len(images) == 1:   # no write moved the image between the two
@@ -217,21 +215,42 @@ def _read(using, shapes):
                         held.lock)
     with snapshots.read_snapshot(using):
         image = Image.read(streamed(connections[using]), None, frozenset())
-    folds = {}
-    for grouping in (CLOUD, POOLS):
-        folds[grouping] = FitsFold(grouping, shapes)
-        folds[grouping].build(image)
+    folds = {grouping: _MovedFits.built(grouping, shapes, memo, image)
+             for grouping in (CLOUD, POOLS)}
     return image, folds, contextlib.nullcontext()
 
 
-def _copied(fold):
+class _MovedFits(FitsFold):
+    """A FitsFold moved along privately; the folds of one what-if share
+    `memo`, each tree's slots per set of its providers, so the cloud's and
+    the pools' folds read a changed tree's inventories once."""
+
+    @classmethod
+    def built(cls, grouping, shapes, memo, image):
+        fold = cls(grouping, shapes)
+        fold.memo = memo
+        fold.build(image)
+        return fold
+
+    def _own_slots(self, tree, providers, excluded):
+        if providers is not None and len(providers) == len(tree.providers):
+            providers = None   # the whole tree, as the cloud's fold asks it
+        key = (tree, providers, excluded)   # the tree itself: kept while remembered
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = super()._own_slots(tree, providers, excluded)
+        return found
+
+
+def _copied(fold, memo):
     """A FitsFold to move along privately: its groups' counts copied."""
-    moved = FitsFold.__new__(FitsFold)
+    moved = _MovedFits.__new__(_MovedFits)
     moved.__dict__.update(fold.__dict__)
     moved.groups = {group: [_copied_shape(counted) for counted in shapes]
                     for group, shapes in fold.groups.items()}
     moved.parts = collections.Counter(fold.parts)
     moved.trees = dict(fold.trees) if hasattr(fold, 'trees') else {}
+    moved.memo = memo
     return moved
 
 
