@@ -67,6 +67,8 @@ def every_page(api):
         'explorer': '/ui/explorer/?resources=VCPU:1,MEMORY_MB:512,DISK_GB:20&limit=5',
         'audit': '/ui/audit/',
         'capacity': '/ui/capacity/?group_by=aggregate&flavor=medium',
+        'what-if': f'/ui/what-if/?add_count=20&add_inventories=VCPU:64,MEMORY_MB:262144,'
+                   f'DISK_GB:2000&add_aggregates={pool}&remove_names=r1-*',
         'not-found': '/ui/providers/00000000-0000-4000-8000-000000000000/',
         'admin-providers': '/admin/providers/resourceprovider/',
         'admin-allocations': '/admin/allocations/allocation/',
