@@ -195,6 +195,9 @@ CHANGES = {
             ({'VCPU': {'total': 1}, 'MEMORY_MB': {'total': 2048, 'step_size': 512}}, ()))),)),
     'add hosts to a new pool': what_if.Change(add=(what_if.NewHosts(
         1, {**FLAT, 'VCPU': {'total': 8, 'max_unit': 1}}, aggregates=(AGG_NEW,), name='fresh'),)),
+    'add a share to a pool': what_if.Change(add=(what_if.NewHosts(
+        1, {'DISK_GB': {'total': 50, 'reserved': 10}}, traits=(SHARES,), aggregates=(AGG_B,),
+        name='share'),)),
     'remove by aggregate': what_if.Change(remove=what_if.Removal(aggregates=(AGG_A,))),
     'remove by pattern': what_if.Change(remove=what_if.Removal(patterns=('cn[02]',))),
     'remove a list': what_if.Change(remove=what_if.Removal(hosts=('cn1', 'nfs'))),
@@ -361,7 +364,8 @@ def test_after_is_the_claims_granted_one_after_another(api):
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.slow
 @pytest.mark.parametrize('kind', ['add diskless NUMA hosts to the share\'s pool',
-                                  'remove by aggregate', 'remove a list', 'all at once'])
+                                  'add a share to a pool', 'remove by aggregate',
+                                  'remove a list', 'all at once'])
 def test_the_ledgers_folds_moved_along_answer_as_a_fresh_count(monkeypatch, kind):
     """Outside a writing transaction the ledger serves: its held folds,
     copied and moved by the changed trees, against folds counted afresh on
