@@ -45,7 +45,7 @@ from placement_site.openapi import (
 from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
 from providers import trends
-from providers.api import pool_labels
+from providers.api import pool_labels, what_if
 from providers.pods import schemas as pod_schemas
 
 pytestmark = pytest.mark.any_database
@@ -274,6 +274,7 @@ BODIES = {
     ('/pods/{uuid}', 'put'): POD.POD_PUT,
     ('/pod_bindings', 'post'): POD.BINDING_POST,
     ('/pool_labels/{uuid}', 'put'): pool_labels.POOL_LABEL_PUT,
+    ('/capacity/what-if', 'post'): what_if.WHAT_IF_BODY,
 }
 BODY_TABLES = {key: body for key, body in BODIES.items() if isinstance(body, ByVersion)}
 
@@ -754,6 +755,12 @@ def sample_bodies(path, method, version):
              'resources': {'VCPU': 2, 'DISK_GB': 1}},
             {'project_id': 'p', 'affinity': None, 'pod': U1}],
         ('/pool_labels/{uuid}', 'put'): [{'label': 'Gold'}],
+        ('/capacity/what-if', 'post'): [
+            {}, {'resources': 'VCPU:1,MEMORY_MB:512'},
+            {'add_hosts': [{'count': 2, 'inventories': {'VCPU': {'total': 8}},
+                            'aggregates': [U1], 'traits': ['HW_CPU_X86_AVX2']}],
+             'remove_hosts': {'names': ['cn*']},
+             'set_inventories': [{'resource_class': 'VCPU', 'allocation_ratio': 2.0}]}],
     }
     return bodies[path, method]
 

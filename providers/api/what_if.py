@@ -15,10 +15,11 @@ from placement_site.validation import (
 )
 from providers import querysets, what_if
 from providers.api.capacity import POLICY
+from providers.schemas import TRAIT_NAME
 
 MAX_HOSTS = 1000
 _UUID = {'type': 'string', 'pattern': UUID_PATTERN}
-_NAMES = {'type': 'array', 'items': {'type': 'string', 'pattern': NAME_PATTERN}, 'maxItems': 64}
+_NAMES = {'type': 'array', 'items': TRAIT_NAME, 'maxItems': 64}
 _RATIO = {'type': 'number', 'minimum': 0, 'maximum': SQL_SP_FLOAT_MAX}
 INVENTORY = {
     'type': 'object',
@@ -33,8 +34,10 @@ INVENTORY = {
     'required': ['total'],
     'additionalProperties': False,
 }
-INVENTORIES = {'type': 'object', 'propertyNames': {'pattern': NAME_PATTERN},
-               'additionalProperties': INVENTORY, 'maxProperties': 16}
+# Keyed by class names as Placement's own inventories are: the document
+# publishes the real names (placement_site.openapi).
+INVENTORIES = {'type': 'object', 'patternProperties': {NAME_PATTERN: INVENTORY},
+               'additionalProperties': False, 'maxProperties': 16}
 HOSTS = {
     'type': 'object',
     'properties': {
