@@ -34,8 +34,8 @@ from providers.ledger.live import forget, ledger, unobserved
 
 LOG = logging.getLogger('placement.ledger')
 
-__all__ = ['books', 'fits', 'forget', 'fullest_providers', 'fullest_trees', 'groupings', 'held_answer',
-           'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books', 'tree_fits']
+__all__ = ['books', 'fits', 'folded', 'forget', 'fullest_providers', 'fullest_trees', 'groupings',
+           'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books', 'tree_fits']
 
 
 def serves(using):
@@ -77,6 +77,16 @@ def fits(using, grouping, shapes):
     return ledger(using).read(('fits', grouping, _shapes_key(shapes)),
                               lambda: FitsFold(grouping, shapes),
                               lambda fold, image: fold.value(image, groups=wanted))
+
+
+def folded(using, key, grouping, make, answer):
+    """answer(fold, image, groups) of a fold another module defines
+    (make(grouping) builds it: build, update, value, estimated_size as in
+    providers.ledger.folds), kept under `key` and the grouping; groups: the
+    pools the grouping names (None: all), one fold serving every pool."""
+    grouping, wanted = _every_pool(grouping)
+    return ledger(using).read((*key, grouping), lambda: make(grouping),
+                              lambda fold, image: answer(fold, image, wanted))
 
 
 def tree_fits(using, grouping, shapes):

@@ -1,0 +1,334 @@
+"""Stranded capacity: per resource class, how much of a group's free
+capacity no configured flavor (PLACEMENT_CAPACITY_FLAVORS) can use, because
+another class on the same host ran out first (free VCPU on a host whose
+memory is full) or because what is left is smaller than any flavor asks.
+
+The rule, per tree (a host: its root and every provider below it, the NUMA
+nodes with them), is the host page's (providers.capacity.unusable):
+
+    stranded(c) = max(free(c) - max over the flavors f asking for c of
+                      n(f) * amount_f(c), 0)
+
+where free(c) is the tree's capacity minus used of c, at least 0, summed
+over the tree's providers in the group, and n(f) is how many more of f fit
+the tree alone: min over f's classes of the tree's slots
+(providers.rules.slots) plus those of the group's sharing providers
+serving it (providers.fits.count_lone_tree, what the host page counts).
+
+A sharing provider S (MISC_SHARES_VIA_AGGREGATE) sharing within the group
+is counted once, on its own, not in its tree: its free of a class c is
+stranded beyond the most any one flavor f could still take of it,
+
+    take_S(f, c) = min(slots_S(f, c), sum over the group's trees S serves
+                       of u_T(f, c))
+
+where u_T(f, c) is how many claims of f the tree T could make without c:
+min over f's other classes of T's slots plus those of the sharing providers
+serving T (unbounded when f asks for c alone). That is exactly the most
+claims of f that could take c from S if every tree it serves drew c from S
+alone; stranded_S(c) = max(free_S(c) - max_f take_S(f, c) * amount_f(c), 0).
+
+A group's figure is the sum over its trees and sharing providers, for the
+classes some flavor asks for (a class no flavor asks for is not counted as
+stranded: nothing configured could use it anyway). `free` is the same sum
+of the free capacity (the books' free, unless a tree is over capacity);
+`usable` is free - stranded.
+
+Two ways to the same numbers: outside a writing transaction, a fold over
+the ledger's image (providers.ledger): each tree no sharing provider of the
+group serves is summed as it changes; the trees sharing providers serve
+(a few thousand at 40,000 nodes) are kept by their own slots and counted
+with the sharing providers' slots when asked. Inside one, the database:
+one query of the slots and free per tree, class and sharing provider (the
+capacity rule's SQL, providers.rules.slots_sql), the trees the sharing
+providers serve, then Python. tests/test_stranded.py holds both to a
+claim-by-claim recount.
+"""
+import collections
+import math
+from dataclasses import dataclass, field
+
+from django.db.models import Case, F, Sum, When
+
+from providers import capacity, changes, ledger, scopes
+from providers.fits import count_lone_tree
+from providers.flavors import configured_flavors
+from providers.ledger.image import CAPACITY_BITS, scaled_capacity, unscaled
+from providers.rules import capacity_sql
+
+INF = math.inf
+
+
+@dataclass
+class ClassStranded:
+    """One class's stranded capacity in a group."""
+    name: str
+    free: float = 0
+    stranded: float = 0
+
+    @property
+    def usable(self):
+        return self.free - self.stranded
+
+
+@dataclass
+class GroupStranded:
+    group: capacity.Group
+    classes: dict = field(default_factory=dict)   # class name -> ClassStranded
+
+
+def stranded(group_by=capacity.CLOUD, *, class_ids=None, flavors=None):
+    """[GroupStranded] of every group of the grouping, for the flavors (the
+    configured ones by default), classes `class_ids` only (None: all)."""
+    scope, groups = capacity.grouping(group_by)
+    return stranded_in(scope, groups, class_ids=class_ids, flavors=flavors)
+
+
+def stranded_in(scope, groups, *, class_ids=None, flavors=None):
+    """[GroupStranded] of the groups ([capacity.Group]) of a scope."""
+    flavors = configured_flavors() if flavors is None else flavors
+    counted, shapes = capacity.flavor_shapes(flavors)
+    names = {shape_id: name for flavor, shape in zip(counted, shapes)
+             for name, shape_id in zip(flavor.resources, shape)}
+    found = stranded_sums(scope, shapes) if shapes else {}
+    answer = []
+    for group in groups:
+        sums = found.get(group.grp, {})
+        answer.append(GroupStranded(group, {
+            names[class_id]: ClassStranded(names[class_id], _number(free), _number(lost))
+            for class_id, (free, lost) in sorted(sums.items())
+            if class_ids is None or class_id in class_ids}))
+    return answer
+
+
+def _number(value):
+    return int(value) if value == int(value) else value
+
+
+def stranded_sums(scope, shapes):
+    """{grp: {class id: (free, stranded)}} for the shapes ([{class id:
+    amount}]): from the ledger outside a writing transaction, else two or
+    three queries (remembered while nothing changes)."""
+    if scope.grouping is not None and ledger.serves(scope.db):
+        return ledger.folded(scope.db, ('stranded', _shapes_key(shapes)), scope.grouping,
+                             lambda grouping: StrandedFold(grouping, shapes),
+                             lambda fold, image, groups: fold.value(image, groups))
+    return changes.remembered(
+        scope.db, ('stranded', scope.key(), _shapes_key(shapes)), lambda: _counted(scope, shapes))
+
+
+def _shapes_key(shapes):
+    return tuple(tuple(sorted(shape.items())) for shape in shapes)
+
+
+# ---- the rule, on a group's trees and sharing providers ----------------------------------
+
+def tree_stranded(free, own, pooled, shapes):
+    """{class id: stranded} of one tree: free {class id: free}, own and
+    pooled [{class id: slots} per shape] of its providers and of the
+    sharing providers serving it."""
+    counts = [count_lone_tree(own[index], pooled[index], shape)
+              for index, shape in enumerate(shapes)]
+    found = {}
+    for class_id, amount in free.items():
+        takes = [count * shape[class_id] for count, shape in zip(counts, shapes)
+                 if class_id in shape]
+        if takes:
+            found[class_id] = max(amount - max(takes), 0)
+    return found
+
+
+def group_stranded(sums, trees, pools, shapes):
+    """Add to sums ({class id: [free, stranded]}) the trees sharing
+    providers serve ({root: (free, own, sharing providers serving it)})
+    and the sharing providers ({provider: (free, [{class id: slots}])})."""
+    without = collections.defaultdict(lambda: collections.defaultdict(int))   # S -> (i, c) -> u
+    for free, own, reach in trees.values():
+        pooled = [collections.Counter() for _ in shapes]
+        for provider in reach & pools.keys():
+            for index, slots in enumerate(pools[provider][1]):
+                pooled[index].update(slots)
+        _add(sums, free, tree_stranded(free, own, pooled, shapes))
+        for index, shape in enumerate(shapes):
+            for class_id in shape:
+                others = min((own[index].get(c, 0) + pooled[index].get(c, 0)
+                              for c in shape if c != class_id), default=INF)
+                for provider in reach:
+                    without[provider][index, class_id] += others
+    for provider, (free, slots) in pools.items():
+        lost = {}
+        for class_id, amount in free.items():
+            takes = [min(slots[index].get(class_id, 0),
+                         INF if len(shape) == 1 else without[provider][index, class_id])
+                     * shape[class_id] for index, shape in enumerate(shapes) if class_id in shape]
+            if takes:
+                lost[class_id] = max(amount - max(takes), 0)
+        _add(sums, free, lost)
+    return sums
+
+
+def _add(sums, free, lost, sign=1):
+    """sums[class id]: [free, stranded, parts counted]; a class no part
+    counts any more is dropped."""
+    for class_id, amount in lost.items():
+        held = sums.setdefault(class_id, [0, 0, 0])
+        held[0] += sign * free[class_id]
+        held[1] += sign * amount
+        held[2] += sign
+        if not held[2]:
+            del sums[class_id]
+
+
+# ---- from the database --------------------------------------------------------------------
+
+def _counted(scope, shapes):
+    classes = sorted({class_id for shape in shapes for class_id in shape})
+    scope = scope.narrowed(resource_class_id__in=classes).annotated(
+        sp=Case(When(resource_provider_id__in=scopes.sharing_ids(),
+                     then=F('resource_provider_id'))))
+    parts = [part.annotate(room=Sum(capacity_sql()), taken=Sum('used'))
+             for part in capacity._slot_sums(scope, shapes, 'grp', 'root', 'sp',
+                                             'resource_class_id')]
+    per_class = scopes.union_sql(parts)
+    if per_class is None:
+        return {}
+    sql, params = per_class
+    rows = scopes.fetch(scope, f'SELECT * FROM ({sql}) per_class', params)
+    served = scopes.served_trees() if any(row[2] is not None for row in rows) else {}
+    by_group = collections.defaultdict(list)
+    for grp, *row in rows:
+        by_group[grp].append(row)
+    return {grp: _group_of_rows(rows, scope.sharing.get(grp, set()), served, shapes)
+            for grp, rows in by_group.items()}
+
+
+def _group_of_rows(rows, sharing, served, shapes):
+    """{class id: (free, stranded)} of one group's rows (root, sharing
+    provider or None, class id, slots per shape..., capacity, used)."""
+    room = collections.defaultdict(lambda: collections.defaultdict(float))  # who -> c -> sum
+    taken = collections.defaultdict(collections.Counter)
+    slots = collections.defaultdict(lambda: [collections.Counter() for _ in shapes])
+    roots, root_of = set(), {}
+    for root, provider, class_id, *sums, capacity_sum, used in rows:
+        # A tree's own providers, and the group's sharing providers apart.
+        if provider in sharing:
+            who = ('pool', provider)
+            root_of[provider] = root
+        else:
+            who = ('tree', root)
+            roots.add(root)
+        room[who][class_id] += capacity_sum or 0
+        taken[who][class_id] += used or 0
+        for index, count in enumerate(sums):
+            if count:
+                slots[who][index][class_id] += int(count)
+
+    def free(who):
+        return {c: max(room[who][c] - taken[who][c], 0) for c in room[who]}
+    reach = collections.defaultdict(set)
+    for provider, own_root in root_of.items():
+        for root in served.get(provider, set()) | {own_root}:
+            reach[root].add(provider)
+    sums, trees = {}, {}
+    for root in roots:
+        who = ('tree', root)
+        if reach.get(root):
+            trees[root] = (free(who), slots[who], reach[root])
+        else:
+            _add(sums, free(who), tree_stranded(free(who), slots[who], [{} for _ in shapes],
+                                                shapes))
+    group_stranded(sums, trees, {p: (free(('pool', p)), slots['pool', p]) for p in root_of},
+                   shapes)
+    return {c: (free, lost) for c, (free, lost, _) in sums.items()}
+
+
+# ---- from the ledger's image ----------------------------------------------------------------
+
+class StrandedFold:
+    """{group: {class id: [free, stranded]}} of a grouping
+    (providers.ledger.groupings), moved tree by tree: a tree none of the
+    group's sharing providers serves is summed; one they serve is kept by
+    its free and own slots, counted with the sharing providers' slots (read
+    from the image) when asked."""
+
+    def __init__(self, grouping, shapes):
+        self.grouping = grouping
+        self.shapes = [dict(shape) for shape in shapes]
+        self.classes = frozenset(c for shape in self.shapes for c in shape)
+
+    def build(self, image):
+        self.sharing = self.grouping.sharing(image)
+        self.sums = collections.defaultdict(dict)      # group -> class id -> [free, stranded]
+        self.reached = collections.defaultdict(dict)   # group -> root -> (free, own, reach)
+        for tree in image.trees.values():
+            self._add(image, tree, 1)
+
+    def update(self, old, new, roots):
+        sharing_roots = set(old.sharing.values()) | set(new.sharing.values())
+        if not sharing_roots.isdisjoint(roots) and self.grouping.sharing(new) != self.sharing:
+            return False   # built afresh when next asked for
+        for root in roots:
+            if root in old.trees:
+                self._add(old, old.trees[root], -1)
+        for root in roots:
+            if root in new.trees:
+                self._add(new, new.trees[root], 1)
+        return True
+
+    def _own(self, tree, providers, excluded):
+        """(free {class id: scaled capacity - used}, [{class id: slots}] per shape)."""
+        room = collections.Counter()
+        slots = [collections.Counter() for _ in self.shapes]
+        for inventory in tree.inventories:
+            if ((providers is None or inventory.provider in providers)
+                    and inventory.provider not in excluded
+                    and inventory.resource_class in self.classes):
+                room[inventory.resource_class] += (
+                    scaled_capacity(inventory.total, inventory.reserved,
+                                    inventory.allocation_ratio)
+                    - (inventory.used << CAPACITY_BITS))
+                for index, shape in enumerate(self.shapes):
+                    amount = shape.get(inventory.resource_class)
+                    if amount is not None:
+                        slots[index][inventory.resource_class] += inventory.slots(amount)
+        return {c: max(unscaled(scaled), 0) for c, scaled in room.items()}, slots
+
+    def _add(self, image, tree, sign):
+        reach = image.reach.get(tree.root, frozenset())
+        for groups, providers in self.grouping.parts(image, tree):
+            for group in groups:
+                sharing = self.sharing.get(group, frozenset())
+                free, own = self._own(tree, providers, sharing)
+                if not free:
+                    continue
+                reached = reach & sharing
+                if reached:
+                    if sign > 0:
+                        self.reached[group][tree.root] = (free, own, reached)
+                    else:
+                        self.reached[group].pop(tree.root, None)
+                    continue
+                held = self.sums[group]
+                _add(held, free, tree_stranded(free, own, [{} for _ in self.shapes],
+                                               self.shapes), sign)
+
+    def _pool(self, image, provider):
+        tree = image.trees[image.sharing[provider]]
+        return self._own(tree, {provider}, ())
+
+    def estimated_size(self):
+        return 1000 + sum(300 + 120 * len(held) for held in self.sums.values()) + sum(
+            400 * len(trees) for trees in self.reached.values())
+
+    def value(self, image, groups=None):
+        found = {}
+        for group in set(self.sums) | set(self.reached) | set(self.sharing):
+            if groups is not None and group not in groups:
+                continue
+            sums = {c: list(held) for c, held in self.sums.get(group, {}).items()}
+            pools = {p: self._pool(image, p) for p in self.sharing.get(group, ())}
+            group_stranded(sums, self.reached.get(group, {}),
+                           {p: pool for p, pool in pools.items() if pool[0]}, self.shapes)
+            if sums:
+                found[group] = {c: (free, lost) for c, (free, lost, _) in sums.items()}
+        return found
