@@ -244,7 +244,8 @@ QUERY_PARAMETERS = {
     '/pods': {name: '1.0' for name in ('availability_zone', 'state', 'affinity')},
     '/capacity/trends': {name: '1.0' for name in ('aggregate', 'resource_class', 'since', 'days',
                                                   'format')},
-    '/capacity': {name: '1.0' for name in ('group_by', 'resources', 'resource_class', 'format')},
+    '/capacity': {name: '1.0' for name in ('group_by', 'resources', 'resource_class', 'format',
+                                           'view')},
     '/pod_bindings': {name: '1.0' for name in ('project_id', 'pod', 'affinity', 'open',
                                                'marker', 'limit')},
 }
@@ -1243,6 +1244,9 @@ def exercise_every_operation(api, version):
     run('get', '/capacity', '/capacity?group_by=aggregate&resources=VCPU:1,DISK_GB:5', 200)
     run('get', '/capacity', '/capacity?group_by=root&resource_class=VCPU&format=csv', 200)
     run('get', '/capacity', '/capacity?group_by=trait&resources=CUSTOM_NOPE:1', 400)
+    run('get', '/capacity', '/capacity?view=stranded&group_by=aggregate', 200)
+    run('get', '/capacity', '/capacity?view=stranded&resource_class=VCPU&format=csv', 200)
+    run('get', '/capacity', '/capacity?view=stranded&resources=VCPU:1', 400)
     run('post', '/capacity/what-if', '/capacity/what-if', 200, {
         'add_hosts': [{'count': 2, 'inventories': {'VCPU': {'total': 8}},
                        'aggregates': [aggregate]}],

@@ -1,7 +1,9 @@
 """GET /capacity (not part of OpenStack Placement): capacity, reserved,
 used, free and utilization per resource class for each group of providers,
-and how many more of a request shape fit in each (providers.capacity).
-JSON, or CSV with format=csv or an Accept header preferring text/csv."""
+and how many more of a request shape fit in each (providers.capacity);
+with view=stranded, the free capacity no configured flavor can use
+(providers.stranded). JSON, or CSV with format=csv or an Accept header
+preferring text/csv."""
 import io
 from dataclasses import dataclass
 
@@ -9,7 +11,8 @@ from django.http import StreamingHttpResponse
 
 from placement_site import downloads, errors, exceptions, querystring, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import capacity, querysets
+from providers import capacity, querysets, stranded
+from providers.flavors import configured_flavors
 
 POLICY = 'placement:capacity:show'
 
@@ -22,12 +25,14 @@ CAPACITY_QUERY = {
         # One class or several, comma-separated.
         'resource_class': {'type': 'string', 'minLength': 1},
         'format': {'type': 'string', 'enum': ['json', 'csv']},
+        'view': {'type': 'string', 'enum': ['books', 'stranded']},
     },
     'additionalProperties': False,
 }
 
 CSV_COLUMNS = ['group_by', 'group', 'name', 'resource_class', 'total', 'reserved', 'capacity',
                'used', 'free', 'utilization', 'providers', 'fits', 'fits_exact']
+STRANDED_COLUMNS = ['group_by', 'group', 'name', 'resource_class', 'free', 'stranded', 'usable']
 
 
 def _number(value):
@@ -58,7 +63,23 @@ def group_body(found):
 CSV_CHUNK = 64 * 1024
 
 
-def csv_chunks(group_by, found_groups):
+def stranded_body(found):
+    return {
+        'group': found.group.key,
+        'name': found.group.name,
+        'resources': {name: {'free': c.free, 'stranded': c.stranded,
+                             'usable': _number(c.usable)} for name, c in found.classes.items()},
+    }
+
+
+def stranded_rows(group_by, found):
+    """A group's rows in STRANDED_COLUMNS: one per class."""
+    head = [group_by, found.group.key, found.group.name or '']
+    for name, body in stranded_body(found)['resources'].items():
+        yield head + [name, body['free'], body['stranded'], body['usable']]
+
+
+def csv_chunks(group_by, found_groups, columns=CSV_COLUMNS, rows=None):
     """The answer as CSV, streamed: one row per group and class (a group
     without inventory: one row without a class), the same numbers as the
     JSON (class_body), written a group at a time rather than built whole
@@ -66,9 +87,9 @@ def csv_chunks(group_by, found_groups):
     nodes)."""
     out = io.StringIO()
     writer = downloads.csv_writer(out, lineterminator='\r\n')
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(columns)
     for found in found_groups:
-        for row in group_rows(group_by, found):
+        for row in (rows or group_rows)(group_by, found):
             writer.writerow(row)
         if out.tell() >= CSV_CHUNK:
             yield out.getvalue()
@@ -101,6 +122,8 @@ class CapacityViewSet(PlacementViewSet):
         params = query_params(request, CAPACITY_QUERY)
         as_csv = answer_format(request, params) == 'csv'
         asked = requested(params)
+        if params.get('view') == 'stranded':
+            return self.stranded(asked, as_csv)
         found_groups = capacity.capacity(asked.group_by, wanted=asked.wanted,
                                          class_ids=asked.class_ids)
         if as_csv:
@@ -110,6 +133,25 @@ class CapacityViewSet(PlacementViewSet):
             'group_by': asked.group_by,
             'resources': asked.shape,
             'groups': [group_body(found) for found in found_groups],
+        }, cache_headers=False)
+
+
+    def stranded(self, asked, as_csv):
+        """view=stranded: per group and class, free, stranded and usable
+        for the configured flavors."""
+        if asked.shape is not None:
+            raise errors.bad_request('The resources parameter does not apply with view=stranded '
+                                     '(it counts the configured flavors).')
+        found_groups = stranded.stranded(asked.group_by, class_ids=asked.class_ids)
+        if as_csv:
+            return StreamingHttpResponse(
+                csv_chunks(asked.group_by, found_groups, STRANDED_COLUMNS, stranded_rows),
+                content_type=f'{CSV}; charset=utf-8')
+        return self.respond({
+            'group_by': asked.group_by,
+            'view': 'stranded',
+            'flavors': {flavor.name: dict(flavor.resources) for flavor in configured_flavors()},
+            'groups': [stranded_body(found) for found in found_groups],
         }, cache_headers=False)
 
 

@@ -72,10 +72,56 @@ CAPACITY = Component('Capacity', closed({
     'required': ['group_by', 'resources', 'groups'],
 }))
 
+STRANDED_CLASS = {
+    'type': 'object',
+    'properties': {
+        'free': {'type': 'number', 'minimum': 0,
+                 'description': "Free capacity (capacity - used, at least 0) of the group's "
+                                'trees and sharing providers, summed.'},
+        'stranded': {'type': 'number', 'minimum': 0, 'description': (
+            'Of it, what no configured flavor can use: per tree, its free beyond the most any '
+            'one flavor asking for the class could still take of it (how many more fit the '
+            'tree, with the sharing providers serving it, times the amount); per sharing '
+            'provider, counted once, its free beyond the most any one flavor could take of it '
+            'across the trees it serves.')},
+        'usable': {'type': 'number', 'minimum': 0, 'description': 'free - stranded.'},
+    },
+    'required': ['free', 'stranded', 'usable'],
+}
+
+CAPACITY_STRANDED = Component('CapacityStranded', closed({
+    'type': 'object',
+    'properties': {
+        'group_by': {'type': 'string', 'enum': list(capacity.GROUPINGS)},
+        'view': {'type': 'string', 'enum': ['stranded']},
+        'flavors': {'type': 'object', 'description': (
+            'The configured flavors (PLACEMENT_CAPACITY_FLAVORS) counted: name -> {resource '
+            'class: amount}.'),
+            'additionalProperties': resources_map('A flavor.', {'type': 'integer',
+                                                                'minimum': 1})},
+        'groups': {'type': 'array', 'items': {
+            'type': 'object',
+            'properties': {
+                'group': CAPACITY_GROUP.schema['properties']['group'],
+                'name': CAPACITY_GROUP.schema['properties']['name'],
+                'resources': resources_map(
+                    'Per resource class some configured flavor asks for.', STRANDED_CLASS),
+            },
+            'required': ['group', 'name', 'resources'],
+        }},
+    },
+    'required': ['group_by', 'view', 'flavors', 'groups'],
+}))
+
+CAPACITY_ANSWER = Component('CapacityAnswer', {'oneOf': [CAPACITY, CAPACITY_STRANDED]},
+                            'The books (the default view) or, with view=stranded, the '
+                            'stranded capacity.')
+
 CSV_ANSWER = OpenApiResponse(
     Component('CapacityCsv', {'type': 'string'}, 'A header row (' + ','.join(views.CSV_COLUMNS)
               + '), then one row per group and resource class (a group without inventory: '
-              'one row without a class); the numbers of the JSON answer.'),
+              'one row without a class); the numbers of the JSON answer. With view=stranded: '
+              + ','.join(views.STRANDED_COLUMNS) + ', a row per group and class.'),
     'The same answer as CSV (`format=csv`, or an Accept header preferring text/csv).')
 
 
@@ -115,10 +161,14 @@ extend_schema_view(
                   _CLASS_LIST),
             query('format', '`csv` for CSV; `json` (the default) for JSON. Without it the '
                             'Accept header decides.', {'type': 'string', 'enum': ['json', 'csv']}),
+            query('view', '`books` (the default): the books and `fits`. `stranded`: per '
+                          'group and class, the free capacity no configured flavor can use '
+                          '(`free`, `stranded`, `usable`); not with `resources`.',
+                  {'type': 'string', 'enum': ['books', 'stranded']}),
         ],
-        responses={200: (CAPACITY, 'The groups.')}, cached=[], accept_json=False,
-        errors={400: 'An unknown grouping or format, a malformed `resources`, or a resource '
-                     'class that does not exist.',
+        responses={200: (CAPACITY_ANSWER, 'The groups.')}, cached=[], accept_json=False,
+        errors={400: 'An unknown grouping, format or view, a malformed `resources` (or one '
+                     'with view=stranded), or a resource class that does not exist.',
                 406: 'Or the Accept header takes neither application/json nor text/csv.'},
     )),
 )(views.CapacityViewSet)
