@@ -139,27 +139,72 @@ def tree_stranded(free, own, pooled, shapes):
 
 
 def group_stranded(sums, trees, pools, shapes):
-    """Add to sums ({class id: [free, stranded]}) the trees sharing
+    """Add to sums ({class id: [free, stranded, parts]}) the trees sharing
     providers serve ({root: (free, own, sharing providers serving it)})
     and the sharing providers ({provider: (free, [{class id: slots}])})."""
-    without = collections.defaultdict(lambda: collections.defaultdict(int))   # S -> (i, c) -> u
+    by_reach = collections.defaultdict(list)
     for free, own, reach in trees.values():
-        pooled = [collections.Counter() for _ in shapes]
-        for provider in reach & pools.keys():
-            for index, slots in enumerate(pools[provider][1]):
-                pooled[index].update(slots)
-        _add(sums, free, tree_stranded(free, own, pooled, shapes))
+        by_reach[frozenset(reach)].append((free, own))
+    served = {}
+    for reach, held in by_reach.items():
+        served[reach] = Served(pooled_slots(reach, pools, shapes))
+        for free, own in held:
+            served[reach].add(free, own, shapes)
+    return pools_stranded(sums, served, pools, shapes)
+
+
+def pooled_slots(reach, pools, shapes):
+    """[{class id: slots} per shape] the sharing providers `reach` offer together."""
+    pooled = [collections.Counter() for _ in shapes]
+    for provider in reach & pools.keys():
+        for index, slots in enumerate(pools[provider][1]):
+            pooled[index].update(slots)
+    return pooled
+
+
+class Served:
+    """The trees one set of sharing providers serves in a group, counted
+    with what those offer (`pooled`): their free and stranded per class
+    (`sums`), and per (shape index, class) the claims of the shape they
+    could make without that class, summed (`without`: what they could
+    take of it from the sharing providers)."""
+    __slots__ = ('pooled', 'sums', 'without')
+
+    def __init__(self, pooled):
+        self.pooled = pooled
+        self.sums = {}
+        self.without = collections.Counter()
+
+    def add(self, free, own, shapes, times=1):
+        pooled = self.pooled
+        _add(self.sums, free, tree_stranded(free, own, pooled, shapes), times)
         for index, shape in enumerate(shapes):
-            for class_id in shape:
-                others = min((own[index].get(c, 0) + pooled[index].get(c, 0)
-                              for c in shape if c != class_id), default=INF)
-                for provider in reach:
-                    without[provider][index, class_id] += others
+            if len(shape) > 1:
+                for class_id in shape:
+                    self.without[index, class_id] += times * min(
+                        own[index].get(c, 0) + pooled[index].get(c, 0)
+                        for c in shape if c != class_id)
+
+
+def pools_stranded(sums, served, pools, shapes):
+    """Add to sums the Served ({reach: Served}) and the sharing providers
+    ({provider: (free, [{class id: slots}])}), each counted once: its free
+    beyond the most one flavor could take of it across the trees it serves."""
+    for found in served.values():
+        for class_id, (free, lost, parts) in found.sums.items():
+            held = sums.setdefault(class_id, [0, 0, 0])
+            held[0] += free
+            held[1] += lost
+            held[2] += parts
     for provider, (free, slots) in pools.items():
+        without = collections.Counter()
+        for reach, found in served.items():
+            if provider in reach:
+                without.update(found.without)
         lost = {}
         for class_id, amount in free.items():
             takes = [min(slots[index].get(class_id, 0),
-                         INF if len(shape) == 1 else without[provider][index, class_id])
+                         INF if len(shape) == 1 else without[index, class_id])
                      * shape[class_id] for index, shape in enumerate(shapes) if class_id in shape]
             if takes:
                 lost[class_id] = max(amount - max(takes), 0)
@@ -258,8 +303,10 @@ class StrandedFold:
 
     def build(self, image):
         self.sharing = self.grouping.sharing(image)
-        self.sums = collections.defaultdict(dict)      # group -> class id -> [free, stranded]
-        self.reached = collections.defaultdict(dict)   # group -> root -> (free, own, reach)
+        self.sums = collections.defaultdict(dict)      # group -> class id -> [free, stranded, n]
+        # group -> sharing providers serving -> Counter{(free, own slots) as tuples: trees}
+        self.reached = collections.defaultdict(dict)
+        self.served = {}   # (group, reach) -> Served, as last counted
         for tree in image.trees.values():
             self._add(image, tree, 1)
 
@@ -303,14 +350,36 @@ class StrandedFold:
                     continue
                 reached = reach & sharing
                 if reached:
-                    if sign > 0:
-                        self.reached[group][tree.root] = (free, own, reached)
-                    else:
-                        self.reached[group].pop(tree.root, None)
+                    self._add_reached(group, reached, free, own, sign)
                     continue
                 held = self.sums[group]
                 _add(held, free, tree_stranded(free, own, [{} for _ in self.shapes],
                                                self.shapes), sign)
+
+    def _add_reached(self, group, reached, free, own, sign):
+        """Trees alike (the same free and own slots) are counted once, times
+        how many; the Served last counted follows while what the sharing
+        providers offer stays as it was."""
+        key = (tuple(sorted(free.items())), tuple(tuple(sorted(slots.items())) for slots in own))
+        trees = self.reached[group].setdefault(reached, collections.Counter())
+        trees[key] += sign
+        if not trees[key]:
+            del trees[key]
+            if not trees:
+                del self.reached[group][reached]
+                self.served.pop((group, reached), None)
+        found = self.served.get((group, reached))
+        if found is not None:
+            found.add(free, own, self.shapes, sign)
+
+    def _served(self, group, reached, trees, pools):
+        pooled = pooled_slots(reached, pools, self.shapes)
+        found = self.served.get((group, reached))
+        if found is None or found.pooled != pooled:
+            found = self.served[group, reached] = Served(pooled)
+            for (free, own), times in trees.items():
+                found.add(dict(free), [dict(slots) for slots in own], self.shapes, times)
+        return found
 
     def _pool(self, image, provider):
         tree = image.trees[image.sharing[provider]]
@@ -318,7 +387,7 @@ class StrandedFold:
 
     def estimated_size(self):
         return 1000 + sum(300 + 120 * len(held) for held in self.sums.values()) + sum(
-            400 * len(trees) for trees in self.reached.values())
+            400 * len(trees) for held in self.reached.values() for trees in held.values())
 
     def value(self, image, groups=None):
         found = {}
@@ -327,8 +396,10 @@ class StrandedFold:
                 continue
             sums = {c: list(held) for c, held in self.sums.get(group, {}).items()}
             pools = {p: self._pool(image, p) for p in self.sharing.get(group, ())}
-            group_stranded(sums, self.reached.get(group, {}),
-                           {p: pool for p, pool in pools.items() if pool[0]}, self.shapes)
+            pools = {p: pool for p, pool in pools.items() if pool[0]}
+            served = {reached: self._served(group, reached, trees, pools)
+                      for reached, trees in self.reached.get(group, {}).items()}
+            pools_stranded(sums, served, pools, self.shapes)
             if sums:
                 found[group] = {c: (free, lost) for c, (free, lost, _) in sums.items()}
         return found
