@@ -22,7 +22,7 @@ from allocations.models import User as PlacementUser
 from allocations.ui import exports
 from placement_site.api import timestamp
 from placement_site.queries import count_of
-from providers import books, capacity, ledger, rules, scopes
+from providers import books, capacity, ledger, rules, scopes, stranded
 from providers.flavors import Flavor, configured_flavors
 from providers.models import (
     Aggregate,
@@ -86,6 +86,16 @@ def pool_flavor_fits(aggregates):
     aggregates = list(aggregates)
     by_uuid = flavor_fits(*capacity.pools(aggregates))
     return {a.pk: by_uuid[a.uuid] for a in aggregates}
+
+
+def cloud_stranded():
+    """[stranded.ClassStranded] of the whole cloud, for the configured flavors."""
+    return list(stranded.stranded(capacity.CLOUD)[0].classes.values())
+
+
+def pool_stranded(aggregate):
+    """[stranded.ClassStranded] of one pool (an Aggregate)."""
+    return list(stranded.stranded_in(*capacity.pools([aggregate]))[0].classes.values())
 
 
 # The pools list's sorts: its columns (the names with_names annotates).

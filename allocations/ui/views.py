@@ -47,6 +47,7 @@ def overview(request):
         'counts': reports.cloud_counts(),
         'fullest': reports.fullest_hosts(10),
         'flavor_fits': reports.cloud_flavor_fits(),
+        'stranded': reports.cloud_stranded(),
         'thresholds': {'warning': templatetags.WARNING * 100,
                        'critical': templatetags.CRITICAL * 100},
     })
@@ -271,6 +272,7 @@ def aggregate_detail(request, uuid):
         'aggregate': aggregate,
         'pool': reports.pools([aggregate])[aggregate.pk],
         'flavor_fits': reports.pool_flavor_fits([aggregate])[aggregate.pk],
+        'stranded': reports.pool_stranded(aggregate),
         'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in page],
         'page': page,
     })
