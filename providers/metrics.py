@@ -6,7 +6,8 @@ resource class) and HELP texts, so dashboards and alerts built on it keep
 working; then ours: capacity and free per provider and class (with the same
 labels, so PromQL can divide one by the other), and total, reserved,
 capacity, used and free per pool (aggregate, read as the pool pages read it:
-providers.books.pool_books) and for the whole cloud; then os-capacity's
+providers.books.pool_books) and for the whole cloud, and what of the free
+no configured flavor can use (providers.stranded); then os-capacity's
 series (providers.os_capacity); last those other apps read, named by
 settings.PLACEMENT_METRICS_SERIES (allocations' per-project usage, which
 this app may not read).
@@ -35,7 +36,7 @@ from placement_site import budgets
 from placement_site import metrics as site_metrics
 from placement_site.compression import GZIP_LEVEL, accepts_gzip
 from placement_site.metrics import family, labels, number
-from providers import books, ledger, os_capacity, rules, scopes
+from providers import books, capacity, ledger, os_capacity, rules, scopes, stranded
 from providers.ledger.image import Image, streamed
 from providers.models import Aggregate, Inventory
 
@@ -102,10 +103,11 @@ def scrape(request):
 
 
 class Catalogue(collections.namedtuple(
-        'Catalogue', 'members pool_rows cloud_rows flavor_capacity others')):
+        'Catalogue', 'members pool_rows cloud_rows stranded_rows flavor_capacity others')):
     """What a scrape writes after the request series: the per-tree families'
     gzip members ({family name: [member per bucket]}), the pools' and the
-    cloud's books as rows, os-capacity's counts, the other apps' series."""
+    cloud's books as rows, their stranded capacity ({'pool' or 'cloud':
+    [(labels, amount)]}), os-capacity's counts, the other apps' series."""
 
 
 def read_catalogue(gzip=True):
@@ -119,6 +121,13 @@ def read_catalogue(gzip=True):
     cloud_rows = [(labels(resourcetype=name), usage)
                   for name, usage in books.scope_books(scopes.cloud()).get(
                       scopes.CLOUD, {}).items()]
+    stranded_rows = {
+        'cloud': [(labels(resourcetype=name), found.stranded) for name, found in
+                  stranded.stranded(capacity.CLOUD)[0].classes.items()],
+        'pool': [(labels(aggregate=group.group.key, resourcetype=name), found.stranded)
+                 for group in stranded.stranded_in(scopes.pools(), [
+                     capacity.Group(uuid, grp=pk) for pk, uuid in sorted(pools.items())])
+                 for name, found in group.classes.items()]}
     flavor_capacity = os_capacity.read() if settings.PLACEMENT_METRICS_OS_CAPACITY else None
     hypervisors = flavor_capacity.hypervisors if flavor_capacity else {}
     if ledger.serves(using):
@@ -131,7 +140,7 @@ def read_catalogue(gzip=True):
         rendering.build(image)
         members = rendering.members(image, hypervisors)
     others = [import_string(path)() for path in settings.PLACEMENT_METRICS_SERIES]
-    return Catalogue(members, pool_rows, cloud_rows, flavor_capacity, others)
+    return Catalogue(members, pool_rows, cloud_rows, stranded_rows, flavor_capacity, others)
 
 
 # ---- the per-tree families, rendered a bucket of trees at a time ------------------------
@@ -245,6 +254,15 @@ def answer(request_text, catalogue, gzip):
         yield text(family(
             f'placement_cloud_{suffix}', f'{help_text} per resource class over the whole cloud.',
             ((label, number(value(usage))) for label, usage in catalogue.cloud_rows)))
+    for kind, where in (('pool', 'of a pool (aggregate), as the pool pages count it'),
+                        ('cloud', 'over the whole cloud')):
+        yield text(family(
+            f'placement_{kind}_stranded',
+            'Free capacity no configured flavor (PLACEMENT_CAPACITY_FLAVORS) can use, per '
+            f'resource class {where}: on each tree, its free beyond the most any one flavor '
+            'could still take of it; a sharing provider counted once (GET '
+            '/capacity?view=stranded).',
+            ((label, number(amount)) for label, amount in catalogue.stranded_rows[kind])))
     found = catalogue.flavor_capacity
     if found is not None:
         yield text(os_capacity.flavor_totals(found))

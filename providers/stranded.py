@@ -239,11 +239,13 @@ def _counted(scope, shapes):
         return {}
     sql, params = per_class
     rows = scopes.fetch(scope, f'SELECT * FROM ({sql}) per_class', params)
-    served = scopes.served_trees() if any(row[2] is not None for row in rows) else {}
+    shared = any(row[2] is not None for row in rows)
+    served = scopes.served_trees() if shared else {}
+    sharing = scope.sharing if shared else {}
     by_group = collections.defaultdict(list)
     for grp, *row in rows:
         by_group[grp].append(row)
-    return {grp: _group_of_rows(rows, scope.sharing.get(grp, set()), served, shapes)
+    return {grp: _group_of_rows(rows, sharing.get(grp, set()), served, shapes)
             for grp, rows in by_group.items()}
 
 

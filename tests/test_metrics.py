@@ -183,10 +183,11 @@ def test_queries_do_not_grow_with_providers(db):
     # Inside the test's transaction the rows are read as the ledger's image
     # is (6: providers, traits, aggregates, inventories, the classes' and
     # traits' names), the pools and the cloud (2), os-capacity's 5
-    # (providers.os_capacity) and the per-project usage's 3; sharing
-    # providers add one (query_counts.json). From the ledger, a scrape reads
-    # the books' version and what changed.
-    assert small == large == 17
+    # (providers.os_capacity), the per-project usage's 3, and the stranded
+    # capacity of the cloud and of the pools (2 each: the flavors' class ids,
+    # the per-tree slots); sharing providers add some (query_counts.json).
+    # From the ledger, a scrape reads the books' version and what changed.
+    assert small == large == 21
 
 
 # ---- access -----------------------------------------------------------------
@@ -430,3 +431,26 @@ def test_several_workers_add_up(workers):
         assert time.monotonic() < deadline, f'worker {pid} did not exit'
         time.sleep(0.05)
     assert value(live_scrape(url), 'placement_requests_total', **labels) == sent
+
+
+def test_stranded_per_pool_and_cloud(api, cloud, settings):
+    """placement_cloud_stranded and placement_pool_stranded say what
+    GET /capacity?view=stranded says, for each class and pool."""
+    settings.PLACEMENT_CAPACITY_FLAVORS = 'small=VCPU:1,MEMORY_MB:512,DISK_GB:10;ram=MEMORY_MB:4096'
+    response = Client().get('/metrics')
+    samples, families = parse(b''.join(response.streaming_content).decode())
+    for kind in ('pool', 'cloud'):
+        assert families[f'placement_{kind}_stranded'][0] == 'gauge'
+        assert 'no configured flavor' in families[f'placement_{kind}_stranded'][1]
+    expected = {}
+    for group_by, name in (('cloud', 'placement_cloud_stranded'),
+                           ('aggregate', 'placement_pool_stranded')):
+        for group in api.get(f'/capacity?view=stranded&group_by={group_by}').body['groups']:
+            for resource_class, numbers in group['resources'].items():
+                labels = {'resourcetype': resource_class}
+                if group_by == 'aggregate':
+                    labels['aggregate'] = group['group']
+                expected[name, frozenset(labels.items())] = numbers['stranded']
+    found = {key: v for key, v in samples.items() if key[0].endswith('_stranded')}
+    assert found == expected
+    assert len(found) == 3 + 4 and any(found.values())
