@@ -264,8 +264,8 @@ def _group_of_rows(rows, sharing, served, shapes):
         else:
             who = ('tree', root)
             roots.add(root)
-        room[who][class_id] += capacity_sum or 0
-        taken[who][class_id] += used or 0
+        room[who][class_id] += float(capacity_sum or 0)
+        taken[who][class_id] += int(used or 0)   # a Decimal on PostgreSQL
         for index, count in enumerate(sums):
             if count:
                 slots[who][index][class_id] += int(count)
