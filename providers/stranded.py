@@ -167,23 +167,47 @@ class Served:
     with what those offer (`pooled`): their free and stranded per class
     (`sums`), and per (shape index, class) the claims of the shape they
     could make without that class, summed (`without`: what they could
-    take of it from the sharing providers)."""
-    __slots__ = ('pooled', 'sums', 'without')
+    take of it from the sharing providers); `high`, per shape, the most
+    slots any of its trees' own providers have of one of the shape's
+    classes (a bound: trees leaving do not lower it)."""
+    __slots__ = ('high', 'pooled', 'sums', 'without')
 
     def __init__(self, pooled):
         self.pooled = pooled
         self.sums = {}
         self.without = collections.Counter()
+        self.high = [0] * len(pooled)
 
     def add(self, free, own, shapes, times=1):
         pooled = self.pooled
         _add(self.sums, free, tree_stranded(free, own, pooled, shapes), times)
         for index, shape in enumerate(shapes):
+            self.high[index] = max(self.high[index], *own[index].values(), 0)
             if len(shape) > 1:
                 for class_id in shape:
                     self.without[index, class_id] += times * min(
                         own[index].get(c, 0) + pooled[index].get(c, 0)
                         for c in shape if c != class_id)
+
+    def still_counts(self, pooled, shapes):
+        """Whether every count stays as it is with the sharing providers
+        offering `pooled` instead: per shape, the classes whose pooled
+        slots moved (V) stay, before and after, at or above what any tree
+        holds of a class that did not move (U: at least two), own slots
+        plus pooled; then every minimum over classes (how many fit, how
+        many without one class) is taken in U and does not move."""
+        for index, shape in enumerate(shapes):
+            before, after = self.pooled[index], pooled[index]
+            moved = [c for c in shape if before.get(c, 0) != after.get(c, 0)]
+            if not moved:
+                continue
+            kept = [c for c in shape if c not in moved]
+            if len(kept) < 2:
+                return False
+            bound = self.high[index] + max(after.get(c, 0) for c in kept)
+            if any(min(before.get(c, 0), after.get(c, 0)) < bound for c in moved):
+                return False
+        return True
 
 
 def pools_stranded(sums, served, pools, shapes):
@@ -377,6 +401,9 @@ class StrandedFold:
     def _served(self, group, reached, trees, pools):
         pooled = pooled_slots(reached, pools, self.shapes)
         found = self.served.get((group, reached))
+        if found is not None and found.pooled != pooled and found.still_counts(
+                pooled, self.shapes):
+            found.pooled = pooled   # every tree's count as it was (a share's claim)
         if found is None or found.pooled != pooled:
             found = self.served[group, reached] = Served(pooled)
             for (free, own), times in trees.items():
