@@ -368,19 +368,28 @@ class StrandedFold:
 
     def _add(self, image, tree, sign):
         reach = image.reach.get(tree.root, frozenset())
+        here = {provider.id for provider in tree.providers}
         for groups, providers in self.grouping.parts(image, tree):
+            # Groups of the same providers (a provider's traits) count them
+            # once per set of this tree's sharing providers left out.
+            counted = {}
             for group in groups:
                 sharing = self.sharing.get(group, frozenset())
-                free, own = self._own(tree, providers, sharing)
+                excluded = frozenset(here & sharing)
+                if excluded not in counted:
+                    free, own = self._own(tree, providers, excluded)
+                    counted[excluded] = (free, own, None)
+                free, own, lost = counted[excluded]
                 if not free:
                     continue
                 reached = reach & sharing
                 if reached:
                     self._add_reached(group, reached, free, own, sign)
                     continue
-                held = self.sums[group]
-                _add(held, free, tree_stranded(free, own, [{} for _ in self.shapes],
-                                               self.shapes), sign)
+                if lost is None:
+                    lost = tree_stranded(free, own, [{} for _ in self.shapes], self.shapes)
+                    counted[excluded] = (free, own, lost)
+                _add(self.sums[group], free, lost, sign)
 
     def _add_reached(self, group, reached, free, own, sign):
         """Trees alike (the same free and own slots) are counted once, times

@@ -4,7 +4,7 @@ provider, pools and a zone, ratios, step sizes, max units, existing
 allocations) every group's free and stranded per class must equal what
 successive claims of each flavor, counted with the capacity formula
 written out here, leave; from the database and from the ledger's image,
-for the cloud, each aggregate and each zone. Then GET /capacity?view=stranded's
+for the cloud, each aggregate, the zone and each trait. Then GET /capacity?view=stranded's
 JSON, CSV and 400s."""
 import contextlib
 import csv
@@ -48,6 +48,10 @@ def _inventory(rng, total):
     return found
 
 
+def _traits(rng):
+    return [trait for trait in ('COMPUTE_NODE', 'HW_CPU_X86_AVX2') if rng.random() < 0.5]
+
+
 def build_cloud(rng):
     """Hosts, flat or with two NUMA children, some diskless, in pool A or
     B (through the root or a child); a sharing DISK_GB provider in A; the
@@ -61,20 +65,21 @@ def build_cloud(rng):
             root = add_provider(f'cn{index}', inventories={
                 'VCPU': _inventory(rng, rng.choice([4, 8, 16])),
                 'MEMORY_MB': _inventory(rng, rng.choice([2048, 4096, 8192])), **disk},
-                aggregates=aggregate)
+                aggregates=aggregate, traits=_traits(rng))
             providers.append(root)
         else:
             child_aggregate = aggregate if rng.random() < 0.5 else []
             root = add_provider(f'cn{index}', inventories=disk,
-                                aggregates=[] if child_aggregate else aggregate)
+                                aggregates=[] if child_aggregate else aggregate,
+                                traits=_traits(rng))
             providers.append(root)
             for numa in range(2):
                 providers.append(add_provider(f'cn{index}-numa{numa}', parent=root, inventories={
                     'VCPU': _inventory(rng, rng.choice([2, 4, 8])),
                     'MEMORY_MB': _inventory(rng, rng.choice([1024, 2048, 4096]))},
-                    aggregates=child_aggregate))
+                    aggregates=child_aggregate, traits=['HW_NUMA_ROOT', *_traits(rng)]))
     providers.append(add_provider('nfs', inventories={'DISK_GB': _inventory(rng, 500)},
-                                  traits=[SHARES], aggregates=[AGG_A]))
+                                  traits=[SHARES, *_traits(rng)], aggregates=[AGG_A]))
     pod_services.pod_create(name='pa', aggregate_uuid=AGG_A, availability_zone='az1')
     pod_services.pod_create(name='pb', aggregate_uuid=AGG_B, availability_zone='az1')
     for _ in range(rng.randint(0, 12)):
@@ -195,6 +200,10 @@ def groups_expected():
     own = set(ProviderAggregate.objects.filter(aggregate__uuid__in=[AGG_A, AGG_B]).values_list(
         'resource_provider_id', flat=True))
     expected['availability_zone', 'az1'] = recount(zone, sharing & own)
+    for trait in ('COMPUTE_NODE', 'HW_CPU_X86_AVX2', 'HW_NUMA_ROOT', SHARES):
+        having = set(ProviderTrait.objects.filter(trait__name=trait).values_list(
+            'resource_provider_id', flat=True))
+        expected['trait', trait] = recount(having, sharing & having)
     return {key: found for key, found in expected.items() if found}
 
 
@@ -211,7 +220,7 @@ def approx(found):
 
 def everything():
     found = {}
-    for group_by in ('cloud', 'aggregate', 'availability_zone'):
+    for group_by in ('cloud', 'aggregate', 'availability_zone', 'trait'):
         found.update(answered(group_by))
     return found
 
@@ -233,7 +242,7 @@ def test_stranded_equals_a_recount(db, monkeypatch, seed):
     assert everything() == approx(expected)          # summed from the database
     with from_the_ledger(monkeypatch):
         assert everything() == approx(expected)      # folded over the ledger's image
-        assert ledger.ledger('default').builds == 3  # the cloud's, the pools', the zones'
+        assert ledger.ledger('default').builds == 4  # the cloud's, pools', zones', traits'
 
 
 @pytest.mark.slow
@@ -269,7 +278,7 @@ def test_the_fold_follows_claims(monkeypatch):
             break
         assert everything() == approx(groups_expected())
     assert set(kept) == {True, False}
-    assert ledger.ledger('default').builds == 3   # moved along, not built again
+    assert ledger.ledger('default').builds == 4   # moved along, not built again
 
 
 def test_a_stranded_example(db):
