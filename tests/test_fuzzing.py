@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.any_database,
 
 CHECKS = ('not_a_server_error,response_schema_conformance,status_code_conformance,'
           'content_type_conformance')
-SECONDS = int(os.environ.get('PLACEMENT_FUZZ_SECONDS', '20'))
+SECONDS = int(os.environ.get('PLACEMENT_FUZZ_SECONDS', '25'))
 
 
 @pytest.fixture
