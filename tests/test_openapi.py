@@ -832,11 +832,17 @@ def test_published_bodies_take_what_the_views_take(key):
     or trait, which the document (more strictly than the view's schema,
     whose 400 then comes from the lookup) leaves out."""
     path, method = key
-    checked = 0
+    checked, previous = 0, None
     for version in VERSIONS:
         schema = body_schema_at(path, method, version)
         if vt(version) < vt(OPERATIONS[key]) or schema is None:
             continue
+        # A version whose schema and samples are the previous one's gives
+        # the same verdicts: its documented body is that schema published
+        # (test_request_bodies_are_the_schemas_the_views_validate).
+        if (schema, sample_bodies(path, method, version)) == previous:
+            continue
+        previous = (schema, sample_bodies(path, method, version))
         document = document_at(version)
         body = document['paths'][path][method]['requestBody']['content']['application/json']
         for sample in sample_bodies(path, method, version):
@@ -855,7 +861,7 @@ def test_published_bodies_take_what_the_views_take(key):
                     assert what in ('non-canonical uuid key', 'unknown name', 'custom name'), (
                         version, what, instance)
                 checked += 1
-    assert checked > 20
+    assert checked > 5
 
 
 @pytest.mark.parametrize('version', ['1.34', LATEST])

@@ -287,12 +287,11 @@ def fullest_read():
     the hosts' list both ways, a few and more than there are."""
     every, roots = ResourceProvider.objects.all(), ResourceProvider.objects.roots()
     return [[(host.root.name, host.fullest) for host in reports.fullest_hosts(limit)]
-            for limit in (1, 4, 100)] + [
+            for limit in (3, 100)] + [
         [p.name for p in ProviderPages(every, '-utilization')[low:high]]
         for low, high in ((0, 1), (0, 5), (3, 9), (0, 100))] + [
         [p.name for p in ProviderPages(roots, sort, trees=True, every_tree=True)[low:high]]
-        for sort in ('-utilization', 'utilization')
-        for low, high in ((0, 1), (2, 6), (0, 100))]
+        for sort in ('-utilization', 'utilization') for low, high in ((2, 6), (0, 100))]
 
 
 def scraped():
