@@ -125,15 +125,15 @@ def test_queries_per_page_do_not_grow_with_the_cloud(staff):
     grow_cloud(490, start=10)
     refresh_statistics()
     large = {path: count_queries(staff, path) for path in pages()}
-    # No page needs more queries in a cloud 50 times larger. (Fewer is
-    # possible: at its limit the explorer shows the API's own search, which
-    # takes its trees in the database's order; when the plan makes that
-    # order differ from the explanation's, it reads the traits of trees
-    # the explanation did not take: 16 queries for 14, seen on PostgreSQL
-    # after tests/ui/test_audit_page.py in the same worker.)
+    # No page needs more queries in a cloud 50 times larger. (The explorer
+    # may differ by two either way: at its limit it shows the API's own
+    # search, which takes its trees in the database's order; when the plan
+    # makes that order differ from the explanation's, it reads the traits
+    # of trees the explanation did not take, two queries more - 16 for 14,
+    # seen on PostgreSQL in either cloud, after other modules in the worker.)
     assert set(large) == set(small)
     assert {path: (small[path], count) for path, count in large.items()
-            if count > small[path]} == {}
+            if count > small[path] + (2 if path.startswith('/ui/explorer/') else 0)} == {}
 
 
 def numbers(html, row_attr, value):
