@@ -53,6 +53,7 @@ from django.db.models import Case, F, Sum, When
 from providers import capacity, changes, ledger, scopes
 from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
+from providers.ledger.folds import _TreeByTree
 from providers.ledger.image import CAPACITY_BITS, scaled_capacity, unscaled
 from providers.rules import capacity_sql
 
@@ -315,7 +316,7 @@ def _group_of_rows(rows, sharing, served, shapes):
 
 # ---- from the ledger's image ----------------------------------------------------------------
 
-class StrandedFold:
+class StrandedFold(_TreeByTree):
     """{group: {class id: [free, stranded]}} of a grouping
     (providers.ledger.groupings), moved tree by tree: a tree none of the
     group's sharing providers serves is summed; one they serve is kept by
@@ -340,13 +341,7 @@ class StrandedFold:
         sharing_roots = set(old.sharing.values()) | set(new.sharing.values())
         if not sharing_roots.isdisjoint(roots) and self.grouping.sharing(new) != self.sharing:
             return False   # built afresh when next asked for
-        for root in roots:
-            if root in old.trees:
-                self._add(old, old.trees[root], -1)
-        for root in roots:
-            if root in new.trees:
-                self._add(new, new.trees[root], 1)
-        return True
+        return super().update(old, new, roots)
 
     def _own(self, tree, providers, excluded):
         """(free {class id: scaled capacity - used}, [{class id: slots}] per shape)."""

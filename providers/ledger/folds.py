@@ -334,7 +334,34 @@ class FitsFold(_TreeByTree):
         return found
 
 
-class FullestFold(_TreeByTree):
+class _Levels(_TreeByTree):
+    """A fold keeping entries by a value: the distinct values held in
+    order, each with its entries, and those without a value apart, so the
+    first (or last) few are read from an end without sorting."""
+
+    def __init__(self):
+        self.levels = []        # the distinct values held, ascending
+        self.at = {}            # value -> {entry}
+        self.unknown = set()    # entries without a value
+
+    def _place(self, value, entry, sign):
+        if value is None:
+            (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
+            return
+        held = self.at.get(value)
+        if sign > 0:
+            if held is None:
+                held = self.at[value] = set()
+                bisect.insort(self.levels, value)
+            held.add(entry)
+        elif held is not None:
+            held.discard(entry)
+            if not held:
+                del self.at[value]
+                del self.levels[bisect.bisect_left(self.levels, value)]
+
+
+class FullestFold(_Levels):
     """The inventories by utilization: used / capacity as
     InventoryQuerySet.with_utilization computes it (a float of the same
     operations, so ties fall as they do in SQL), for inventories with
@@ -343,9 +370,7 @@ class FullestFold(_TreeByTree):
     fullest few are read from the top without sorting the cloud."""
 
     def __init__(self):
-        self.levels = []        # the distinct utilizations held, ascending
-        self.at = {}            # utilization -> {(provider name, provider, class id)}
-        self.unknown = set()    # (provider name, provider, class id) without one
+        super().__init__()      # entries: (provider name, provider, class id)
         self.count = 0          # inventories held
 
     def build(self, image):
@@ -368,20 +393,7 @@ class FullestFold(_TreeByTree):
     def _add(self, image, tree, sign):
         for utilization, entry in self._entries(tree):
             self.count += sign
-            if utilization is None:
-                (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
-                continue
-            held = self.at.get(utilization)
-            if sign > 0:
-                if held is None:
-                    held = self.at[utilization] = set()
-                    bisect.insort(self.levels, utilization)
-                held.add(entry)
-            elif held is not None:
-                held.discard(entry)
-                if not held:
-                    del self.at[utilization]
-                    del self.levels[bisect.bisect_left(self.levels, utilization)]
+            self._place(utilization, entry, sign)
 
     def estimated_size(self):
         return 1000 + 150 * self.count
@@ -400,17 +412,14 @@ class FullestFold(_TreeByTree):
         return list(found), True
 
 
-class FullestTreesFold(_TreeByTree):
+class FullestTreesFold(_Levels):
     """The trees by how full they are as hosts: each tree's books summed
     over its providers (as BooksFold sums them per tree) and the fraction
     used of its fullest class (books.fullest_class). Kept as the distinct
     fractions in order, each with its trees, so the fullest (or emptiest)
     hosts are read from the end without sorting the cloud."""
 
-    def __init__(self):
-        self.levels = []        # the distinct fractions held, ascending
-        self.at = {}            # fraction -> {(root, fullest class id)}
-        self.unknown = set()    # roots of trees without capacity
+    # Entries: (root, fullest class id); the roots of trees without capacity apart.
 
     def build(self, image):
         for tree in image.trees.values():
@@ -426,21 +435,7 @@ class FullestTreesFold(_TreeByTree):
         return fullest.fraction, (tree.root, fullest.class_id)
 
     def _add(self, image, tree, sign):
-        fraction, entry = self._entry(image, tree)
-        if fraction is None:
-            (self.unknown.add if sign > 0 else self.unknown.discard)(entry)
-            return
-        held = self.at.get(fraction)
-        if sign > 0:
-            if held is None:
-                held = self.at[fraction] = set()
-                bisect.insort(self.levels, fraction)
-            held.add(entry)
-        elif held is not None:
-            held.discard(entry)
-            if not held:
-                del self.at[fraction]
-                del self.levels[bisect.bisect_left(self.levels, fraction)]
+        self._place(*self._entry(image, tree), sign)
 
     def estimated_size(self):
         return 1000 + 150 * (len(self.unknown) + sum(len(held) for held in self.at.values()))
