@@ -7,7 +7,8 @@ rows, a name looked up for an owner who is gone (a 500). In a read
 snapshot every query sees what the first one saw:
 
 - PostgreSQL: a REPEATABLE READ, READ ONLY transaction, both said in its
-  BEGIN (the driver's session settings, so no round trip of their own);
+  BEGIN (the driver's settings, given with autocommit off: no round trip
+  of their own);
 - MariaDB and MySQL: START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY
   (InnoDB's consistent read, taken when it starts), at REPEATABLE READ: our
   sessions read committed (placement_site.config), where the snapshot
@@ -167,18 +168,49 @@ class _Streamed:
 # ---- how each database begins one --------------------------------------------------------
 
 def _begin_postgresql(connection, ending):
+    # Django's BEGIN first: with autocommit off the driver keeps the
+    # transaction's settings below and says them in the BEGIN it sends
+    # before the first query. Set in autocommit, each would be a SET of its
+    # own, and undoing it another.
+    ending.enter_context(transaction.atomic(using=connection.alias))
     raw = connection.connection
+    # The driver may find the connection gone here (a replica stopped): its
+    # errors as Django's, by which replicas.advisory tells a replica failing.
+    with connection.wrap_database_errors:
+        kept = _session_of(raw)
+        _set_session(raw, ('REPEATABLE READ', True))
+    ending.callback(_restore_postgresql, connection, raw, kept)
+    # Last in, so first out: the transaction ended on the driver's
+    # connection before its settings are put back (the driver refuses them
+    # inside one), and Django's COMMIT or ROLLBACK after finds nothing to end.
+    ending.push(functools.partial(_end_postgresql, connection, raw))
+
+
+def _session_of(raw):
     if hasattr(raw, 'readonly'):   # psycopg2
-        kept = raw.isolation_level, raw.readonly
-        raw.isolation_level, raw.readonly = 'REPEATABLE READ', True
+        return raw.isolation_level, raw.readonly
+    return raw.isolation_level, raw.read_only
+
+
+def _set_session(raw, session):
+    isolation, read_only = session
+    if hasattr(raw, 'readonly'):   # psycopg2
+        raw.isolation_level, raw.readonly = isolation, read_only
     else:                          # psycopg 3
         from psycopg import IsolationLevel
-        kept = raw.isolation_level, raw.read_only
-        raw.isolation_level, raw.read_only = IsolationLevel.REPEATABLE_READ, True
-    ending.callback(_restore_postgresql, connection, raw, kept)
-    # Django's BEGIN, sent by the driver with the settings above before
-    # the first query.
-    ending.enter_context(transaction.atomic(using=connection.alias))
+        if isinstance(isolation, str):
+            isolation = IsolationLevel[isolation.replace(' ', '_')]
+        raw.isolation_level, raw.read_only = isolation, read_only
+
+
+def _end_postgresql(connection, raw, kind, error, traceback):
+    if connection.connection is not raw or raw.closed:
+        return   # closed meanwhile: nothing to end
+    with connection.wrap_database_errors:
+        if error is None and not connection.needs_rollback:
+            raw.commit()
+        else:
+            raw.rollback()
 
 
 def _restore_postgresql(connection, raw, kept):
@@ -186,10 +218,7 @@ def _restore_postgresql(connection, raw, kept):
     meanwhile (a replica marked down, a database outage)."""
     if connection.connection is not raw or raw.closed:
         return
-    if hasattr(raw, 'readonly'):
-        raw.isolation_level, raw.readonly = kept
-    else:
-        raw.isolation_level, raw.read_only = kept
+    _set_session(raw, kept)
 
 
 def _begin_mysql(connection, ending):

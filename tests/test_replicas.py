@@ -345,7 +345,7 @@ class TestRealReplica:
                 for page in ('/ui/', '/ui/providers/', f'/ui/providers/{new}/', '/ui/pools/',
                              '/ui/usage/', '/ui/explorer/?resources=VCPU:1'):
                     answer = dashboards.get(server.url + page, timeout=30)
-                    assert answer.status_code == 200, (page, answer.text[:2000])
+                    assert answer.status_code == 200, (page, server.log()[-6000:])
         finally:
             cluster.start_replica()
         assert 'Internal Server Error' not in server.log()

@@ -364,3 +364,20 @@ def test_a_replica_failing_mid_page_is_read_again_in_a_snapshot_of_the_primary(
     assert on_primary and all(on_primary)
     assert replicas.choose_replica() == 'default'   # marked down
     assert not replica.in_atomic_block and not connection.in_atomic_block
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_a_replica_gone_since_its_last_query_is_read_again_from_the_primary(
+        staff, replica, project_x):
+    """The replica's server ended the session (it was stopped) between two
+    pages: the driver finds out as the page's snapshot begins, and the page
+    is read from the primary, not answered 500."""
+    with replica.cursor() as cursor:
+        cursor.execute('SELECT pg_backend_pid()')
+        pid = cursor.fetchone()[0]
+    with connection.cursor() as cursor:
+        cursor.execute('SELECT pg_terminate_backend(%s)', [pid])
+    response = staff.get('/ui/usage/?project=proj-x')
+    assert response.status_code == 200
+    assert replicas.choose_replica() == 'default'   # marked down
+    assert not replica.in_atomic_block and not connection.in_atomic_block
