@@ -25,6 +25,15 @@ from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggrega
 
 LATEST = '1.39'
 
+def pytest_configure(config):
+    # The tests' accounts are made and signed in hundreds of times: hashed
+    # with the cheapest hasher, not the million rounds of PBKDF2 a real
+    # password gets (0.7 s a hash on this machine). Servers the tests start
+    # in processes of their own keep the real one.
+    from django.conf import settings
+    settings.PASSWORD_HASHERS = ['django.contrib.auth.hashers.MD5PasswordHasher']
+
+
 
 class PlacementClient:
     """Requests as a Placement client sends them: token, microversion, JSON."""
