@@ -142,10 +142,13 @@ def what_if(change, shapes=None, using='default'):
         old_reach, new_reach = image.reach, after.reach
         affected.update(root for root in old_reach.keys() | new_reach.keys()
                         if old_reach.get(root) != new_reach.get(root))
+    # Moving a fold costs each changed tree twice (its old part out, its
+    # new one in); counting afresh, each tree of the cloud once.
+    afresh = 2 * len(affected) > len(after.trees)
     found = {}
     for grouping, fold in before_folds.items():
         before = fold.value(image)
-        if affected and not fold.update(image, after, affected):
+        if affected and (afresh or not fold.update(image, after, affected)):
             fold = _MovedFits.built(grouping, shape_ids, memo, after)
         found[grouping.kind] = (before, fold.value(after))
     return _outcome(shapes, counted, found, edit)
