@@ -18,6 +18,7 @@ alone would let the unit take it:
 """
 import collections
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from providers import rules
 from providers.candidates.research import trees_served
@@ -26,9 +27,10 @@ from providers.models import Inventory
 UNREACHED, NONE, LIMITS, SPLIT = 'unreached', 'none', 'limits', 'split'
 
 
-@dataclass(frozen=True)
-class Offer:
-    """A provider's inventory of a class, as a claim of `amount` meets it."""
+class Offer(NamedTuple):
+    """A provider's inventory of a class, as a claim of `amount` meets it
+    (a tuple: an empty answer's explanation makes one per inventory, 60,000
+    at 40,000 nodes)."""
     provider_id: int
     own: bool            # the unit's own (not a sharing provider serving it)
     free: float          # capacity - used (below 0 when over capacity)
