@@ -66,6 +66,13 @@ class Allocations:
         return set(rows[0::cls.FIELDS]) if rows else set()
 
     @classmethod
+    def holds_any(cls, tree, consumers):
+        """Whether one of the consumers (a set) holds an allocation on the
+        tree: a what-if's pass over every tree, with no set made per tree."""
+        rows = facet_data(tree, cls.key)
+        return bool(rows) and not consumers.isdisjoint(rows[0::cls.FIELDS])
+
+    @classmethod
     def read(cls, rows, roots, present):
         """{root: array} of the trees `roots` (None: all), rows:
         providers.ledger.image.streamed; `present`: the roots the image found."""

@@ -38,15 +38,13 @@ from providers.flavors import configured_flavors
 from providers.ledger import groupings
 from providers.ledger.folds import FitsFold, _Shape
 from providers.ledger.image import Image, Inventory, Provider, Tree, facets, streamed
-from providers.models import Aggregate, ResourceProvider
+from providers.models import Aggregate
 
 CLOUD = groupings.Grouping(groupings.CLOUD)
 POOLS = groupings.Grouping(groupings.POOLS)
 
 INVENTORY_DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
                       'allocation_ratio': 1.0}
-# Removed trees whose consumers' other trees one query looks up.
-ROOTS_PER_QUERY = 900
 
 
 class Refused(ValueError):
@@ -135,7 +133,7 @@ def what_if(change, shapes=None, using='default'):
     memo = {}
     image, before_folds, lock = _read(using, shape_ids, memo)
     edit = _Edit(image, aggregates, lock)
-    trees = edit.apply(change, using)
+    trees = edit.apply(change)
     after = image.replaced(trees) if trees else image
     affected = set(trees)
     if (image.sharing or after.sharing) and after is not image:
@@ -284,8 +282,8 @@ class _Edit:
         self.next_id = -1
         self.class_ids = {name: pk for pk, name in image.catalogue.class_names.items()}
 
-    def apply(self, change, using):
-        self._remove(change.remove, using)
+    def apply(self, change):
+        self._remove(change.remove)
         for setting in change.settings:
             self._set(setting)
         for hosts in change.add:
@@ -304,7 +302,7 @@ class _Edit:
             raise Refused(f'No aggregate {uuid} exists.')
         return pk
 
-    def _remove(self, removal, using):
+    def _remove(self, removal):
         image = self.image
         sharing_roots = set(image.sharing.values())
         chosen = set()
@@ -335,9 +333,9 @@ class _Edit:
         for root in chosen:
             self.trees[root] = None
             self.removed_names.append(image.trees[root].name)
-        self._consumers_gone(chosen, using)
+        self._consumers_gone(chosen)
 
-    def _consumers_gone(self, removed, using):
+    def _consumers_gone(self, removed):
         """The consumers holding allocations on the removed trees go with
         them: their allocations on other trees are taken off those trees'
         `used` (the amounts as the image has them)."""
@@ -349,19 +347,13 @@ class _Edit:
                 self.consumers.update(facet.consumers(self.image.trees[root]))
         if not self.consumers:
             return
-        # The other trees where they hold some: every tree holding an
-        # allocation of a consumer that holds one on a removed tree, a query
-        # per ROOTS_PER_QUERY removed trees (the amounts are the image's).
-        roots = sorted(removed)
-        elsewhere = set()
-        for start in range(0, len(roots), ROOTS_PER_QUERY):
-            held = ResourceProvider.objects.using(using).filter(
-                root_provider_id__in=roots[start:start + ROOTS_PER_QUERY],
-            ).values('allocations__consumer_id')
-            elsewhere.update(ResourceProvider.objects.using(using).filter(
-                allocations__consumer_id__in=held,
-            ).values_list('root_provider_id', flat=True).distinct())
-        for root in elsewhere - removed:
+        # The other trees where they hold some, from the image whose
+        # amounts are taken off (not the database, which may have moved on):
+        # a pass over every tree's consumers.
+        gone = self.consumers
+        elsewhere = {root for root, tree in self.image.trees.items() if root not in removed
+                     and any(facet.holds_any(tree, gone) for facet in claimers)}
+        for root in elsewhere:
             tree = self.tree(root)
             if tree is None:
                 continue

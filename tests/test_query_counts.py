@@ -252,12 +252,20 @@ def measure(api, staff, pool):
             f'/capacity/trends?aggregate={SHARED}&resource_class=VCPU,DISK_GB',
         'GET /metrics': '/metrics',
         'GET /pool_labels/{uuid}': f'/pool_labels/{SHARED}',
+        'GET /capacity?view=stranded': '/capacity?view=stranded',
+        'GET /capacity?group_by=aggregate&view=stranded':
+            '/capacity?group_by=aggregate&view=stranded',
     }
     for name, query in CANDIDATE_QUERIES.items():
         reads[f'GET /allocation_candidates {name}'] = f'/allocation_candidates?{query}'
         reads[f'GET /explain/allocation_candidates {name}'] = \
             f'/explain/allocation_candidates?{query}'
     counts = {kind: counted(lambda: api.get(path)) for kind, path in reads.items()}
+    # Read, though a POST: a drained host (its consumers with it) and a ratio set in a pool.
+    counts['POST /capacity/what-if'] = counted(lambda: api.post('/capacity/what-if', {
+        'remove_hosts': {'hosts': ['cn1']},
+        'set_inventories': [{'resource_class': 'VCPU', 'aggregate': SHARED,
+                             'allocation_ratio': 2.0}]}))
     pages = {
         'UI overview': '/ui/',
         'UI providers': '/ui/providers/',
@@ -269,6 +277,11 @@ def measure(api, staff, pool):
         'UI pools by zone': '/ui/pools/?sort=-zone',
         'UI pools export': '/ui/pools/?export=csv&sort=members',
         'UI pool': f'/ui/pools/{SHARED}/',
+        'UI hosts': '/ui/hosts/',
+        'UI hosts emptiest first': '/ui/hosts/?sort=utilization',
+        'UI hosts export': '/ui/hosts/?export=csv',
+        'UI what-if': f'/ui/what-if/?add_count=20&add_inventories=VCPU:8,MEMORY_MB:8192'
+                      f'&add_aggregates={SHARED}&remove_names=cn1',
         'UI usage': '/ui/usage/?project=project-a',
         'UI explorer': '/ui/explorer/?' + CANDIDATE_QUERIES['perfload'],
         'UI explorer, nothing fits': '/ui/explorer/?resources=VCPU:1000',
