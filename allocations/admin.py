@@ -9,11 +9,24 @@ from django.contrib import admin
 from django.db.models import Q
 
 from allocations import services
-from allocations.models import (Allocation, Consumer, ConsumerType, Project,
-                                ProjectUsageSnapshot, User)
+from allocations.models import (
+    Allocation,
+    Consumer,
+    ConsumerType,
+    Project,
+    ProjectUsageSnapshot,
+    User,
+)
 from placement_site import exceptions
-from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
-                                  changelist_link, count_column, search_words)
+from placement_site.admin import (
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    RelatedOnly,
+    ServiceAdmin,
+    changelist_link,
+    count_column,
+    search_words,
+)
 from placement_site.queries import count_of
 
 UUID_LENGTH = Consumer._meta.get_field('uuid').max_length

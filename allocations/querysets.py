@@ -97,4 +97,3 @@ def _owned(project_id, user_id):
     if user_id:
         allocations = allocations.filter(consumer__user__external_id=user_id)
     return allocations
-

@@ -2,8 +2,13 @@
 import copy
 
 from placement_site.microversion import ByVersion
-from placement_site.validation import (CONSUMER_TYPE_PATTERN, CONSUMER_TYPE_QUERY_PATTERN,
-                                       GROUP_SUFFIX_1_33, NAME_PATTERN, UUID_PATTERN)
+from placement_site.validation import (
+    CONSUMER_TYPE_PATTERN,
+    CONSUMER_TYPE_QUERY_PATTERN,
+    GROUP_SUFFIX_1_33,
+    NAME_PATTERN,
+    UUID_PATTERN,
+)
 from providers.schemas import INVENTORIES_PUT
 
 _RESOURCES = {
@@ -130,6 +135,7 @@ USAGES_QUERY_1_38['properties']['consumer_type'] = {
 }
 
 # ---- POST /reshaper (1.30) ---------------------------------------------------
+
 
 def _reshaper(allocations_schema):
     allocations = copy.deepcopy(allocations_schema)

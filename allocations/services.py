@@ -19,9 +19,8 @@ from allocations import audit
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
 from placement_site.queries import retried, retried_write, storable
-from providers import events
+from providers import events, rules
 from providers import services as provider_services
-from providers import rules
 from providers.models import INVENTORY_FIELDS, Inventory, ResourceClass, ResourceProvider
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)

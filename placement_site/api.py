@@ -8,7 +8,7 @@ JSON answer with Last-Modified / Cache-Control from 1.15.
 import functools
 import json
 import math
-from datetime import timezone as dt_timezone
+from datetime import UTC
 from urllib.parse import unquote_to_bytes
 
 import jsonschema
@@ -267,7 +267,7 @@ def timestamp(moment):
     stays None)."""
     if moment is None:
         return None
-    return moment.astimezone(dt_timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    return moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
 
 
 def moment(text, name='since'):
@@ -279,8 +279,8 @@ def moment(text, name='since'):
     try:
         found = parse_datetime(text)
         if found is not None:
-            found = (found.astimezone(dt_timezone.utc) if found.tzinfo
-                     else found.replace(tzinfo=dt_timezone.utc))
+            found = (found.astimezone(UTC) if found.tzinfo
+                     else found.replace(tzinfo=UTC))
     except (ValueError, OverflowError):
         found = None
     if found is None:

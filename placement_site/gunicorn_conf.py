@@ -36,4 +36,3 @@ keepalive = 75 if os.environ.get('PLACEMENT_SERVING_POOL') else 2
 def child_exit(server, worker):
     if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         multiprocess.mark_process_dead(worker.pid)
-

@@ -17,7 +17,7 @@ policy's answer for the token (placement_site.viewers).
 """
 import functools
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from axes.signals import user_locked_out
 from django import forms
@@ -97,7 +97,7 @@ def _held(access, method, projects, system_allowed):
     """What the session keeps of a Keystone sign-in: Keystone has just
     issued the token, which counts as its first check."""
     return {
-        'checked_at': datetime.now(timezone.utc).timestamp(),
+        'checked_at': datetime.now(UTC).timestamp(),
         'token': access.auth_token, 'expires_at': access.expires.isoformat(),
         'user_id': access.user_id, 'user': access.username,
         'domain': access.user_domain_name, 'project_id': access.project_id,
@@ -310,7 +310,7 @@ class KeystoneSessionMiddleware:
         held = (request.session.get(SESSION_KEY)
                 if settings.SESSION_COOKIE_NAME in request.COOKIES else None)
         if held and request.user.is_authenticated:
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             expired = datetime.fromisoformat(held['expires_at']) <= now
             if expired or not _still_valid(request, held, now):
                 LOG.info('Keystone session of %s ended: token %s', held['user'],

@@ -9,8 +9,16 @@ import re
 import time
 
 from django.core.exceptions import EmptyResultSet
-from django.db import (DatabaseError, IntegrityError, OperationalError, ProgrammingError,
-                       connections, models, router, transaction)
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+    connections,
+    models,
+    router,
+    transaction,
+)
 from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
 from django.db.models.functions import Coalesce
 

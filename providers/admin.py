@@ -20,16 +20,37 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from placement_site import exceptions
-from placement_site.admin import (ReadOnlyAdmin, ReadOnlyInline, RelatedOnly, ServiceAdmin,
-                                  YesNoFilter, adopt, changelist_link, count_column, first_links)
+from placement_site.admin import (
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    RelatedOnly,
+    ServiceAdmin,
+    YesNoFilter,
+    adopt,
+    changelist_link,
+    count_column,
+    first_links,
+)
 from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN, is_uuid_like, normalize_uuid
 from providers import schemas, services
-from providers.models import (INVENTORY_FIELDS, Aggregate, Event, EventProvider, Inventory,
-                              PoolLabel, ProviderAggregate, ProviderTrait, ResourceClass,
-                              ResourceProvider, Trait, UsageSnapshot)
+from providers.models import (
+    INVENTORY_FIELDS,
+    Aggregate,
+    Event,
+    EventProvider,
+    Inventory,
+    PoolLabel,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+    UsageSnapshot,
+)
 
 # ---- inline formsets written by one service call each ---------------------------
+
 
 class ServiceFormSet(BaseInlineFormSet):
     """Inline rows that a service replaces as one set: `check` runs in

@@ -64,7 +64,6 @@ AVAILABILITY_ZONE = 'availability_zone'
 GROUPINGS = (CLOUD, AGGREGATE, TRAIT, ROOT, AVAILABILITY_ZONE)
 
 
-
 # ---- groups --------------------------------------------------------------------------
 
 @dataclass

@@ -10,8 +10,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from providers import rules
-from providers.querysets import (AggregateQuerySet, EventQuerySet, InventoryQuerySet,
-                                 ResourceProviderQuerySet)
+from providers.querysets import (
+    AggregateQuerySet,
+    EventQuerySet,
+    InventoryQuerySet,
+    ResourceProviderQuerySet,
+)
 
 
 class ResourceClass(models.Model):

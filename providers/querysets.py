@@ -13,8 +13,20 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import (Case, CharField, Count, Exists, F, FilteredRelation, FloatField,
-                              Max, OuterRef, Q, Subquery, When)
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    FilteredRelation,
+    FloatField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    When,
+)
 from django.db.models.functions import Cast, Coalesce, NullIf
 
 from placement_site import exceptions

@@ -6,8 +6,7 @@ each version's contract can be read on its own.
 import copy
 
 from placement_site.microversion import ByVersion
-from placement_site.validation import (CUSTOM_NAME_PATTERN, MAX_INT, NAME_PATTERN,
-                                       SQL_SP_FLOAT_MAX)
+from placement_site.validation import CUSTOM_NAME_PATTERN, MAX_INT, NAME_PATTERN, SQL_SP_FLOAT_MAX
 
 # ---- resource providers ----------------------------------------------------
 

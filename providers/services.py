@@ -18,8 +18,17 @@ from placement_site import exceptions
 from placement_site.queries import retried, retried_write
 from placement_site.validation import normalize_uuid
 from providers import events, querysets, rules
-from providers.models import (INVENTORY_FIELDS, Aggregate, Inventory, PoolLabel, ProviderAggregate,
-                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    INVENTORY_FIELDS,
+    Aggregate,
+    Inventory,
+    PoolLabel,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 
 LOG = logging.getLogger('placement.inventories')
 

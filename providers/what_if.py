@@ -479,4 +479,3 @@ def _inventories(provider, records):
 
 def _with_inventories(tree, inventories):
     return Tree(tree.root, tree.providers, tuple(inventories), tree.facets, tree.name, tree.uuid)
-

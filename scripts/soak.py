@@ -48,8 +48,16 @@ import psycopg2
 
 # Next to this script (its directory is on sys.path): the harness the scripts share,
 # and the scale benchmark's percentile.
-from harness import (children, cpu_seconds, free_port, memory_mib, send, start_server,
-                     stop_server, wait_until_up)
+from harness import (
+    children,
+    cpu_seconds,
+    free_port,
+    memory_mib,
+    send,
+    start_server,
+    stop_server,
+    wait_until_up,
+)
 from scale_bench import percentile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import User as Account
-from django.db import connection, connections
 from django.core.management import call_command
+from django.db import connection, connections
 from django.db.models import F
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -20,10 +20,18 @@ from allocations import services as allocation_services
 from placement_site import policy
 from providers import ledger, services
 from providers.candidates import summaries
-from providers.models import (Aggregate, BooksChange, Inventory, ProviderAggregate, ResourceClass,
-                              ResourceProvider, TreeStamp)
+from providers.models import (
+    Aggregate,
+    BooksChange,
+    Inventory,
+    ProviderAggregate,
+    ResourceClass,
+    ResourceProvider,
+    TreeStamp,
+)
 
 LATEST = '1.39'
+
 
 def pytest_configure(config):
     # The tests' accounts are made and signed in hundreds of times: hashed
@@ -32,7 +40,6 @@ def pytest_configure(config):
     # in processes of their own keep the real one.
     from django.conf import settings
     settings.PASSWORD_HASHERS = ['django.contrib.auth.hashers.MD5PasswordHasher']
-
 
 
 class PlacementClient:

@@ -327,4 +327,3 @@ def check_books(books, answers, cloud):
     if behind:
         problems['acknowledged provider writes lost'] = behind
     return problems
-

@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.test import Client
 
-from allocations import services as allocation_services
 from allocations import ledger as allocation_ledger
+from allocations import services as allocation_services
 from allocations import usage_totals
 from allocations.models import Allocation, Consumer, Project
 from providers import changes, services

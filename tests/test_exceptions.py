@@ -23,4 +23,3 @@ def test_every_domain_error_has_a_client_status_and_a_known_code(error):
     known = {value for name, value in vars(errors).items()
              if name.isupper() and isinstance(value, str) and value.startswith('placement.')}
     assert error.code in known
-

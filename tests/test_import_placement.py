@@ -433,7 +433,7 @@ def differences(real, ours, paths, *, ordered=True):
                 _answer_dated_now(path, their_body)
                 and _dated_now(theirs.headers['Last-Modified'], theirs.headers['Date'])
                 and _dated_now(mine.get('Last-Modified'), format_datetime(
-                    dt.datetime.now(dt.timezone.utc), usegmt=True))):
+                    dt.datetime.now(dt.UTC), usegmt=True))):
             found.append((path, theirs.headers['Last-Modified'], mine.get('Last-Modified')))
     return found
 

@@ -5,7 +5,7 @@ re-validating it within a bound, staff decided by Placement's policy, local
 accounts still signing in beside it, and an audit line for each sign-in."""
 import logging
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import User as Account
@@ -175,7 +175,7 @@ def test_an_expired_token_is_refused_within_the_bound(signin, keystone, counted)
     client, _ = signin(keystone.admin_name, keystone.admin_name, project=keystone.project_name)
     session = client.session
     session[keystone_signin.SESSION_KEY]['expires_at'] = (
-        datetime.now(timezone.utc) - timedelta(seconds=1)).isoformat()
+        datetime.now(UTC) - timedelta(seconds=1)).isoformat()
     session.save()
     after = client.get('/ui/', follow=True)
     assert 'Your Keystone sign-in has ended' in after.content.decode()

@@ -10,10 +10,24 @@ from django.db import transaction
 from django.db.models import Sum
 
 from allocations.management.commands.load_scale import (
-    FLAT, NUMA, PF, PHYSNETS, TRAITS_PER_NODE, Names, plan_dataset)
+    FLAT,
+    NUMA,
+    PF,
+    PHYSNETS,
+    TRAITS_PER_NODE,
+    Names,
+    plan_dataset,
+)
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers.models import (Event, EventProvider, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceProvider, Trait)
+from providers.models import (
+    Event,
+    EventProvider,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceProvider,
+    Trait,
+)
 
 N = 30
 SEED = 7

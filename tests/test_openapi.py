@@ -1139,7 +1139,6 @@ class Exercise:
         return response
 
 
-
 def allocation_body(version, allocations, generation=None):
     """PUT /allocations/{consumer_uuid}'s body at `version`: {rp: {class: amount}}."""
     if version < (1, 12):

@@ -11,8 +11,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from placement_site.openapi import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR, RESOURCES_GRAMMAR,
-                                    ROOT_REQUIRED_GRAMMAR, at_version)
+from placement_site.openapi import (
+    MEMBER_OF_GRAMMAR,
+    REQUIRED_GRAMMAR,
+    RESOURCES_GRAMMAR,
+    ROOT_REQUIRED_GRAMMAR,
+    at_version,
+)
 
 pytestmark = pytest.mark.any_database
 

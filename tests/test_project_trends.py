@@ -4,7 +4,7 @@ per class in time order with their growth, pruned with the snapshots, and
 charted on the project's page."""
 import functools
 import uuid as uuid_lib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,12 +13,17 @@ from allocations import services as allocation_services
 from allocations.models import Project, ProjectUsageSnapshot
 from allocations.ui import reports
 from providers import trends
-from tests.conftest import (add_allocation, add_provider, assert_admin_read_only, changelist,
-                            count_queries)
+from tests.conftest import (
+    add_allocation,
+    add_provider,
+    assert_admin_read_only,
+    changelist,
+    count_queries,
+)
 from tests.pages import exact
 
 pytestmark = pytest.mark.django_db
-T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 
 
@@ -68,7 +73,7 @@ def test_project_rows_past_the_retention_go_with_the_snapshots(node, settings):
 
 def test_the_project_page_charts_its_classes(node, staff):
     add_allocation(node, VCPU=1)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     trends.snapshot_take(at=now - DAY)
     add_allocation(node, VCPU=2)
     trends.snapshot_take(at=now)

@@ -14,6 +14,7 @@ from tests.conftest import ROW, STORAGE
 def cloud(small_cloud):
     return small_cloud
 
+
 def names(queryset):
     return sorted(queryset.values_list('name', flat=True))
 

@@ -26,8 +26,14 @@ from django.db import DatabaseError, connection, connections
 
 from placement_site import outages
 from scripts.harness import free_port
-from tests.claims_load import (ClaimsLoad, assert_books_balance, claim_body, read_books, seed,
-                               wait_for_claims)
+from tests.claims_load import (
+    ClaimsLoad,
+    assert_books_balance,
+    claim_body,
+    read_books,
+    seed,
+    wait_for_claims,
+)
 from tests.replica_cluster import Cluster, postgres_bin
 from tests.servers import Server, wait_for
 
@@ -346,7 +352,6 @@ class TestOutages:
               f'({promoted - down:.2f} s to promote)')
 
 
-
 @contextlib.contextmanager
 def serving(cluster, base, url=None, *, read_urls=(), admin=False):
     """The cluster started, and Placement on it (on `url`, else the
@@ -367,6 +372,7 @@ def serving(cluster, base, url=None, *, read_urls=(), admin=False):
         if server is not None:
             server.stop()
         cluster.stop()
+
 
 def waiting_on_a_lock(cluster):
     return cluster.primary_sql(

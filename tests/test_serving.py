@@ -507,7 +507,7 @@ def seconds_to_answer(port, url, timeout=3):
     `timeout`: None)."""
     try:
         response, _, elapsed = harness.send(port, 'GET', url, version='1.39', timeout=timeout)
-    except socket.timeout:
+    except TimeoutError:
         return None
     assert response.status == 200
     return elapsed

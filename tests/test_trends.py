@@ -7,7 +7,7 @@ import functools
 import io
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -18,11 +18,19 @@ from django.utils import timezone as dj_timezone
 from allocations.models import ProjectUsageSnapshot
 from providers import books, trends
 from providers.models import Aggregate, Inventory, UsageSnapshot
-from tests.conftest import (ROW, STORAGE, add_allocation, add_provider, assert_admin_read_only,
-                            changelist, count_queries, new_uuid)
+from tests.conftest import (
+    ROW,
+    STORAGE,
+    add_allocation,
+    add_provider,
+    assert_admin_read_only,
+    changelist,
+    count_queries,
+    new_uuid,
+)
 from tests.pages import exact
 
-T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 # Before every snapshot the tests take at T0 on: GET /capacity/trends's
 # own default is the last week.
@@ -371,7 +379,7 @@ def test_without_a_range_the_last_week_is_answered(api):
         trends.snapshot_take(at=now - timedelta(days=age))
     body = trends_of(api)
     assert [p['used'] for p in body['resources']['VCPU']['points']] == [3, 4]
-    since = datetime.strptime(body['since'], '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=timezone.utc)
+    since = datetime.strptime(body['since'], '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=UTC)
     assert now - timedelta(days=7) <= since <= dj_timezone.now() - timedelta(days=7)
     # Explicit ranges answer as before: every snapshot of the range asked.
     assert [p['used'] for p in trends_of(api, '?days=90')['resources']['VCPU']['points']] == \

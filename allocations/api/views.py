@@ -6,8 +6,14 @@ from django.utils import timezone
 
 from allocations import querysets, schemas, services
 from placement_site import conditional, errors, exceptions
-from placement_site.api import (PlacementViewSet, accept_json, json_body, query_params,
-                                require_json, versions)
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    json_body,
+    query_params,
+    require_json,
+    versions,
+)
 from placement_site.validation import is_uuid_like, normalize_uuid
 from providers.api import serializers as provider_serializers
 from providers.api.views import find_provider

@@ -12,8 +12,15 @@ import psycopg2
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import config
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    Aggregate,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 
 # Alembic revisions whose schema we read: 16.0.0's head and the one before,
 # which only has redundant indexes more.

@@ -1,8 +1,7 @@
 """Template tags of the dashboards: one utilization bar, used everywhere,
 amounts in their unit, one time format, and the usage-trend charts of the
 overview and pool pages."""
-from datetime import timedelta
-from datetime import timezone as tz
+from datetime import UTC, timedelta
 
 from django import template
 from django.utils import timezone
@@ -96,7 +95,7 @@ def when(moment):
     """A time as every dashboard prints it: '2026-11-28 19:04 UTC'."""
     if not moment:
         return ''
-    return moment.astimezone(tz.utc).strftime('%Y-%m-%d %H:%M UTC')
+    return moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')
 
 
 @register.simple_tag

@@ -27,14 +27,28 @@ drf-spectacular extensions and describes GET /.
 """
 from placement_site.openapi import root, viewsets  # noqa: F401 (they register on import)
 from placement_site.openapi.document import DocumentView, describe_version
-from placement_site.openapi.grammars import (MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR,
-                                             RESOURCES_GRAMMAR, ROOT_REQUIRED_GRAMMAR)
+from placement_site.openapi.grammars import (
+                                             MEMBER_OF_GRAMMAR,
+                                             REQUIRED_GRAMMAR,
+                                             RESOURCES_GRAMMAR,
+                                             ROOT_REQUIRED_GRAMMAR,
+)
 from placement_site.openapi.operations import link, operation
 from placement_site.openapi.parameters import PROVIDER_UUID, path, query
-from placement_site.openapi.schemas import (CLASS_NAME_SCHEMA, GENERATION, LINKS,
-                                            TRAIT_NAME_SCHEMA, UUID, UUID_KEY, Component,
-                                            closed, keyed_maps, openapi_schema, request_body,
-                                            resources_map)
+from placement_site.openapi.schemas import (
+                                             CLASS_NAME_SCHEMA,
+                                             GENERATION,
+                                             LINKS,
+                                             TRAIT_NAME_SCHEMA,
+                                             UUID,
+                                             UUID_KEY,
+                                             Component,
+                                             closed,
+                                             keyed_maps,
+                                             openapi_schema,
+                                             request_body,
+                                             resources_map,
+)
 from placement_site.openapi.versions import at_version, describing, versioned
 
 __all__ = [

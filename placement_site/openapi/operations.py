@@ -10,12 +10,16 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from placement_site import microversion
 from placement_site.openapi.errors import ERROR_DESCRIPTIONS, ERRORS, URI_TOO_LONG, error
-from placement_site.openapi.headers import (ETAG_DESCRIPTION, IF_MATCH, IF_NONE_MATCH,
-                                            MICROVERSION_HEADER, describe_microversion_header,
-                                            response_header)
+from placement_site.openapi.headers import (
+    ETAG_DESCRIPTION,
+    IF_MATCH,
+    IF_NONE_MATCH,
+    MICROVERSION_HEADER,
+    describe_microversion_header,
+    response_header,
+)
 from placement_site.openapi.schemas import keyed_maps, sentences
 from placement_site.openapi.versions import at_version, document_version, version_tuple
-
 
 _SINCE = {}  # operation id -> the first microversion that has it
 

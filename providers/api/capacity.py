@@ -135,7 +135,6 @@ class CapacityViewSet(PlacementViewSet):
             'groups': [group_body(found) for found in found_groups],
         }, cache_headers=False)
 
-
     def stranded(self, asked, as_csv):
         """view=stranded: per group and class, free, stranded and usable
         for the configured flavors."""

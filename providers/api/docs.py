@@ -6,10 +6,26 @@ microversion (providers.schemas); answers are described here.
 """
 from drf_spectacular.utils import extend_schema_view
 
-from placement_site.openapi import (CLASS_NAME_SCHEMA, GENERATION, LINKS, MEMBER_OF_GRAMMAR,
-                                    PROVIDER_UUID, REQUIRED_GRAMMAR, RESOURCES_GRAMMAR,
-                                    TRAIT_NAME_SCHEMA, UUID, Component, closed, link, operation,
-                                    path, query, request_body, resources_map, versioned)
+from placement_site.openapi import (
+    CLASS_NAME_SCHEMA,
+    GENERATION,
+    LINKS,
+    MEMBER_OF_GRAMMAR,
+    PROVIDER_UUID,
+    REQUIRED_GRAMMAR,
+    RESOURCES_GRAMMAR,
+    TRAIT_NAME_SCHEMA,
+    UUID,
+    Component,
+    closed,
+    link,
+    operation,
+    path,
+    query,
+    request_body,
+    resources_map,
+    versioned,
+)
 from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN
 from providers import events, schemas
 from providers.api import views

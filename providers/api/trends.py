@@ -9,8 +9,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from placement_site import downloads, errors, exceptions, snapshots
-from placement_site.api import (CSV, PlacementViewSet, answer_format, moment, query_params,
-                                timestamp)
+from placement_site.api import CSV, PlacementViewSet, answer_format, moment, query_params, timestamp
 from placement_site.queries import storable
 from providers import querysets, trends
 from providers.models import Aggregate
@@ -56,7 +55,6 @@ class UsageTrendViewSet(PlacementViewSet):
             'since': timestamp(since),
             'resources': {trend.name: describe(trend) for trend in found},
         }, cache_headers=False)
-
 
 
 def _pool(uuid):

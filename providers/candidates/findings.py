@@ -128,4 +128,3 @@ def traits_text(required, forbidden=()):
 def root_traits_text(params):
     return ', '.join(sorted(params.root_required)
                      + ['!' + t for t in sorted(params.root_forbidden)])
-

@@ -98,8 +98,6 @@ _KEY = re.compile(rf'^(resources|required|member_of|in_tree)({GROUP_SUFFIX})?$')
 _KEY_1_33 = re.compile(rf'^(resources|required|member_of|in_tree)({GROUP_SUFFIX_1_33})?$')
 
 
-
-
 # ---- parsing --------------------------------------------------------------------
 
 def parse(query, version):

@@ -20,7 +20,6 @@ from django.conf import settings
 from django.db import connections
 
 from providers import changes
-
 from providers.fits import Fit
 from providers.ledger import groupings
 from providers.ledger.folds import (
@@ -141,7 +140,6 @@ def tree_books(using, roots):
         if tree is not None:
             fold.add(image, tree)
     return fold.value(image)
-
 
 
 def in_background(work, using='default'):

@@ -375,4 +375,3 @@ class PodBindingAdmin(ServiceAdmin):
                               messages.ERROR)
             return
         self.message_user(request, f'Ended {len(bindings)} binding(s) (admin).', messages.SUCCESS)
-

@@ -12,6 +12,7 @@ from adoption.cloud import CUSTOM_TRAITS
 
 # --- the requests to compare ---------------------------------------------------------------------
 
+
 def get_requests(source, cloud, rng):
     """(path, microversion) for every GET, built from the source's answers."""
     reqs = [('/', None), ('/', LATEST)]

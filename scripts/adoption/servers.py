@@ -12,8 +12,9 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from adoption import LATEST
 from harness import free_port, send, start_server, stop_server, wait_until_up
+
+from adoption import LATEST
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUR_PYTHON = os.path.join(ROOT, '.venv', 'bin', 'python')

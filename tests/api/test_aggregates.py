@@ -6,8 +6,14 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import (UNDEFINED, assert_error, assert_put_media_type_refused, error_of,
-                            generation, unchanged)
+from tests.conftest import (
+    UNDEFINED,
+    assert_error,
+    assert_put_media_type_refused,
+    error_of,
+    generation,
+    unchanged,
+)
 
 
 @pytest.fixture

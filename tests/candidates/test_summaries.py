@@ -68,7 +68,7 @@ def test_a_provider_back_at_its_generation_at_another_time_is_read_again(cloud):
     # what was read before is what the worker still answers.
     assert 'HW_CPU_X86_SSE' not in traits_of(search()[0], cn1)
     ResourceProvider.objects.filter(pk=cn1.pk).update(
-        updated_at=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc))
+        updated_at=dt.datetime(2030, 1, 1, tzinfo=dt.UTC))
     assert 'HW_CPU_X86_SSE' in traits_of(search()[0], cn1)
 
 

@@ -9,8 +9,15 @@ import pytest
 from allocations import services as allocation_services
 from placement_site import exceptions
 from providers import services
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    Aggregate,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 from tests.services.conftest import CONCURRENT
 
 ROOT_UUID = 'c0c0c0c0-0000-4000-8000-000000000001'

@@ -23,8 +23,17 @@ from placement_site import queries
 from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
-from providers.models import (Aggregate, Event, Inventory, PoolLabel, ProviderAggregate,
-                              ProviderTrait, ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    Aggregate,
+    Event,
+    Inventory,
+    PoolLabel,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
 from providers.pods.models import Pod, PodBinding
@@ -1264,7 +1273,6 @@ def test_the_end_action_with_an_ended_binding_ends_nothing(admin_client, pods, d
     assert db_snapshot() == before
 
 
-
 def test_the_end_action_refused_while_ending_ends_nothing(admin_client, pods, db_snapshot,
                                                           monkeypatch):
     """A binding ended by someone else after the action read it: the
@@ -1279,6 +1287,7 @@ def test_the_end_action_refused_while_ending_ends_nothing(admin_client, pods, db
         f'Nothing was ended. Pod binding {ended.uuid} already ended at '
         f'{ended.ended_at.isoformat()} (admin).']
     assert db_snapshot() == before
+
 
 def test_bindings_are_never_changed_or_deleted(admin_client, pods, db_snapshot):
     before = db_snapshot()

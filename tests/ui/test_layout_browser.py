@@ -12,7 +12,15 @@ import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    NFS, api, browser, chromium, demo_server, no_server_errors, shoot, sign_in)
+    NFS,
+    api,
+    browser,
+    chromium,
+    demo_server,
+    no_server_errors,
+    shoot,
+    sign_in,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

@@ -14,8 +14,20 @@ import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS, api, browser, check_candidates, chromium, demo_server, number, page,
-    pool_providers, rows, shoot, sign_in, submit)
+    HEADERS,
+    api,
+    browser,
+    check_candidates,
+    chromium,
+    demo_server,
+    number,
+    page,
+    pool_providers,
+    rows,
+    shoot,
+    sign_in,
+    submit,
+)
 
 CAD = 'resource=CAD'
 MODELING = 'workload=CAD Modeling'   # pod-row3-cad's other tag

@@ -3,7 +3,7 @@ figure at hand, counts with separators, one time format, a consumer's
 history as before and after, forecast badges coloured by urgency."""
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
@@ -39,7 +39,7 @@ def test_a_count_has_thousands_separators(staff):
 
 
 def test_times_are_one_format_with_the_zone_on_every_page(staff, api):
-    assert templatetags.when(datetime(2026, 11, 28, 19, 4, 59, tzinfo=timezone.utc)) == \
+    assert templatetags.when(datetime(2026, 11, 28, 19, 4, 59, tzinfo=UTC)) == \
         '2026-11-28 19:04 UTC'
     pod_services.pod_create(name='PodA')
     pods = staff.get('/ui/pods/').content.decode()

@@ -324,7 +324,7 @@ def replica(settings, monkeypatch):
     yield replica
     replicas.reset()
     replica.close()
-    delattr(connections._connections, 'replica0')
+    del connections._connections.replica0
 
 
 def test_a_page_read_from_a_replica_takes_its_snapshot_there(staff, replica, project_x):

@@ -13,7 +13,17 @@ import pytest
 import requests
 
 from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS, SCREENSHOTS, api, browser, chromium, demo_server, exact_amounts, page, shoot, sign_in)
+    HEADERS,
+    SCREENSHOTS,
+    api,
+    browser,
+    chromium,
+    demo_server,
+    exact_amounts,
+    page,
+    shoot,
+    sign_in,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

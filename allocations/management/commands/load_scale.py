@@ -42,8 +42,15 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from providers import rules, services
-from providers.models import (Aggregate, Inventory, ProviderAggregate, ProviderTrait,
-                              ResourceClass, ResourceProvider, Trait)
+from providers.models import (
+    Aggregate,
+    Inventory,
+    ProviderAggregate,
+    ProviderTrait,
+    ResourceClass,
+    ResourceProvider,
+    Trait,
+)
 
 DEFAULT_SEED = 42
 

@@ -18,7 +18,7 @@ import os
 import sys
 import traceback
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -85,11 +85,11 @@ def live_list(path):
         return None, None
     try:
         if path == '-':
-            listed_at, lines = datetime.now(timezone.utc), sys.stdin.read().splitlines()
+            listed_at, lines = datetime.now(UTC), sys.stdin.read().splitlines()
         else:
             with open(path, encoding='utf-8') as file:
                 listed_at = datetime.fromtimestamp(os.fstat(file.fileno()).st_mtime,
-                                                   timezone.utc)
+                                                   UTC)
                 lines = file.read().splitlines()
         return audit.read_live_list(lines), listed_at
     except (OSError, UnicodeDecodeError, audit.BadLiveList) as error:

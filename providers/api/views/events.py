@@ -1,7 +1,12 @@
 """GET /events: the event log (ours, not OpenStack Placement's)."""
 from placement_site import errors
-from placement_site.api import (PlacementViewSet, accept_json, moment, page_after_marker,
-                                query_params)
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    moment,
+    page_after_marker,
+    query_params,
+)
 from placement_site.validation import normalize_uuid
 from providers import events, schemas
 from providers.models import Event

@@ -1,7 +1,14 @@
 """/resource_classes[/{name}]: the standard and custom resource classes."""
 from placement_site import errors, exceptions
-from placement_site.api import (PlacementViewSet, accept_json, json_body, parse_json,
-                                require_json, validate, versions)
+from placement_site.api import (
+    PlacementViewSet,
+    accept_json,
+    json_body,
+    parse_json,
+    require_json,
+    validate,
+    versions,
+)
 from placement_site.queries import storable
 from providers import schemas, services
 from providers.api import serializers

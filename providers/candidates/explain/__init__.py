@@ -90,7 +90,6 @@ class Explanation:
         return self.why + self.closest + [s.text for s in self.suggestions]
 
 
-
 def explain_candidates(query, *, settings=None, suggest_root_required=True, counted=True):
     """The candidates for a CandidateQuery, with a Funnel per group, the
     suggestions and the near misses. suggest_root_required=False before

@@ -43,7 +43,6 @@ class Constraint:
     causes: object = None   # causes(eliminated ids) -> limits.Causes (kind 'resources')
 
 
-
 def universe(found, roots_of):
     """What the group's funnel counts: every root, or every provider."""
     if found.tree_mode:

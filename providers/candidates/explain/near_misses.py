@@ -80,7 +80,6 @@ class NearMiss:
         return f'{self.name} {self.shortfall}'
 
 
-
 def near_misses(explained, roots_of, inventories, asked=None):
     """The closest misses of every group that fits fewer trees (providers)
     than NEARLY_EMPTY or than the `asked` limit (see _group_near_misses),

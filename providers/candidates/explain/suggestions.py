@@ -41,7 +41,6 @@ class Suggestion:
         return params
 
 
-
 def root_trait_suggestions(found, params, constraints, funnel, roots_of):
     """For the unsuffixed group in a cloud of trees: the trees the funnel
     drops only for required traits (single traits, not any-of sets) that

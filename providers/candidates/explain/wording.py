@@ -101,9 +101,6 @@ def _verb(failure, count):
     return failure if count != 1 else _singular(failure)
 
 
-
-
-
 # How each rule of combining that ruled trees out is told (combining.py).
 BLOCKED_TEXTS = {
     'isolate': 'group_policy=isolate rules out {trees} (their groups fit only by sharing a '
