@@ -23,7 +23,8 @@ STAMPED = [
     stamps.through_provider('allocations'),
     stamps.Watched('consumers', 'rp.root_provider_id',
                    'allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id',
-                   'a.consumer_id = {row}.id', columns=('project_id', 'user_id', 'consumer_type_id')),
+                   'a.consumer_id = {row}.id',
+                   columns=('project_id', 'user_id', 'consumer_type_id')),
 ]
 # ... and the books' change log (allocations on a provider without inventory
 # of their class touch no inventory row).

@@ -27,7 +27,8 @@ def serve_static(request, path):
             raise Http404(path)
         full_path = Path(found)
     content_type, encoding = mimetypes.guess_type(str(full_path))
-    response = FileResponse(full_path.open('rb'), content_type=content_type or 'application/octet-stream')
+    response = FileResponse(full_path.open('rb'),
+                            content_type=content_type or 'application/octet-stream')
     if encoding:
         response['Content-Encoding'] = encoding
     response['Cache-Control'] = 'public, max-age=3600'

@@ -242,7 +242,7 @@ def answer(request_text, catalogue, gzip):
     yield text(family(f'{COMPAT}up', 'up', [('', 0 if catalogue is None else 1)]))
     if catalogue is None:
         return
-    for name, help_text, _, compat in INVENTORY_FAMILIES[:6]:
+    for name, help_text, _, _compat in INVENTORY_FAMILIES[:6]:
         yield from kept(name, help_text)
     for suffix, help_text, value in BOOK_FIELDS:
         yield text(family(
@@ -268,7 +268,7 @@ def answer(request_text, catalogue, gzip):
         yield text(os_capacity.flavor_totals(found))
         yield from kept(HYPERVISOR_FLAVORS, os_capacity.HYPERVISOR_FLAVORS_HELP)
         yield text(os_capacity.project_filters(found))
-        for name, help_text, _, compat in INVENTORY_FAMILIES[6:]:
+        for name, help_text, _, _compat in INVENTORY_FAMILIES[6:]:
             yield from kept(name, help_text)
     for chunks in catalogue.others:
         yield text(chunks)

@@ -167,7 +167,8 @@ def read_books(port):
                            'LEFT JOIN allocations a ON a.consumer_id = c.id GROUP BY c.uuid')
             consumers = dict(cursor.fetchall())
             cursor.execute("""
-                SELECT rp.uuid, i.resource_class_id, s.used, (i.total - i.reserved) * i.allocation_ratio
+                SELECT rp.uuid, i.resource_class_id, s.used,
+                       (i.total - i.reserved) * i.allocation_ratio
                 FROM inventories i
                 JOIN resource_providers rp ON rp.id = i.resource_provider_id
                 JOIN (SELECT resource_provider_id, resource_class_id, sum(used) AS used

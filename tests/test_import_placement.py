@@ -163,7 +163,8 @@ class MysqlSources:
         # (VCPU's id is 0, which MariaDB would renumber in an auto-increment column)
         self._admin('SET FOREIGN_KEY_CHECKS = 0', "SET SQL_MODE = 'NO_AUTO_VALUE_ON_ZERO'", *(
             sql for t in tables for sql in (f'CREATE TABLE {target}.{t} LIKE {source}.{t}',
-                                            f'INSERT INTO {target}.{t} SELECT * FROM {source}.{t}')))
+                                            f'INSERT INTO {target}.{t} '
+                                            f'SELECT * FROM {source}.{t}')))
         return new
 
     def _admin(self, *statements, database=None):

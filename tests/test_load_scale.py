@@ -129,7 +129,7 @@ def test_the_shapes(loaded):
                 'VCPU': FLAT['VCPU'], 'MEMORY_MB': FLAT['MEMORY_MB']}
         shapes['diskless'] += diskless
     assert shapes['nested'] and shapes['flat'] and shapes['diskless']
-    for uuid, name, agg in names.sharing:
+    for uuid, _name, agg in names.sharing:
         assert traits[uuid] >= {'MISC_SHARES_VIA_AGGREGATE'}
         assert aggregates[uuid] == {names.storage_aggregates[agg]}
         assert set(inventories[uuid]) == {'DISK_GB'}

@@ -677,7 +677,7 @@ def documented_body(document, path, method):
 @pytest.mark.parametrize('version', VERSIONS)
 def test_request_bodies_are_the_schemas_the_views_validate(version):
     document = document_at(version)
-    for path, method, operation in operations(document):
+    for path, method, _operation in operations(document):
         expected = body_schema_at(path, method, version)
         documented = documented_body(document, path, method)
         if expected is None:
@@ -1258,7 +1258,8 @@ def exercise_every_operation(api, version):
         'remove_hosts': {'names': ['*1']},
         'set_inventories': [{'resource_class': 'VCPU', 'allocation_ratio': 2.0}]})
     run('post', '/capacity/what-if', '/capacity/what-if', 200, {'resources': 'VCPU:1'})
-    run('post', '/capacity/what-if', '/capacity/what-if', 400, {'remove_hosts': {'hosts': ['nope']}})
+    run('post', '/capacity/what-if', '/capacity/what-if', 400,
+        {'remove_hosts': {'hosts': ['nope']}})
 
     # ---- pods and pod bindings (ours: the same at every microversion)
     pod = run('post', '/pods', '/pods', 201, {'name': 'Pod1', 'aggregate': aggregate,

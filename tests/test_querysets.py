@@ -96,9 +96,11 @@ def test_trees(cloud):
 
 
 def test_in_ids_matches_in_for_ids_lists_and_relations(cloud):
-    ids = list(ResourceProvider.objects.filter(name__in=['cn1', 'nfs']).values_list('pk', flat=True))
+    ids = list(ResourceProvider.objects.filter(name__in=['cn1', 'nfs'])
+               .values_list('pk', flat=True))
     assert names(ResourceProvider.objects.filter(id__in_ids=ids)) == ['cn1', 'nfs']
-    assert names(ResourceProvider.objects.filter(id__in_ids={str(i) for i in ids})) == ['cn1', 'nfs']
+    in_ids = {str(i) for i in ids}
+    assert names(ResourceProvider.objects.filter(id__in_ids=in_ids)) == ['cn1', 'nfs']
     by_relation = Inventory.objects.filter(resource_provider__in_ids=ids)
     assert set(by_relation) == set(Inventory.objects.filter(resource_provider__in=ids))
     cn1 = ResourceProvider.objects.get(name='cn1')

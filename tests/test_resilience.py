@@ -73,7 +73,8 @@ def test_an_unreachable_server_is_unavailable():
 def test_a_read_only_transaction_is_unavailable_a_bad_query_is_not():
     """A write on a server that became a standby (or a read-only MariaDB)
     is the failover's business; a mistake in a query is ours."""
-    own = type(connections['default'])(connection.settings_dict, alias='own')  # a transaction of its own
+    # A transaction of its own.
+    own = type(connections['default'])(connection.settings_dict, alias='own')
 
     def error_of(*statements):
         own.set_autocommit(False)

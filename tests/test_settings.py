@@ -90,7 +90,8 @@ MYSQL_OPTIONS = {
 def mysql_database(name, user, password, host, port, **options):
     return {'ENGINE': 'placement_site.mysql_backend', 'NAME': name, 'USER': user,
             'PASSWORD': password, 'HOST': host, 'PORT': port,
-            'OPTIONS': {**options, **MYSQL_OPTIONS, 'connect_timeout': options.get('connect_timeout', 5)},
+            'OPTIONS': {**options, **MYSQL_OPTIONS,
+                        'connect_timeout': options.get('connect_timeout', 5)},
             'CONN_MAX_AGE': 600,
             'CONN_HEALTH_CHECKS': True,
             'TEST': {'CHARSET': 'utf8mb4', 'COLLATION': 'utf8mb4_bin'}}

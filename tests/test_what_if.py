@@ -55,12 +55,14 @@ def build_cloud(rng):
             root = add_provider(name, inventories=disk or None, aggregates=aggregates)
             cloud.trees[name] = [root]
             for numa in range(rng.randint(1, 2)):
-                cloud.trees[name].append(add_provider(f'{name}-numa{numa}', parent=root, inventories={
+                numa_name = f'{name}-numa{numa}'
+                cloud.trees[name].append(add_provider(numa_name, parent=root, inventories={
                     'VCPU': {'total': rng.choice([1, 2, 3])},
                     'MEMORY_MB': {'total': rng.choice([1024, 2048])}}))
         else:
             root = add_provider(name, inventories={
-                'VCPU': {'total': rng.choice([2, 3, 4]), 'allocation_ratio': rng.choice([1.0, 1.5])},
+                'VCPU': {'total': rng.choice([2, 3, 4]),
+                         'allocation_ratio': rng.choice([1.0, 1.5])},
                 'MEMORY_MB': {'total': rng.choice([1024, 2048, 3072]),
                               'reserved': rng.choice([0, 512])}, **disk}, aggregates=aggregates)
             cloud.trees[name] = [root]
@@ -152,7 +154,8 @@ def remove_for_real(api, cloud, root_name):
 
 def set_for_real(api, cloud, setting):
     for root_name, providers in cloud.trees.items():
-        in_pool = setting.aggregate is None or setting.aggregate in cloud.aggregates.get(root_name, ())
+        in_pool = (setting.aggregate is None
+                   or setting.aggregate in cloud.aggregates.get(root_name, ()))
         for provider in providers:
             if not (in_pool or setting.aggregate in cloud.aggregates.get(provider.name, ())):
                 continue
@@ -358,7 +361,8 @@ def test_after_is_the_claims_granted_one_after_another(api):
     cloud.trees = {'cn1': [cn1]}
     make_for_real(api, cloud, change)
     assert most_claims(api, f'resources={query}') == outcome.groups[0].after[0].count
-    assert most_claims(api, f'resources={query}&member_of={AGG_A}') == outcome.groups[1].after[0].count
+    claims = most_claims(api, f'resources={query}&member_of={AGG_A}')
+    assert claims == outcome.groups[1].after[0].count
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)

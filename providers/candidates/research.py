@@ -519,7 +519,7 @@ def _request_wide(class_names, trait_names, aggregates=(), required=()):
     the providers in each of the aggregates ('member', named by its uuid)
     and those whose root is in any ('under'), with their roots; the
     providers with each of the `required` traits ('has', named by it)."""
-    def rows(queryset, kind, name=Value('')):
+    def rows(queryset, kind, name=Value('')):  # noqa: B008 (an expression, never changed)
         return queryset.annotate(kind=Value(kind), key=name).values_list(
             'kind', 'key', 'id', 'root').order_by()
 

@@ -34,7 +34,8 @@ from providers.ledger.live import forget, ledger, unobserved
 LOG = logging.getLogger('placement.ledger')
 
 __all__ = ['books', 'fits', 'folded', 'forget', 'fullest_providers', 'fullest_trees', 'groupings',
-           'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books', 'tree_fits']
+           'held_answer', 'in_background', 'keep_answer', 'provider_counts', 'serves', 'tree_books',
+           'tree_fits']
 
 
 def serves(using):

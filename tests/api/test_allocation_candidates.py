@@ -684,7 +684,9 @@ def test_a_candidate_can_be_put_unchanged(api, version, extra):
         held = api.get(f'/allocations/{consumer}', version=version).body['allocations']
         assert {rp: entry['resources'] for rp, entry in held.items()} == {
             rp: entry['resources'] for rp, entry in request['allocations'].items()}
-    usage = lambda name: api.get(f'/resource_providers/{cloud[name]}/usages').body['usages']
+
+    def usage(name):
+        return api.get(f'/resource_providers/{cloud[name]}/usages').body['usages']
     assert usage('numa') == {'VCPU': 2}
     assert usage('cn') == {'DISK_GB': 10}
     assert usage('nfs') == {'DISK_GB': 10}

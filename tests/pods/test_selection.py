@@ -31,8 +31,11 @@ GENERAL = BindingRequest('tenant1')
 CAD = BindingRequest('tenant1', affinity='resource=CAD')
 
 
-def run(request, filters=(AllPodsFilter(),), weighers=((CreationTimeWeigher(), 1.0),)):
-    """The selection over every pod with the filters and weighers given."""
+def run(request, filters=None, weighers=None):
+    """The selection over every pod with the filters and weighers given
+    (every pod, oldest first, by default)."""
+    filters = (AllPodsFilter(),) if filters is None else filters
+    weighers = ((CreationTimeWeigher(), 1.0),) if weighers is None else weighers
     pods = Pod.objects.with_aggregate().in_line()
     return pipeline.select(request, selection.pod_books(pods, request.resources),
                             filters=list(filters), weighers=list(weighers))

@@ -4,273 +4,38 @@ numbers are checked against what the Placement API answers over HTTP for the
 same providers and projects, and every page visited is saved as a full-page
 screenshot in test-artifacts/screenshots/."""
 import collections
-import contextlib
-import math
-import os
 import re
-from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 import pytest
-import requests
 
 from allocations.ui.paging import PAGE_SIZE
-from allocations.ui.templatetags import amount
-from tests.servers import Server
-
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run']
-SCREENSHOTS = Path(__file__).resolve().parents[2] / 'test-artifacts' / 'screenshots'
-HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
-STAFF, PASSWORD = 'operator', 'browser-test-pw-7Q'
-NFS = 'nfs-share-1'
-FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'
-IMPOSSIBLE = 'VCPU:100000'
+from tests.support.browser import (
+    FITS,
+    IMPOSSIBLE,
+    NFS,
+    STAFF,
+    amounts,
+    check_candidates,
+    check_inventory_parts,
+    filled,
+    number,
+    pages,
+    pool_providers,
+    query_of,
+    rows,
+    shoot,
+    sign_in,
+    submit,
+    uuid_in,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 
-# ---- the Placement API over HTTP -------------------------------------------
-
-class Api:
-    """GETs against the demo server with an admin token; per-provider books cached.
-    A connection per request: on a kept-alive one the live server's replies
-    wait out a 40 ms delayed ACK."""
-
-    def __init__(self, url):
-        self.url = url
-        self._books = {}
-
-    def get(self, path, version=None, **params):
-        headers = dict(HEADERS)
-        if version:
-            headers['OpenStack-API-Version'] = f'placement {version}'
-        response = requests.get(self.url + path, params=params, headers=headers, timeout=90)
-        assert response.status_code == 200, (path, params, response.status_code, response.text)
-        return response.json()
-
-    def providers(self, **params):
-        """{uuid: provider} of GET /resource_providers with the query."""
-        body = self.get('/resource_providers', **params)
-        return {p['uuid']: p for p in body['resource_providers']}
-
-    def provider_named(self, name):
-        (provider,) = self.providers(name=name).values()
-        return provider
-
-    def books(self, uuid):
-        """{class: inventory + used + capacity} from /inventories and /usages."""
-        if uuid not in self._books:
-            inventories = self.get(f'/resource_providers/{uuid}/inventories')['inventories']
-            usages = self.get(f'/resource_providers/{uuid}/usages')['usages']
-            assert set(usages) <= set(inventories), (uuid, usages, inventories)
-            self._books[uuid] = {
-                rc: dict(inv, used=usages.get(rc, 0),
-                         capacity=(inv['total'] - inv['reserved']) * inv['allocation_ratio'])
-                for rc, inv in inventories.items()}
-        return self._books[uuid]
-
-    def summed_books(self, uuids):
-        """{class: {total, reserved, capacity, used, providers}} over the providers."""
-        sums = collections.defaultdict(collections.Counter)
-        for uuid in uuids:
-            for rc, inv in self.books(uuid).items():
-                sums[rc].update(total=inv['total'], reserved=inv['reserved'],
-                                capacity=inv['capacity'], used=inv['used'], providers=1)
-        return sums
-
-    def max_utilization(self, uuid):
-        """The fullest inventory's used / capacity, None without capacity."""
-        fractions = [inv['used'] / inv['capacity'] for inv in self.books(uuid).values()
-                     if inv['capacity']]
-        return max(fractions) if fractions else None
-
-    def candidates(self, resources, **params):
-        return self.get('/allocation_candidates', resources=resources, **params)
-
-
-def number(text):
-    """A number as the pages print it ('1,470', '76', '101376.0')."""
-    return float(text.replace(',', '').strip())
-
-
-def held(allocations):
-    """{provider uuid: {class: amount}} of an allocations body, comparable."""
-    return {uuid: dict(entry['resources']) for uuid, entry in allocations.items()}
-
-
-# ---- the browser ---------------------------------------------------------
-
-@pytest.fixture(scope='module')
-def chromium():
-    """Debian's chromium; a missing one fails the tests (no browser is ever
-    downloaded)."""
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-                    '(apt-get install chromium); they never download a browser.')
-    return CHROMIUM
-
-
-@pytest.fixture(scope='module')
-def demo_server(tmp_path_factory):
-    """Placement as scripts/run.sh serves it (gunicorn, our config file) on
-    an SQLite file of the module's own, migrated, with the demo cloud and the
-    staff user loaded, once for the module. Its tests read the cloud over
-    HTTP; the few that change it put it back. A server process of its own,
-    not pytest-django's live_server: that one makes every test
-    transactional, emptying the tables after each."""
-    base = tmp_path_factory.mktemp('demo-server')
-    # Keystone's sign-in beside local accounts: the form shows its fields.
-    server = Server(base, database_url=f'sqlite:///{base / "placement.sqlite3"}',
-                    env={'PLACEMENT_UI_AUTH': 'django,keystone'})
-    server.manage('migrate', '--noinput')
-    server.manage('load_demo', '--size', 'small', '--staff-user', STAFF, '--password', PASSWORD)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def api(demo_server):
-    """The Placement API of the demo cloud, over HTTP."""
-    return Api(demo_server.url)
-
-
-@pytest.fixture(scope='module')
-def browser(chromium):
-    """Headless chromium, once for the module."""
-    from playwright.sync_api import sync_playwright
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, demo_server):
-    """A page of its own (no cookies: signed out) on the demo server."""
-    context = browser.new_context(base_url=demo_server.url,
-                                  viewport={'width': 1366, 'height': 900})
-    context.set_default_timeout(90_000)
-    page = context.new_page()
-    page.server_errors = []
-    page.on('response', lambda r: r.status >= 500 and page.server_errors.append(
-        f'{r.request.method} {r.url} answered {r.status}'))
-    yield page
-    context.close()
-
-
-def shoot(page, name):
-    """A screenshot of the page as it stands (no server error so far): the
-    window's, or the full page's with PLACEMENT_FULL_SCREENSHOTS=1 (to look
-    at every page whole; a full page costs a second or more each, which CI
-    does not spend)."""
-    page.screenshot(path=str(SCREENSHOTS / f'{name}.png'),
-                    full_page=bool(os.environ.get('PLACEMENT_FULL_SCREENSHOTS')))
-    no_server_errors(page)
-
-
-def no_server_errors(page):
-    assert not page.server_errors, f'server errors: {page.server_errors}'
-
-
-def sign_in(page, password=PASSWORD, shot=None, user=STAFF):
-    """Sign in through the login form; `shot`: a screenshot of the answer."""
-    page.goto('/accounts/login/?next=/ui/')
-    page.fill('#id_username', user)
-    page.fill('#id_password', password)
-    with page.expect_navigation():
-        page.click('main button[type=submit]')
-    no_server_errors(page)
-    if shot:
-        shoot(page, shot)
-
-
-def submit(page, form, fields):
-    """Fill the form's fields ({name: value}) and submit it."""
-    for name, value in fields.items():
-        field = page.locator(f'{form} [name="{name}"]')
-        if field.evaluate('e => e.tagName') == 'SELECT':
-            field.select_option(value)
-        else:
-            field.fill(value)
-    with page.expect_navigation():
-        page.click(f'{form} button[type=submit]')
-    no_server_errors(page)
-
-
-def query_of(page):
-    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
-
-
-ROWS_JS = """rows => rows.map(r => ({data: {...r.dataset},
-    cells: [...r.cells].map(c => c.innerText.trim()),
-    links: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')),
-    tags: [...r.cells].map(c => [...c.querySelectorAll('.tag')].map(t => t.innerText.trim())),
-    parts: [...r.querySelectorAll('[data-class]')].map(d => ({...d.dataset,
-        text: d.innerText.trim()}))}))"""
-
-# An amount (templatetags.in_unit, '5.88 TiB') shows its exact figure (its
-# title's, '6,160,384'), and back.
-EXACT_JS = """() => document.querySelectorAll('.amount[title]').forEach(a => {
-    a.dataset.shown = a.textContent; a.textContent = a.title.split(' ')[0]; })"""
-SHOWN_JS = """() => document.querySelectorAll('.amount[data-shown]').forEach(a => {
-    a.textContent = a.dataset.shown; delete a.dataset.shown; })"""
-
-
-@contextlib.contextmanager
-def exact_amounts(page):
-    """The page's amounts read as the API gives them, while inside."""
-    page.evaluate(EXACT_JS)
-    try:
-        yield
-    finally:
-        page.evaluate(SHOWN_JS)
-
-
-def rows(page, selector):
-    """Each matching table row: data-* attributes, cell texts, links, tags
-    per cell, and its data-class parts (with their data-* and text), every
-    amount as its exact figure."""
-    with exact_amounts(page):
-        return page.locator(selector).evaluate_all(ROWS_JS)
-
-
-def amounts(tags):
-    """{class: amount} of tags such as 'VCPU 4' or 'DISK_GB 4,000'."""
-    return {name: int(number(amount)) for name, amount in (tag.split(' ') for tag in tags)}
-
-
-def filled(query):
-    return {k: v for k, v in query.items() if v}
-
-
-def pages(count):
-    return math.ceil(count / PAGE_SIZE)
-
-
-def uuid_in(href):
-    return re.search(r'/([0-9a-f-]{36})/', href).group(1)
-
-
-def check_inventory_parts(api, uuid, parts):
-    """A providers-table cell's inventories (data-used, data-capacity and the
-    'used / capacity' text) against the API's books for the provider."""
-    books = api.books(uuid)
-    assert {p['class'] for p in parts} == set(books), uuid
-    for part in parts:
-        inv = books[part['class']]
-        assert int(part['used']) == inv['used'], (uuid, part)
-        assert int(part['capacity']) == round(inv['capacity']), (uuid, part)
-        used, capacity = re.search(r'([\d,]+) / ([\d,.]+)$', part['text']).groups()
-        assert (number(used), number(capacity)) == (inv['used'], round(inv['capacity'])), part
-
-
 # ---- the tests -------------------------------------------------------------
 
-def test_sign_in_then_the_overview_adds_up_every_provider(page, api):
+def test_sign_in_then_the_overview_adds_up_every_provider(page, demo_api):
     """Signed out, /ui/ sends the browser to the login form; a wrong password
     is refused; signed in, the overview's cards and per-class totals are the
     sums of the API's inventories and usages over every provider."""
@@ -286,18 +51,18 @@ def test_sign_in_then_the_overview_adds_up_every_provider(page, api):
     assert STAFF in page.inner_text('header .user')
     shoot(page, 'overview')
 
-    providers = api.providers()
+    providers = demo_api.providers()
     roots = [u for u, p in providers.items() if p['root_provider_uuid'] == u]
     consumers = set()
     for uuid in providers:
-        consumers |= set(api.get(f'/resource_providers/{uuid}/allocations')['allocations'])
-    projects = {api.get(f'/allocations/{c}')['project_id'] for c in consumers}
+        consumers |= set(demo_api.get(f'/resource_providers/{uuid}/allocations')['allocations'])
+    projects = {demo_api.get(f'/allocations/{c}')['project_id'] for c in consumers}
     cards = {m: number(page.inner_text(f'[data-metric="{m}"]'))
              for m in ('providers', 'roots', 'consumers', 'projects')}
     assert cards == {'providers': len(providers), 'roots': len(roots),
                      'consumers': len(consumers), 'projects': len(projects)}
 
-    expected = api.summed_books(providers)
+    expected = demo_api.summed_books(providers)
     shown = {}
     for row in rows(page, '#classes tbody tr[data-class]'):
         fields = dict(zip(['name', 'providers', 'total', 'reserved', 'capacity', 'used', 'free'],
@@ -315,7 +80,7 @@ def test_sign_in_then_the_overview_adds_up_every_provider(page, api):
 
     # The fullest hosts: each tree's books summed, ranked by its fullest class.
     def tree_books(root):
-        return api.summed_books([u for u, p in providers.items()
+        return demo_api.summed_books([u for u, p in providers.items()
                                  if p['root_provider_uuid'] == root])
 
     fullest = rows(page, '#fullest tbody tr')
@@ -334,7 +99,7 @@ def test_sign_in_then_the_overview_adds_up_every_provider(page, api):
     assert shown_fractions == pytest.approx(fractions[:10], abs=1e-3)
 
 
-def test_providers_filter_sort_and_pages(page, api):
+def test_providers_filter_sort_and_pages(page, demo_api):
     """The providers table: every row's inventories equal the API's books; a
     trait filter matches GET /resource_providers?required=; sorting by the
     fullest inventory orders the rows; the pages cover the filtered set once."""
@@ -342,18 +107,18 @@ def test_providers_filter_sort_and_pages(page, api):
     page.click('nav >> text=Providers')
     page.wait_for_url('**/ui/providers/')
     shoot(page, 'providers')
-    providers = api.providers()
+    providers = demo_api.providers()
     assert page.inner_text('.subtitle') == (f'{len(providers)} providers match. '
                                             'Hosts, each tree summed')
     first = rows(page, '#providers tbody tr[data-uuid]')
     assert len(first) == PAGE_SIZE
     assert f'page 1 of {pages(len(providers))}' in page.inner_text('.pagination')
     for row in first:
-        check_inventory_parts(api, row['data']['uuid'], row['parts'])
+        check_inventory_parts(demo_api, row['data']['uuid'], row['parts'])
 
     submit(page, 'form.filters', {'trait': 'HW_NUMA_ROOT'})
     shoot(page, 'providers-filtered')
-    numa = api.providers(required='HW_NUMA_ROOT')
+    numa = demo_api.providers(required='HW_NUMA_ROOT')
     assert page.inner_text('.subtitle').startswith(f'{len(numa)} providers match.')
 
     # 'fullest' sorts ascending, a second click descending.
@@ -369,9 +134,9 @@ def test_providers_filter_sort_and_pages(page, api):
         page_rows = rows(page, '#providers tbody tr[data-uuid]')
         for row in page_rows:
             uuid = row['data']['uuid']
-            check_inventory_parts(api, uuid, row['parts'])
+            check_inventory_parts(demo_api, uuid, row['parts'])
             seen.append(uuid)
-            order.append(api.max_utilization(uuid))
+            order.append(demo_api.max_utilization(uuid))
         if not page.locator('.pagination >> text=next →').count():
             break
         page.click('.pagination >> text=next →')
@@ -386,7 +151,7 @@ def test_providers_filter_sort_and_pages(page, api):
     assert all(a >= b - 1e-9 for a, b in zip(order, order[1:])), order
 
 
-def test_provider_pages_nfs_share_its_tree_and_numa_node(page, api):
+def test_provider_pages_nfs_share_its_tree_and_numa_node(page, demo_api):
     """The NFS share's page, then a compute node it serves and that node's
     NUMA node, reached through the page links: inventories, usages,
     allocations, traits, aggregates and relations equal the API's."""
@@ -394,12 +159,12 @@ def test_provider_pages_nfs_share_its_tree_and_numa_node(page, api):
     page.goto('/ui/providers/')
     submit(page, 'form.filters', {'name': 'nfs-share'})
     page.click(f'#providers >> text="{NFS}"')
-    nfs = api.provider_named(NFS)
+    nfs = demo_api.provider_named(NFS)
     page.wait_for_url(f'**/ui/providers/{nfs["uuid"]}/')
-    (aggregate,) = check_provider_page(page, api, nfs, 'provider-nfs-share-1')
+    (aggregate,) = check_provider_page(page, demo_api, nfs, 'provider-nfs-share-1')
     assert urlparse(page.url).query == 'page=2'  # its consumers take two pages
     assert 'shares its inventory through aggregates' in page.inner_text('.subtitle')
-    members = api.providers(member_of=aggregate)
+    members = demo_api.providers(member_of=aggregate)
     served = sorted(p['name'] for u, p in members.items()
                     if u != nfs['uuid'] and p['parent_provider_uuid'] is None)
     related = page.locator('h2:has-text("Trees this provider shares with") + p a.tag')
@@ -407,25 +172,25 @@ def test_provider_pages_nfs_share_its_tree_and_numa_node(page, api):
     assert len(served) == 10  # row 1, racks 6-10, two nodes each
 
     related.first.click()
-    node = api.provider_named(served[0])
+    node = demo_api.provider_named(served[0])
     page.wait_for_url(f'**/ui/providers/{node["uuid"]}/')
-    check_provider_page(page, api, node, f'provider-{served[0]}')
+    check_provider_page(page, demo_api, node, f'provider-{served[0]}')
     sharing = page.locator('h2:has-text("Sharing providers serving this tree") + p a.tag')
     assert sharing.all_inner_texts() == [NFS]
 
     numa_name = f'{served[0]}-numa0'
     page.click(f'.tree >> text="{numa_name}"')
-    numa = api.provider_named(numa_name)
+    numa = demo_api.provider_named(numa_name)
     page.wait_for_url(f'**/ui/providers/{numa["uuid"]}/')
-    check_provider_page(page, api, numa, 'provider-numa-node')
-    tree = api.providers(in_tree=numa['uuid'])
+    check_provider_page(page, demo_api, numa, 'provider-numa-node')
+    tree = demo_api.providers(in_tree=numa['uuid'])
     assert sorted(page.locator('.tree a').all_inner_texts()) == sorted(
         p['name'] for p in tree.values())
     assert page.inner_text('.tree li.current > a') == numa_name
     assert page.locator('#inventories tr[data-class]').count() == 2  # VCPU and MEMORY_MB
 
 
-def check_provider_page(page, api, provider, shot):
+def check_provider_page(page, demo_api, provider, shot):
     """A provider page against the API, its consumers page after page (a
     screenshot of each); answers the provider's aggregates."""
     shoot(page, shot)
@@ -433,7 +198,7 @@ def check_provider_page(page, api, provider, shot):
     assert page.inner_text('h1') == provider['name']
     subtitle = page.inner_text('.subtitle')
     assert uuid in subtitle and f'generation {provider["generation"]}' in subtitle
-    books = api.books(uuid)
+    books = demo_api.books(uuid)
     inventory_rows = rows(page, '#inventories tbody tr[data-class]')
     assert {r['data']['class'] for r in inventory_rows} == set(books)
     for row in inventory_rows:
@@ -450,13 +215,13 @@ def check_provider_page(page, api, provider, shot):
     if not books:
         assert page.inner_text('#inventories tbody') == 'No inventory.'
 
-    traits = api.get(f'/resource_providers/{uuid}/traits')['traits']
+    traits = demo_api.get(f'/resource_providers/{uuid}/traits')['traits']
     panel = page.locator('.panel', has=page.locator('h2', has_text='Traits'))
     assert sorted(panel.locator('span.tag').all_inner_texts()) == sorted(traits)
-    aggregates = api.get(f'/resource_providers/{uuid}/aggregates')['aggregates']
+    aggregates = demo_api.get(f'/resource_providers/{uuid}/aggregates')['aggregates']
     assert sorted(panel.locator('a.tag').all_inner_texts()) == sorted(aggregates)
 
-    allocations = api.get(f'/resource_providers/{uuid}/allocations')['allocations']
+    allocations = demo_api.get(f'/resource_providers/{uuid}/allocations')['allocations']
     count = len(allocations)
     assert page.inner_text('h2:has(+ #allocations) .pct') == \
         f'({count} consumer{"s" if count != 1 else ""})'
@@ -480,17 +245,7 @@ def check_provider_page(page, api, provider, shot):
     return aggregates
 
 
-def pool_providers(api, members):
-    """A pool's providers as member_of reads them: its members, and every
-    provider in the tree of a member root."""
-    providers = set(members)
-    for uuid, member in members.items():
-        if member['root_provider_uuid'] == uuid:
-            providers |= set(api.providers(in_tree=uuid))
-    return providers
-
-
-def test_pools_add_up_their_members(page, api):
+def test_pools_add_up_their_members(page, demo_api):
     """The pools list and the NFS share's pool: members and combined
     capacity / used equal the sums of the API's books over the pool's
     providers (the members and the trees of member roots)."""
@@ -498,14 +253,14 @@ def test_pools_add_up_their_members(page, api):
     page.click('nav >> text=Pools')
     page.wait_for_url('**/ui/pools/')
     shoot(page, 'pools')
-    nfs = api.provider_named(NFS)
-    (nfs_aggregate,) = api.get(f'/resource_providers/{nfs["uuid"]}/aggregates')['aggregates']
+    nfs = demo_api.provider_named(NFS)
+    (nfs_aggregate,) = demo_api.get(f'/resource_providers/{nfs["uuid"]}/aggregates')['aggregates']
     pool_rows = rows(page, '#aggregates tbody tr[data-aggregate]')
     assert len(pool_rows) == 5  # row1-3, the NFS share's, the IPv4 segment's
     for row in pool_rows:
-        members = api.providers(member_of=row['data']['aggregate'])
+        members = demo_api.providers(member_of=row['data']['aggregate'])
         assert number(row['cells'][2]) == len(members), row
-        sums = api.summed_books(pool_providers(api, members))
+        sums = demo_api.summed_books(pool_providers(demo_api, members))
         assert {p['class'] for p in row['parts']} == set(sums), row
         for part in row['parts']:
             used, capacity = re.search(r'([\d,]+) / ([\d,.]+)$', part['text']).groups()
@@ -517,9 +272,9 @@ def test_pools_add_up_their_members(page, api):
     page.wait_for_url(f'**/ui/pools/{nfs_aggregate}/')
     shoot(page, 'pool-nfs-share-1')
     assert page.inner_text('h1') == f'Pool {NFS}'
-    members = api.providers(member_of=nfs_aggregate)
+    members = demo_api.providers(member_of=nfs_aggregate)
     assert page.inner_text('.subtitle') == f'{len(members)} members.'
-    sums = api.summed_books(pool_providers(api, members))
+    sums = demo_api.summed_books(pool_providers(demo_api, members))
     combined = rows(page, '#pool tbody tr[data-class]')
     # The share's DISK_GB, and what the trees of the diskless nodes in it hold.
     assert {r['data']['class'] for r in combined} == set(sums) >= {'DISK_GB', 'VCPU'}
@@ -528,21 +283,25 @@ def test_pools_add_up_their_members(page, api):
         assert number(row['cells'][1]) == expected['providers'], row
         assert number(row['cells'][2]) == round(expected['capacity']), row
         assert number(row['cells'][3]) == expected['used'], row
+    # Listed: every provider the books count, those not members by the member root.
     member_rows = rows(page, '#members tbody tr[data-uuid]')
-    assert {r['data']['uuid'] for r in member_rows} == set(members)
+    assert {r['data']['uuid'] for r in member_rows} == pool_providers(demo_api, members)
+    every = demo_api.providers()
     for row in member_rows:
         uuid = row['data']['uuid']
-        role = 'shares its inventory' if uuid == nfs['uuid'] else 'tree root'
+        root = every[every[uuid]['root_provider_uuid']]['name']
+        role = ('shares its inventory' if uuid == nfs['uuid'] else
+                'tree root' if uuid in members else f'in the tree of member {root}')
         assert row['cells'][1] == role, row
         lines = [re.sub(r'\s+', ' ', line).strip().replace(',', '')
                  for line in row['cells'][2].split('\n')]
         expected = [f"{rc} {inv['used'] / inv['capacity']:.0%} "
                     f"{inv['used']} / {round(inv['capacity'])}"
-                    for rc, inv in api.books(uuid).items()]
+                    for rc, inv in demo_api.books(uuid).items()]
         assert [line for line in lines if line] == (expected or ['no inventory']), row
 
 
-def test_usage_by_project_type_and_user_equals_get_usages(page, api):
+def test_usage_by_project_type_and_user_equals_get_usages(page, demo_api):
     """The usage page, unfiltered then for one project: per project the sums
     of GET /usages at 1.9, per consumer type the counts and sums at 1.39, per
     user the sums at 1.9, and the top consumers what they hold."""
@@ -550,9 +309,9 @@ def test_usage_by_project_type_and_user_equals_get_usages(page, api):
     page.click('nav >> text=Usage')
     page.wait_for_url('**/ui/usage/')
     shoot(page, 'usage')
-    providers = api.providers()
-    everything = api.summed_books(providers)
-    projects = check_usage_page(page, api)
+    providers = demo_api.providers()
+    everything = demo_api.summed_books(providers)
+    projects = check_usage_page(page, demo_api)
     assert len(projects) == 5
     # No project is missing: the rows add up to the cloud's usage.
     totals = collections.Counter()
@@ -563,26 +322,27 @@ def test_usage_by_project_type_and_user_equals_get_usages(page, api):
     submit(page, 'form.filters', {'project': 'demo-db', 'top_class': 'MEMORY_MB'})
     assert query_of(page)['project'] == 'demo-db'
     shoot(page, 'usage-demo-db')
-    assert list(check_usage_page(page, api, top_class='MEMORY_MB')) == ['demo-db']
+    assert list(check_usage_page(page, demo_api, top_class='MEMORY_MB')) == ['demo-db']
     for table in ('#by-type', '#by-user', '#top'):
         assert {r['data']['project'] if table != '#top' else r['cells'][1]
                 for r in rows(page, f'{table} tbody tr')} == {'demo-db'}, table
 
 
-def check_usage_page(page, api, top_class='VCPU'):
+def check_usage_page(page, demo_api, top_class='VCPU'):
     """The usage page's tables against the API; answers {project: usages}."""
     by_project = {}
     for row in rows(page, '#by-project tbody tr[data-project]'):
         project = row['data']['project']
         shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
-        assert shown == api.get('/usages', version='1.9', project_id=project)['usages'], project
-        by_type = api.get('/usages', project_id=project)['usages']
+        usages = demo_api.get('/usages', version='1.9', project_id=project)['usages']
+        assert shown == usages, project
+        by_type = demo_api.get('/usages', project_id=project)['usages']
         assert number(row['cells'][1]) == sum(t['consumer_count'] for t in by_type.values())
         by_project[project] = shown
     assert by_project
 
     for row in rows(page, '#by-type tbody tr[data-project]'):
-        by_type = api.get('/usages', project_id=row['data']['project'])['usages']
+        by_type = demo_api.get('/usages', project_id=row['data']['project'])['usages']
         expected = dict(by_type[row['data']['type']])
         shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
         assert dict(shown, consumer_count=int(number(row['cells'][2]))) == expected, row
@@ -590,16 +350,16 @@ def check_usage_page(page, api, top_class='VCPU'):
     for row in rows(page, '#by-user tbody tr[data-project]'):
         project, user = row['data']['project'], row['data']['user']
         shown = {p['class']: number(p['text']) for p in row['parts'] if p['text']}
-        assert shown == api.get('/usages', version='1.9', project_id=project,
+        assert shown == demo_api.get('/usages', version='1.9', project_id=project,
                                 user_id=user)['usages'], row
-        by_type = api.get('/usages', project_id=project, user_id=user)['usages']
+        by_type = demo_api.get('/usages', project_id=project, user_id=user)['usages']
         assert number(row['cells'][2]) == sum(t['consumer_count'] for t in by_type.values())
 
     top = rows(page, '#top tbody tr[data-consumer]')
     assert top, top_class
     held_amounts = []
     for row in top:
-        body = api.get(f'/allocations/{row["data"]["consumer"]}')
+        body = demo_api.get(f'/allocations/{row["data"]["consumer"]}')
         holdings = collections.Counter()
         for entry in body['allocations'].values():
             holdings.update(entry['resources'])
@@ -613,7 +373,7 @@ def check_usage_page(page, api, top_class='VCPU'):
     return by_project
 
 
-def test_candidate_explorer_fits_and_explains(page, api):
+def test_candidate_explorer_fits_and_explains(page, demo_api):
     """A fitting request shows the candidates GET /allocation_candidates
     answers (limited, then all); an impossible one shows "Nothing fits." and
     the explanation naming the constraint."""
@@ -624,8 +384,8 @@ def test_candidate_explorer_fits_and_explains(page, api):
 
     submit(page, 'form.explorer', {'resources': FITS, 'limit': '20'})
     shoot(page, 'explorer-fits')
-    limited = api.candidates(FITS, limit=20)
-    everything = api.candidates(FITS)
+    limited = demo_api.candidates(FITS, limit=20)
+    everything = demo_api.candidates(FITS)
     assert len(limited['allocation_requests']) == min(len(everything['allocation_requests']), 20)
     check_candidates(page, limited)
 
@@ -633,21 +393,21 @@ def test_candidate_explorer_fits_and_explains(page, api):
     submit(page, 'form.explorer', {'resources': FITS, 'limit': ''})
     shoot(page, 'explorer-fits-unlimited')
     assert len(everything['allocation_requests']) > 100
-    check_candidates(page, api.candidates(FITS, limit=100))
+    check_candidates(page, demo_api.candidates(FITS, limit=100))
 
     submit(page, 'form.explorer', {'resources': IMPOSSIBLE, 'limit': '20'})
     shoot(page, 'explorer-nothing-fits')
-    assert api.candidates(IMPOSSIBLE)['allocation_requests'] == []
+    assert demo_api.candidates(IMPOSSIBLE)['allocation_requests'] == []
     assert page.locator('#candidate-count').count() == 0
     notice = page.locator('#no-candidates')
     assert notice.inner_text().startswith('Nothing fits.')
     explanation = page.locator('#no-candidates .explanation').all_inner_texts()
-    roots = [u for u, p in api.providers().items() if p['root_provider_uuid'] == u]
+    roots = [u for u, p in demo_api.providers().items() if p['root_provider_uuid'] == u]
     # Every tree stopped, each by the limit that binds it (max_unit and
     # capacity at once on the compute nodes; no VCPU at all on the shares).
     assert explanation[0].startswith(
         f'unsuffixed group: {len(roots):,} trees cannot take 100,000 VCPU: '), explanation[0]
-    explained = api.get('/explain/allocation_candidates', resources=IMPOSSIBLE)
+    explained = demo_api.get('/explain/allocation_candidates', resources=IMPOSSIBLE)
     assert explanation == explained['explanation']
     # The closest trees, as the explain endpoint names them.
     assert explanation[1].startswith('unsuffixed group, closest: ')
@@ -658,7 +418,7 @@ def test_candidate_explorer_fits_and_explains(page, api):
     assert len(shown) == 3
 
 
-def test_candidate_explorer_suggests_root_required(page, api):
+def test_candidate_explorer_suggests_root_required(page, demo_api):
     """The demo's compute nodes have HW_CPU_X86_AVX2 on the root and their
     VCPU and MEMORY_MB on NUMA nodes: asking `required` finds nothing, the
     explorer says why and links the request with root_required, which finds
@@ -669,7 +429,7 @@ def test_candidate_explorer_suggests_root_required(page, api):
     submit(page, 'form.explorer', {**wanted, 'limit': '20'})
     shoot(page, 'explorer-root-trait')
     assert page.locator('#candidate-count').count() == 0
-    explained = api.get('/explain/allocation_candidates', **wanted)
+    explained = demo_api.get('/explain/allocation_candidates', **wanted)
     (suggestion,) = explained['suggestions']
     assert suggestion['query'] == 'resources=VCPU:2,MEMORY_MB:2048&root_required=HW_CPU_X86_AVX2'
     assert page.locator('.suggestion').inner_text().startswith(suggestion['text'])
@@ -680,40 +440,9 @@ def test_candidate_explorer_suggests_root_required(page, api):
                               'root_required': 'HW_CPU_X86_AVX2'}
     assert page.input_value('form.explorer [name="required"]') == ''
     assert page.input_value('form.explorer [name="root_required"]') == 'HW_CPU_X86_AVX2'
-    check_candidates(page, api.candidates(wanted['resources'], limit=20,
+    check_candidates(page, demo_api.candidates(wanted['resources'], limit=20,
                                           root_required='HW_CPU_X86_AVX2'))
-    everything = api.get('/allocation_candidates?' + suggestion['query'])
+    everything = demo_api.get('/allocation_candidates?' + suggestion['query'])
     trees = {everything['provider_summaries'][uuid]['root_provider_uuid']
              for request in everything['allocation_requests'] for uuid in request['allocations']}
     assert len(trees) == suggestion['trees'] > suggestion['trees_now'] == 0
-
-
-def check_candidates(page, body):
-    """The explorer's candidates and provider summaries equal the body's."""
-    count = len(body['allocation_requests'])
-    assert page.inner_text('#candidate-count') == f'{count} candidate{"s" if count != 1 else ""}'
-    with exact_amounts(page):
-        shown = page.locator('#candidates tbody tr').evaluate_all("""rows => rows.map(r =>
-            [...r.cells[1].querySelectorAll(':scope > div')].map(line => [
-                line.querySelector('a').getAttribute('href'),
-                [...line.querySelectorAll('.tag')].map(t => t.innerText.trim())]))""")
-    assert [{uuid_in(href): amounts(tags) for href, tags in lines} for lines in shown] == \
-        [held(r['allocations']) for r in body['allocation_requests']]
-
-    summaries = {
-        uuid_in(href): dict(zip(classes, labels))
-        for href, classes, labels in page.locator('#summaries tbody tr').evaluate_all(
-            """rows => rows.map(r => [r.cells[0].querySelector('a').getAttribute('href'),
-                [...r.cells[1].querySelectorAll('.mono')].map(m => m.innerText.trim()),
-                [...r.cells[1].querySelectorAll('svg.bar')].map(b => [b.dataset.used,
-                    b.dataset.capacity, b.getAttribute('aria-label')])])""")}
-    expected = {uuid: s['resources'] for uuid, s in body['provider_summaries'].items()}
-    assert set(summaries) == set(expected)
-    for uuid, bars in summaries.items():
-        assert set(bars) == set(expected[uuid]), uuid
-        for rc, (used, capacity, label) in bars.items():
-            books = expected[uuid][rc]
-            assert (float(used), float(capacity)) == (books['used'], books['capacity']), uuid
-            # The title in the class's units (GiB, TiB for DISK_GB).
-            assert label.startswith(f"{amount(books['used'], rc)} of "
-                                    f"{amount(books['capacity'], rc)} used ("), (uuid, label)

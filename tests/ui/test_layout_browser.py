@@ -7,20 +7,11 @@ one line and its inputs show every digit; every admin list and change page
 fits its tables in their boxes at 1440 px (no column cut off) and its forms
 at 390 px. Screenshots of every page at both
 widths go to test-artifacts/screenshots/layout-*.png (the fixtures are
-test_browser's)."""
+tests/ui/conftest.py's)."""
 import pytest
 import requests
 
-from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    NFS,
-    api,
-    browser,
-    chromium,
-    demo_server,
-    no_server_errors,
-    shoot,
-    sign_in,
-)
+from tests.support.browser import NFS, no_server_errors, shoot, sign_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
@@ -56,14 +47,14 @@ def sized_page(request, browser, demo_server):
     context.close()
 
 
-def every_page(api):
+def every_page(demo_api):
     """{name: path} of every dashboard page type and the admin's lists."""
-    nfs = api.provider_named(NFS)
-    (pool, *_) = api.get(f'/resource_providers/{nfs["uuid"]}/aggregates',
+    nfs = demo_api.provider_named(NFS)
+    (pool, *_) = demo_api.get(f'/resource_providers/{nfs["uuid"]}/aggregates',
                          version='1.19')['aggregates']
-    pod = next(iter(api.get('/pods')['pods']))
-    numa = next(p for p in api.providers().values() if p['parent_provider_uuid'])
-    consumer = next(iter(api.get(f'/resource_providers/{nfs["uuid"]}/allocations')[
+    pod = next(iter(demo_api.get('/pods')['pods']))
+    numa = next(p for p in demo_api.providers().values() if p['parent_provider_uuid'])
+    consumer = next(iter(demo_api.get(f'/resource_providers/{nfs["uuid"]}/allocations')[
         'allocations']))
     return {
         'overview': '/ui/', 'hosts': '/ui/hosts/', 'providers': '/ui/providers/',
@@ -84,10 +75,10 @@ def every_page(api):
     }
 
 
-def test_every_page_fits_the_window_without_console_errors(sized_page, api):
+def test_every_page_fits_the_window_without_console_errors(sized_page, demo_api):
     page = sized_page
     sign_in(page)
-    paths = every_page(api)
+    paths = every_page(demo_api)
     paths['admin-provider'] = admin_change_page(page, NFS)
     for name, path in paths.items():
         answer = page.goto(path)

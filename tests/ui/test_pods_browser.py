@@ -5,7 +5,7 @@ its bindings as GET /pod_bindings lists them; and the candidate explorer,
 run as a project, searches only within the project's pod as a scheduler
 passing the binding's member_of would. Screenshots of every page visited
 go to test-artifacts/screenshots/ (the fixtures and helpers are
-test_browser's)."""
+tests/ui/conftest.py's)."""
 import re
 from contextlib import contextmanager
 from urllib.parse import urlparse
@@ -13,15 +13,10 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from tests.ui.test_browser import (  # noqa: F401 (fixtures)
+from tests.support.browser import (
     HEADERS,
-    api,
-    browser,
     check_candidates,
-    chromium,
-    demo_server,
     number,
-    page,
     pool_providers,
     rows,
     shoot,
@@ -37,11 +32,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 
 @contextmanager
-def changed_thresholds(api, pod, thresholds):
+def changed_thresholds(demo_api, pod, thresholds):
     """The pod's thresholds changed through the API, and put back after: the
     module's tests share the demo cloud."""
     def put(thresholds):
-        answer = requests.put(f'{api.url}/pods/{pod["uuid"]}', headers=HEADERS, timeout=90,
+        answer = requests.put(f'{demo_api.url}/pods/{pod["uuid"]}', headers=HEADERS, timeout=90,
                               json={'thresholds': thresholds})
         assert answer.status_code == 200, answer.text
     put(thresholds)
@@ -51,8 +46,8 @@ def changed_thresholds(api, pod, thresholds):
         put(pod['thresholds'])
 
 
-def pods_by_uuid(api, **params):
-    return {p['uuid']: p for p in api.get('/pods', **params)['pods']}
+def pods_by_uuid(demo_api, **params):
+    return {p['uuid']: p for p in demo_api.get('/pods', **params)['pods']}
 
 
 def check_pod_parts(pod, parts):
@@ -77,7 +72,7 @@ def check_pod_parts(pod, parts):
         assert abs(percent - (books['utilization'] or 0)) <= 0.5 + 1e-9, (part, books)
 
 
-def test_pods_dashboard_equals_get_pods(page, api):
+def test_pods_dashboard_equals_get_pods(page, demo_api):
     """Every pod row's tenants, state and per-class used / capacity /
     threshold equal GET /pods; the groups equal GET /pods?affinity=."""
     sign_in(page)
@@ -85,7 +80,7 @@ def test_pods_dashboard_equals_get_pods(page, api):
     page.wait_for_url('**/ui/pods/')
     shoot(page, 'pods')
     assert page.inner_text('nav a.active') == 'Pods'
-    pods = pods_by_uuid(api)
+    pods = pods_by_uuid(demo_api)
     assert [p['name'] for p in pods.values()] == ['pod-row1', 'pod-row2', 'pod-row3-cad']
 
     shown = rows(page, 'tr[data-pod]')
@@ -112,21 +107,21 @@ def test_pods_dashboard_equals_get_pods(page, api):
     tags = sorted({f'{k}={v}' for p in pods.values() for k, v in p['affinity_tags'].items()})
     assert [affinity for affinity, _ in groups] == [''] + tags == ['', CAD, MODELING]
     for affinity, uuids in groups:
-        assert uuids == list(pods_by_uuid(api, affinity=affinity)), affinity
+        assert uuids == list(pods_by_uuid(demo_api, affinity=affinity)), affinity
     titles = page.locator('section.pod-group h2').all_inner_texts()
     assert titles == ['General purpose 2 pods', f'{CAD} 1 pod', f'{MODELING} 1 pod']
 
     # A threshold lowered below the pod's use: reached, marked, as GET /pods says.
-    (cad,) = pods_by_uuid(api, affinity=CAD).values()
+    (cad,) = pods_by_uuid(demo_api, affinity=CAD).values()
     vcpu = cad['resources']['VCPU']['utilization']
-    with changed_thresholds(api, cad, {'VCPU': int(vcpu), 'MEMORY_MB': 85}):
+    with changed_thresholds(demo_api, cad, {'VCPU': int(vcpu), 'MEMORY_MB': 85}):
         page.reload()
-        check_threshold_reached(page, api, cad)
+        check_threshold_reached(page, demo_api, cad)
 
 
-def check_threshold_reached(page, api, cad):
+def check_threshold_reached(page, demo_api, cad):
     shoot(page, 'pods-threshold-reached')
-    cad = api.get(f'/pods/{cad["uuid"]}')
+    cad = demo_api.get(f'/pods/{cad["uuid"]}')
     assert cad['resources']['VCPU']['threshold_reached'] is True
     # Its row in each of its tags' groups.
     in_group = f'section.pod-group[data-affinity="{CAD}"] tr[data-pod="{cad["uuid"]}"]'
@@ -138,22 +133,22 @@ def check_threshold_reached(page, api, cad):
         == ['threshold reached']
 
 
-def test_pod_page_lists_its_tenants_and_history(page, api):
+def test_pod_page_lists_its_tenants_and_history(page, demo_api):
     """pod-row1 (in maintenance: a tenant moved away) and pod-row3-cad (a
     binding an admin ended): the header, books, bound tenants and history
     equal GET /pods/{uuid} and GET /pod_bindings?pod=."""
     sign_in(page)
     page.goto('/ui/pods/')
     for name in ('pod-row1', 'pod-row3-cad'):
-        (pod,) = [p for p in api.get('/pods')['pods'] if p['name'] == name]
+        (pod,) = [p for p in demo_api.get('/pods')['pods'] if p['name'] == name]
         page.click(f'tr[data-pod="{pod["uuid"]}"] >> text="{name}"')
         page.wait_for_url(f'**/ui/pods/{pod["uuid"]}/')
         shoot(page, f'pod-{name}')
-        check_pod_page(page, api, pod)
+        check_pod_page(page, demo_api, pod)
         page.goto('/ui/pods/')
 
     # The aggregate links to its pool page.
-    (pod,) = [p for p in api.get('/pods')['pods'] if p['name'] == 'pod-row3-cad']
+    (pod,) = [p for p in demo_api.get('/pods')['pods'] if p['name'] == 'pod-row3-cad']
     page.goto(f'/ui/pods/{pod["uuid"]}/')
     page.click('[data-field="aggregate"]')
     page.wait_for_url(f'**/ui/pools/{pod["aggregate"]}/')
@@ -162,7 +157,7 @@ def test_pod_page_lists_its_tenants_and_history(page, api):
     assert page.get_attribute('[data-field="pod"]', 'href') == f'/ui/pods/{pod["uuid"]}/'
 
 
-def check_pod_page(page, api, pod):
+def check_pod_page(page, demo_api, pod):
     uuid = pod['uuid']
     heading = page.inner_text('h1')
     assert heading == f'Pod {pod["name"]}' + (' maintenance' if pod['state'] == 'maintenance'
@@ -175,7 +170,7 @@ def check_pod_page(page, api, pod):
     assert facts['affinity'] == (' '.join(f'{k}={v}' for k, v in pod['affinity_tags'].items())
                                  or 'general purpose')
     assert int(facts['tenants']) == pod['tenants']
-    assert api.get(f'/pods/{uuid}') == pod
+    assert demo_api.get(f'/pods/{uuid}') == pod
     books = rows(page, '#books tbody tr[data-class]')
     assert [b['data']['class'] for b in books] == list(pod['resources'])
     for row in books:
@@ -188,14 +183,14 @@ def check_pod_page(page, api, pod):
         assert (row['data']['reached'] == 'true') == expected['threshold_reached']
 
     bound = rows(page, '#bound tbody tr[data-binding]')
-    current = api.get('/pod_bindings', pod=uuid, open='true')['pod_bindings']
+    current = demo_api.get('/pod_bindings', pod=uuid, open='true')['pod_bindings']
     # Tenants are projects: one bound for two of the pod's tags counts once.
     assert len({b['project_id'] for b in current}) == pod['tenants']
     assert [(r['data']['binding'], r['data']['project'], r['data']['affinity'] or None,
              r['data']['started']) for r in bound] == [
         (b['uuid'], b['project_id'], b['affinity'], b['started_at']) for b in current]
     history = rows(page, '#history tbody tr[data-binding]')
-    everything = api.get('/pod_bindings', pod=uuid)['pod_bindings']
+    everything = demo_api.get('/pod_bindings', pod=uuid)['pod_bindings']
     assert [(r['data']['binding'], r['data']['project'], r['data']['affinity'] or None,
              r['data']['started'], r['data']['ended'] or None, r['data']['reason'] or None)
             for r in history] == [
@@ -213,7 +208,7 @@ def check_pod_page(page, api, pod):
     assert page.locator('.pagination').count() == 0  # one page
 
 
-def test_explorer_as_a_project_searches_within_its_pod(page, api):
+def test_explorer_as_a_project_searches_within_its_pod(page, demo_api):
     """Explorer 'as project': a project bound for CAD work gets its pod's
     candidates (those of GET /allocation_candidates with the binding's
     member_of, every provider within the pod); a project bound to a pod in
@@ -223,7 +218,7 @@ def test_explorer_as_a_project_searches_within_its_pod(page, api):
     page.click('nav >> text=Candidate explorer')
     page.wait_for_url('**/ui/explorer/')
 
-    (binding,) = api.get('/pod_bindings', project_id='demo-analytics', affinity=CAD,
+    (binding,) = demo_api.get('/pod_bindings', project_id='demo-analytics', affinity=CAD,
                          open='true')['pod_bindings']
     submit(page, 'form.explorer', {'resources': RESOURCES, 'limit': '',
                                    'as_project': 'demo-analytics', 'affinity': CAD})
@@ -236,10 +231,10 @@ def test_explorer_as_a_project_searches_within_its_pod(page, api):
     assert text.startswith(f'As project demo-analytics ({CAD} work): bound to pod '
                            f'{binding["pod"]["name"]} since '), text
     assert '(its current binding)' in text and 'move' not in text
-    check_within_pod(page, api, binding['member_of'])
+    check_within_pod(page, demo_api, binding['member_of'])
 
     # demo-web's pod is in maintenance: still its pod until it asks again.
-    (web,) = api.get('/pod_bindings', project_id='demo-web', open='true')['pod_bindings']
+    (web,) = demo_api.get('/pod_bindings', project_id='demo-web', open='true')['pod_bindings']
     submit(page, 'form.explorer', {'as_project': 'demo-web', 'affinity': ''})
     shoot(page, 'explorer-as-project-moving')
     notice = page.locator('#as-project')
@@ -247,20 +242,20 @@ def test_explorer_as_a_project_searches_within_its_pod(page, api):
     assert notice.get_attribute('data-member-of') == web['member_of']
     assert (f"{web['pod']['name']} is in maintenance: the project's next binding request "
             'would move it to pod-row2.') in notice.inner_text()
-    check_within_pod(page, api, web['member_of'])
+    check_within_pod(page, demo_api, web['member_of'])
 
     # A project without a binding: a preview of where a binding request goes.
-    before = api.get('/pod_bindings')['pod_bindings']
+    before = demo_api.get('/pod_bindings')['pod_bindings']
     submit(page, 'form.explorer', {'as_project': 'demo-newcomer'})
     shoot(page, 'explorer-as-project-preview')
     notice = page.locator('#as-project')
-    (pod2,) = [p for p in api.get('/pods')['pods'] if p['name'] == 'pod-row2']
+    (pod2,) = [p for p in demo_api.get('/pods')['pods'] if p['name'] == 'pod-row2']
     assert notice.get_attribute('data-binding') == ''
     assert notice.get_attribute('data-member-of') == pod2['aggregate']
     assert ('As project demo-newcomer (general-purpose work): no binding yet; a binding request '
             'would bind it to pod-row2 (a preview: nothing is written).') in notice.inner_text()
-    check_within_pod(page, api, pod2['aggregate'])
-    assert api.get('/pod_bindings')['pod_bindings'] == before
+    check_within_pod(page, demo_api, pod2['aggregate'])
+    assert demo_api.get('/pod_bindings')['pod_bindings'] == before
 
     # No pod of the tag can take 100000 VCPU: the refusal is the explorer's error.
     submit(page, 'form.explorer', {'resources': 'VCPU:100000', 'affinity': CAD})
@@ -273,13 +268,13 @@ def test_explorer_as_a_project_searches_within_its_pod(page, api):
     assert urlparse(page.url).path == '/ui/explorer/'
 
 
-def check_within_pod(page, api, member_of):
+def check_within_pod(page, demo_api, member_of):
     """The candidates shown are GET /allocation_candidates' with the pod's
     member_of, and each of their providers is one of the pod's."""
     assert f'member_of={member_of}' in page.inner_text('main p.subtitle >> nth=1')
-    body = api.candidates(RESOURCES, member_of=member_of)
+    body = demo_api.candidates(RESOURCES, member_of=member_of)
     assert body['allocation_requests'], member_of
     check_candidates(page, body)
-    within = pool_providers(api, api.providers(member_of=member_of))
+    within = pool_providers(demo_api, demo_api.providers(member_of=member_of))
     used = {u for r in body['allocation_requests'] for u in r['allocations']}
     assert used <= within, used - within

@@ -4,7 +4,7 @@ pool page draw one chart per resource class, whose used line has a vertex
 per snapshot placed as GET /capacity/trends gives its time and use, with
 the forecast dashed and in words as the API forecasts it. Screenshots of
 the pages and of the charts go to test-artifacts/screenshots/ (the fixtures
-and helpers are test_browser's)."""
+and helpers are tests/ui/conftest.py's)."""
 import re
 import uuid
 from datetime import datetime
@@ -12,18 +12,7 @@ from datetime import datetime
 import pytest
 import requests
 
-from tests.ui.test_browser import (  # noqa: F401 (fixtures)
-    HEADERS,
-    SCREENSHOTS,
-    api,
-    browser,
-    chromium,
-    demo_server,
-    exact_amounts,
-    page,
-    shoot,
-    sign_in,
-)
+from tests.support.browser import HEADERS, SCREENSHOTS, exact_amounts, shoot, sign_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
@@ -57,10 +46,10 @@ def wording(forecast):
     return 'not enough history for a forecast'
 
 
-def check_charts(page, api, query, shot, days=30):
+def check_charts(page, demo_api, query, shot, days=30):
     """The page's charts against GET /capacity/trends?days= (with `query`)."""
     page.wait_for_selector('#usage-trends .trend-chart svg')
-    expected = api.get('/capacity/trends', days=days, **query)['resources']
+    expected = demo_api.get('/capacity/trends', days=days, **query)['resources']
     with exact_amounts(page):
         charts = page.locator('#usage-trends figure.trend').evaluate_all(CHARTS_JS)
     assert [c['name'] for c in charts] == list(expected) != []
@@ -100,9 +89,9 @@ def _seconds(stamp):
     return datetime.strptime(stamp, '%Y-%m-%dT%H:%M:%S.%fZ').timestamp()
 
 
-def test_overview_charts_every_class_of_the_cloud(page, api):
+def test_overview_charts_every_class_of_the_cloud(page, demo_api):
     sign_in(page)
-    charts = check_charts(page, api, {}, 'trends-overview')
+    charts = check_charts(page, demo_api, {}, 'trends-overview')
     # The demo's story: compute classes fill up, the NICs and addresses do not.
     status = {c['name']: c['status'] for c in charts}
     assert status == {'VCPU': 'filling', 'MEMORY_MB': 'filling', 'DISK_GB': 'filling',
@@ -111,23 +100,23 @@ def test_overview_charts_every_class_of_the_cloud(page, api):
         'Usage trends last 30 days, the whole cloud')
 
 
-def test_a_pool_page_charts_its_own_classes(page, api):
+def test_a_pool_page_charts_its_own_classes(page, demo_api):
     sign_in(page)
-    (pod,) = [p for p in api.get('/pods')['pods'] if p['name'] == 'pod-row2']
+    (pod,) = [p for p in demo_api.get('/pods')['pods'] if p['name'] == 'pod-row2']
     page.goto(f"/ui/pools/{pod['aggregate']}/")
-    charts = check_charts(page, api, {'aggregate': pod['aggregate']}, 'trends-pool')
+    charts = check_charts(page, demo_api, {'aggregate': pod['aggregate']}, 'trends-pool')
     assert 'this pool' in page.locator('#usage-trends h2').inner_text()
     # The pool's own numbers, not the cloud's.
-    cloud = api.get('/capacity/trends', days=30)['resources']
-    pool = api.get('/capacity/trends', days=30, aggregate=pod['aggregate'])['resources']
+    cloud = demo_api.get('/capacity/trends', days=30)['resources']
+    pool = demo_api.get('/capacity/trends', days=30, aggregate=pod['aggregate'])['resources']
     assert pool['VCPU']['points'][-1]['capacity'] < cloud['VCPU']['points'][-1]['capacity']
     assert {c['name'] for c in charts} == set(pool)
 
 
-def test_a_pool_without_snapshots_says_how_to_take_them(page, api):
-    provider = api.provider_named('r1-rack01-cn01')
-    url = f"{api.url}/resource_providers/{provider['uuid']}/aggregates"
-    aggregates = api.get(f"/resource_providers/{provider['uuid']}/aggregates")
+def test_a_pool_without_snapshots_says_how_to_take_them(page, demo_api):
+    provider = demo_api.provider_named('r1-rack01-cn01')
+    url = f"{demo_api.url}/resource_providers/{provider['uuid']}/aggregates"
+    aggregates = demo_api.get(f"/resource_providers/{provider['uuid']}/aggregates")
     fresh = str(uuid.uuid4())
     added = requests.put(url, headers=HEADERS, timeout=90, json={
         'aggregates': aggregates['aggregates'] + [fresh],
@@ -148,17 +137,17 @@ def test_a_pool_without_snapshots_says_how_to_take_them(page, api):
         assert back.status_code == 200, back.text
 
 
-def test_a_chosen_range_and_values_on_hover(page, api):
+def test_a_chosen_range_and_values_on_hover(page, demo_api):
     """7 days charts the last week as GET /capacity/trends?days=7 gives it;
     the pointer over a chart shows the nearest snapshot's time and numbers."""
     sign_in(page)
     with page.expect_navigation():
         page.click('#usage-trends a[data-days="7"]')
     assert page.locator('#usage-trends strong[data-days="7"]').count() == 1
-    week = check_charts(page, api, {}, 'trends-overview-7-days', days=7)
-    month = api.get('/capacity/trends', days=30)['resources']
+    week = check_charts(page, demo_api, {}, 'trends-overview-7-days', days=7)
+    month = demo_api.get('/capacity/trends', days=30)['resources']
     assert week[0]['points'] < len(month[week[0]['name']]['points'])
-    points = api.get('/capacity/trends', days=7)['resources']['VCPU']['points']
+    points = demo_api.get('/capacity/trends', days=7)['resources']['VCPU']['points']
     chart = page.locator('.trend-chart[data-resource-class="VCPU"]')
     area = chart.locator('rect.hover-area')
     box = area.bounding_box()
@@ -176,14 +165,14 @@ def test_a_chosen_range_and_values_on_hover(page, api):
     chart.screenshot(path=str(SCREENSHOTS / 'trends-hover.png'))
 
 
-def test_a_tree_page_charts_its_use_replayed_from_the_event_log(page, api):
+def test_a_tree_page_charts_its_use_replayed_from_the_event_log(page, demo_api):
     """Two claims on a compute node's tree, then its page: a chart per class
     of the tree, the used line stepping at each claim up to the tree's books
     now (the sum of its providers' usages), with values on hover."""
-    root = api.provider_named('r1-rack01-cn01')
-    tree = [p for p in api.providers(in_tree=root['uuid']).values()]
-    holder = next(p for p in tree if 'VCPU' in api.books(p['uuid']))
-    url = f'{api.url}/allocations/'
+    root = demo_api.provider_named('r1-rack01-cn01')
+    tree = [p for p in demo_api.providers(in_tree=root['uuid']).values()]
+    holder = next(p for p in tree if 'VCPU' in demo_api.books(p['uuid']))
+    url = f'{demo_api.url}/allocations/'
     consumers = [str(uuid.uuid4()) for _ in range(2)]
     for consumer in consumers:
         claimed = requests.put(url + consumer, headers=HEADERS, timeout=90, json={
@@ -199,7 +188,7 @@ def test_a_tree_page_charts_its_use_replayed_from_the_event_log(page, api):
             '#usage-trends h2').inner_text()
         charts = {c['name']: c for c in page.locator('#usage-trends figure.trend').evaluate_all(
             CHARTS_JS)}
-        used_now = sum(requests.get(f"{api.url}/resource_providers/{p['uuid']}/usages",
+        used_now = sum(requests.get(f"{demo_api.url}/resource_providers/{p['uuid']}/usages",
                                     headers=HEADERS, timeout=90).json()['usages'].get('VCPU', 0)
                        for p in tree)
         vcpu = charts['VCPU']

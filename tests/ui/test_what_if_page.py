@@ -20,7 +20,8 @@ AGG_B = 'b0000000-0000-4000-8000-00000000000b'
 def table(html):
     """{(group, shape): (now, after, change)} as the page shows them."""
     found = {}
-    for group, body in re.findall(r'<tbody data-group="([^"]+)">(.*?)</tbody>', exact(html), re.DOTALL):
+    tables = re.findall(r'<tbody data-group="([^"]+)">(.*?)</tbody>', exact(html), re.DOTALL)
+    for group, body in tables:
         for shape, row in re.findall(r'<tr data-shape="([^"]+)">(.*?)</tr>', body, re.DOTALL):
             cells = dict(re.findall(r'data-field="(\w+)">([^<]*)<', row))
             found[group, shape] = (cells['before'], cells['after'], cells['change'])

@@ -1,0 +1,1 @@
+"""What the tests share: servers, clusters, loads and the browser's helpers."""
