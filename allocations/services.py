@@ -419,7 +419,8 @@ def _check_capacity(wanted, inventories, previous):
         used_before = inventory.used
         used = used_before - replaced[key]
         limit = inventory.capacity
-        if limit < used + amount or limit < used + requested[key]:
+        # requested[key] counts this amount and the request's others on the inventory.
+        if not rules.holds(used + requested[key], limit):
             if used + requested[key] <= used_before:
                 continue  # over capacity already, but no worse than before
             raise exceptions.InvalidAllocationCapacityExceeded(

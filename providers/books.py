@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from providers import changes, ledger, scopes
+from providers import changes, ledger, rules, scopes
 from providers.rules import capacity_sql
 
 
@@ -29,12 +29,12 @@ class ClassUsage:
 
     @property
     def free(self):
-        return max(self.capacity - self.used, 0)
+        return rules.free(self.capacity, self.used)
 
     @property
-    def fraction(self):
-        """used / capacity; 0 without capacity."""
-        return self.used / self.capacity if self.capacity else 0.0
+    def utilization(self):
+        """used / capacity; None without capacity."""
+        return rules.utilization(self.used, self.capacity)
 
 
 def fullest_class(classes):
@@ -43,7 +43,7 @@ def fullest_class(classes):
     None when no class has capacity."""
     best = None
     for usage in classes.values():
-        if usage.capacity > 0 and (best is None or usage.fraction > best.fraction):
+        if usage.capacity > 0 and (best is None or usage.utilization > best.utilization):
             best = usage
     return best
 
@@ -136,7 +136,8 @@ def _ranked_hosts(wanted, fullest, roots):
     for root, classes in books.items():
         usage = fullest_class(classes)
         if usage is not None:
-            ranked.append((-usage.fraction if fullest else usage.fraction, root, usage.class_id))
+            ranked.append((-usage.utilization if fullest else usage.utilization, root,
+                           usage.class_id))
     return [(root, class_id) for _, root, class_id in sorted(ranked)], True, books
 
 

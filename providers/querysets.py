@@ -20,14 +20,13 @@ from django.db.models import (
     Exists,
     F,
     FilteredRelation,
-    FloatField,
     Max,
     OuterRef,
     Q,
     Subquery,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, NullIf
+from django.db.models.functions import Coalesce
 
 from placement_site import exceptions
 from placement_site.queries import storable
@@ -100,16 +99,24 @@ def trees_served_by(provider_ids):
                   'resource_provider__root_provider_id').order_by()
 
 
+def in_pool(member_ids, prefix=''):
+    """The pool rule, as a condition on providers (reached through
+    `prefix`): a provider is in a pool when it is a member of the pool's
+    aggregate (`member_ids`: their ids, a list or a subquery) or the root
+    of its tree is, as a candidate search's member_of reads a pool (a
+    compute node's NUMA nodes hold its VCPU). in_pools below states it per
+    pool."""
+    return Q(**{f'{prefix}id__in': member_ids}) | Q(**{f'{prefix}root_provider_id__in': member_ids})
+
+
 def in_pools(inventories, aggregate_ids):
     """`inventories` narrowed to the providers of the pools (aggregates, by
-    id: a list or a subquery), as two querysets whose rows are annotated `pool` (the aggregate id).
+    id: a list or a subquery; in_pool's rule), as two querysets whose rows
+    are annotated `pool` (the aggregate id).
 
-    A pool's providers are read as a candidate search's member_of reads
-    them: its members, and every provider in the tree of a member root (a
-    compute node's NUMA nodes hold its VCPU). The first queryset has the
-    trees under member roots, the second the other members (a child in the
-    aggregate without its root); they never hold the same (pool,
-    inventory), so sums over both add up."""
+    The first queryset has the trees under member roots, the second the
+    other members (a child in the aggregate without its root); they never
+    hold the same (pool, inventory), so sums over both add up."""
     if not isinstance(aggregate_ids, models.QuerySet):
         aggregate_ids = list(aggregate_ids)
     by_root = 'resource_provider__root_provider__provideraggregate__aggregate_id'
@@ -129,9 +136,7 @@ class InventoryQuerySet(models.QuerySet):
     def with_utilization(self):
         """Annotate `utilization` (used / capacity; unknown when
         there is no capacity: reserved == total, or a zero ratio)."""
-        return self.annotate(
-            utilization=Cast(F('used'), FloatField()) / NullIf(rules.capacity_sql(),
-                                                                 rules.SQLConstant(0)))
+        return self.annotate(utilization=rules.utilization_sql(F('used'), rules.capacity_sql()))
 
     def over_capacity(self):
         """Inventories holding more than their capacity: Placement accepts an
@@ -182,6 +187,13 @@ class ResourceProviderQuerySet(models.QuerySet):
     def member_of_any(self, aggregate_uuids):
         """Providers in at least one of the aggregates."""
         return self.filter(id__in=ids_in_aggregates(aggregate_uuids))
+
+    def in_pool_of(self, aggregate):
+        """The pool's providers (in_pool), each annotated `member`: whether
+        it is itself in the aggregate."""
+        members = _model('ProviderAggregate').objects.filter(aggregate_id=aggregate.pk)
+        return self.filter(in_pool(members.values('resource_provider_id'))).annotate(
+            member=Exists(members.filter(resource_provider_id=OuterRef('pk'))))
 
     def member_of(self, any_of_sets):
         """member_of: for every set of aggregate uuids, in at least one."""
@@ -266,8 +278,8 @@ class ResourceProviderQuerySet(models.QuerySet):
         return self.annotate(fullness=FilteredRelation('inventories')).annotate(
             max_utilization=Max(Case(When(
                 fullness__total__gt=F('fullness__reserved'),
-                then=Cast(F('fullness__used'), FloatField())
-                / NullIf(rules.capacity_sql('fullness__'), rules.SQLConstant(0))))))
+                then=rules.utilization_sql(F('fullness__used'),
+                                           rules.capacity_sql('fullness__'))))))
 
 
 class AggregateQuerySet(models.QuerySet):

@@ -1,24 +1,36 @@
 """The capacity rule, once, in Python and in SQL side by side.
 
-An inventory can hold capacity = (total - reserved) * allocation_ratio. One
-more claim of `amount` fits it when the amount is within min_unit..max_unit
-and a multiple of step_size (`takes`), and used + amount <= capacity
-(`fits`). Claims of one amount fit one after another `slots` times: the
-largest k with used + k * amount <= capacity. "Used" is Inventory.used, the
+An inventory can hold capacity = (total - reserved) * allocation_ratio
+(`capacity`; `whole_capacity` as Placement truncates it). One more claim of
+`amount` fits it when the amount is within min_unit..max_unit and a multiple
+of step_size (`takes`), and used + amount <= capacity (`holds`, `fits`).
+What is free is capacity - used, never below 0 (`free`): an inventory
+lowered below what is allocated has nothing free. Utilization is used /
+capacity, a fraction, unknown (None) without capacity (`utilization`); a
+percent only where an answer or a page gives one (`percent`). Claims of one
+amount fit one after another `slots` times: the largest k with
+used + k * amount <= capacity. "Used" is Inventory.used, the
 sum of the inventory's allocations the database keeps
 (allocations.usage_totals).
 
 The claim check, the candidate search and its explanation, GET /capacity's
 "how many more fit", the books, the dashboards, the metrics, the status
 checks and the scale loader all ask these; tests/test_rules.py holds the
-Python and the SQL to the same answers on random inventories.
+Python and the SQL to the same answers on random inventories. Which
+providers a pool (an aggregate) holds is querysets.in_pools' rule.
 """
 import math
 
 from django.db import models
 from django.db.models import Case, F, FloatField, Q, Value, When
-from django.db.models.functions import Floor, Mod
-from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+from django.db.models.functions import Cast, Floor, Mod, NullIf
+from django.db.models.lookups import (
+    Exact,
+    GreaterThan,
+    GreaterThanOrEqual,
+    LessThan,
+    LessThanOrEqual,
+)
 
 # Past this many slots float division is no longer exact to the unit (and
 # the rounding is not corrected): an inventory this large is unlimited for
@@ -33,6 +45,35 @@ def capacity(total, reserved, allocation_ratio):
     return (total - reserved) * allocation_ratio
 
 
+def whole_capacity(total, reserved, allocation_ratio):
+    """capacity truncated to a whole number, as Placement reports it (a
+    provider summary's capacity) and judges an inventory by (refused below
+    0, or at 0 before microversion 1.26)."""
+    return int(capacity(total, reserved, allocation_ratio))
+
+
+def holds(used, capacity):
+    """The inventory holds `used` within its capacity."""
+    return used <= capacity
+
+
+def free(capacity, used):
+    """What is left to claim: capacity - used, never below 0."""
+    return max(capacity - used, 0.0)
+
+
+def utilization(used, capacity):
+    """used / capacity, a fraction (1.0: full); None without capacity."""
+    return used / capacity if capacity else None
+
+
+def percent(used, capacity):
+    """utilization as a percent, for answers and pages that give one;
+    None without capacity. (100 * used / capacity, in that order: the
+    answers' digits.)"""
+    return 100.0 * used / capacity if capacity else None
+
+
 def takes(amount, min_unit, max_unit, step_size):
     """A claim of `amount` is within min_unit..max_unit and step_size."""
     return min_unit <= amount <= max_unit and amount % step_size == 0
@@ -41,7 +82,7 @@ def takes(amount, min_unit, max_unit, step_size):
 def fits(amount, *, total, reserved, allocation_ratio, used, min_unit, max_unit, step_size):
     """One more claim of `amount` fits the inventory."""
     return (takes(amount, min_unit, max_unit, step_size)
-            and used + amount <= capacity(total, reserved, allocation_ratio))
+            and holds(used + amount, capacity(total, reserved, allocation_ratio)))
 
 
 # The limits an inventory can refuse a claim by, in the order an
@@ -100,6 +141,22 @@ def capacity_sql(prefix=''):
     return models.ExpressionWrapper(
         (F(f'{prefix}total') - F(f'{prefix}reserved')) * F(f'{prefix}allocation_ratio'),
         output_field=FloatField())
+
+
+def free_sql(capacity, used):
+    """free, as SQL over two expressions (an inventory's, or sums); NULL
+    stays NULL (no inventory of the class), as GREATEST would not on
+    PostgreSQL."""
+    room = models.ExpressionWrapper(capacity - used, output_field=FloatField())
+    return Case(When(LessThan(room, Value(0.0)), then=Value(0.0)), default=room,
+                output_field=FloatField())
+
+
+def utilization_sql(used, capacity):
+    """utilization, as SQL over two expressions: NULL without capacity.
+    The 0 is written into the text, so SQLite matches the inventories'
+    expression index (InventoryQuerySet.with_utilization)."""
+    return Cast(used, FloatField()) / NullIf(capacity, SQLConstant(0))
 
 
 def takes_sql(amount):

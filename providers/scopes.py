@@ -29,7 +29,7 @@ from providers.models import (
     ProviderTrait,
     ResourceProvider,
 )
-from providers.querysets import SHARING_TRAIT, in_pools, trees_served_by
+from providers.querysets import SHARING_TRAIT, in_pool, in_pools, trees_served_by
 
 CLOUD = groupings.CLOUD
 
@@ -167,9 +167,8 @@ def unions_of_pools(pools_of):
     for key, aggregate_ids in pools_of.items():
         ids = ProviderAggregate.objects.filter(aggregate_id__in=list(aggregate_ids)).values(
             'resource_provider_id')
-        parts.append(Inventory.objects.filter(
-            Q(resource_provider_id__in=ids) | Q(resource_provider__root_provider_id__in=ids),
-        ).annotate(grp=Value(key)))
+        parts.append(Inventory.objects.filter(in_pool(ids, 'resource_provider__')).annotate(
+            grp=Value(key)))
         for aggregate_id in aggregate_ids:
             keys_of[aggregate_id].add(key)
 

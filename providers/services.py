@@ -244,7 +244,7 @@ def check_provider_delete(provider):
 def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
     """Refuse an inventory whose capacity, truncated to a whole number as
     Placement does, is negative (or zero before 1.26)."""
-    usable = int(rules.capacity(record['total'], record['reserved'], record['allocation_ratio']))
+    usable = rules.whole_capacity(record['total'], record['reserved'], record['allocation_ratio'])
     if usable < 0 or (usable == 0 and not reserved_can_be_total):
         error = (exceptions.InvalidInventoryCapacityReservedCanBeTotal if reserved_can_be_total
                  else exceptions.InvalidInventoryCapacity)
@@ -431,7 +431,8 @@ def inventory_update(*, provider, resource_class, record, reserved_can_be_total=
         inventory.save()
         events.provider_changed(events.INVENTORY_UPDATE, provider, before=provider.generation - 1,
                                 payload={'added': {}, 'removed': [],
-                                         'updated': {resource_class: events.inventory_record(record)}})
+                                         'updated': {
+                                             resource_class: events.inventory_record(record)}})
     return inventory
 
 

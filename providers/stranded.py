@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Case, F, Sum, When
 
-from providers import capacity, changes, ledger, scopes
+from providers import capacity, changes, ledger, rules, scopes
 from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
 from providers.ledger.folds import _TreeByTree
@@ -296,7 +296,7 @@ def _group_of_rows(rows, sharing, served, shapes):
                 slots[who][index][class_id] += int(count)
 
     def free(who):
-        return {c: max(room[who][c] - taken[who][c], 0) for c in room[who]}
+        return {c: rules.free(room[who][c], taken[who][c]) for c in room[who]}
     reach = collections.defaultdict(set)
     for provider, own_root in root_of.items():
         for root in served.get(provider, set()) | {own_root}:

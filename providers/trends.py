@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from providers import books, scopes
+from providers import books, rules, scopes
 from providers.models import Aggregate, UsageSnapshot
 
 # The forecast fits the snapshots of the last two weeks before the newest:
@@ -48,12 +48,12 @@ class Point:
 
     @property
     def free(self):
-        return max(self.capacity - self.used, 0.0)
+        return rules.free(self.capacity, self.used)
 
     @property
-    def utilization(self):
+    def percent(self):
         """Percent of the capacity in use; None without capacity."""
-        return 100.0 * self.used / self.capacity if self.capacity else None
+        return rules.percent(self.used, self.capacity)
 
 
 @dataclass(frozen=True)

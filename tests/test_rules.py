@@ -2,7 +2,7 @@
 answers on random inventories, on the real database, and Inventory.used is
 the allocations' sum they both read."""
 import pytest
-from django.db.models import Sum
+from django.db.models import F, Sum
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +68,27 @@ def test_the_python_and_the_sql_agree(row, values, amount):
         amount, values['min_unit'], values['max_unit'], values['step_size'])
     assert stored(row, values).filter(rules.fits_sql(amount)).exists() == rules.fits(
         amount, **values)
+    capacity = rules.capacity(values['total'], values['reserved'], values['allocation_ratio'])
+    free = stored(row, values).annotate(
+        free=rules.free_sql(rules.capacity_sql(), F('used'))).values_list('free', flat=True).get()
+    assert free == pytest.approx(rules.free(capacity, values['used']))
+    if capacity == 0 or capacity > 1e-300:   # (a subnormal one overflows the division)
+        utilization = stored(row, values).annotate(
+            u=rules.utilization_sql(F('used'), rules.capacity_sql())).values_list(
+            'u', flat=True).get()
+        expected = rules.utilization(values['used'], capacity)
+        assert utilization == (None if expected is None else pytest.approx(expected))
+
+
+def test_free_is_never_below_zero_and_utilization_unknown_without_capacity():
+    assert rules.free(13.5, 3) == 10.5
+    assert rules.free(10.0, 12) == 0.0       # an inventory lowered below its use
+    assert rules.utilization(3, 12.0) == 0.25
+    assert rules.utilization(3, 0.0) is None
+    assert rules.percent(3, 12.0) == 25.0
+    assert rules.percent(0, 0.0) is None
+    assert rules.whole_capacity(10, 1, 1.5) == 13   # 13.5, truncated as Placement does
+    assert rules.holds(13.5, 13.5) and not rules.holds(14, 13.5)
 
 
 def test_slots_are_the_claims_that_fit_one_after_another():

@@ -143,7 +143,7 @@ def test_snapshots_of_a_linear_fill_forecast_the_day_it_is_full(db):
         assert vcpu.name == 'VCPU'
         assert [(p.taken_at, p.used, p.capacity, p.free) for p in vcpu.points] == [
             (T0, 10, 100.0, 90.0), (T0 + DAY, 20, 100.0, 80.0), (T0 + 2 * DAY, 30, 100.0, 70.0)]
-        assert vcpu.points[-1].utilization == pytest.approx(30.0)
+        assert vcpu.points[-1].percent == pytest.approx(30.0)
         assert vcpu.forecast.status == trends.FILLING
         assert vcpu.forecast.days_to_full == pytest.approx(7)
         assert vcpu.forecast.full_at == T0 + 9 * DAY
@@ -360,7 +360,7 @@ def test_the_api_answers_points_and_forecast_per_class(api):
 def test_days_counts_back_from_now(api):
     node = add_provider('cn1', inventories={'VCPU': {'total': 10}})
     now = dj_timezone.now()
-    for age, used in ((9, 1), (5, 2), (1, 3)):
+    for age, _used in ((9, 1), (5, 2), (1, 3)):
         add_allocation(node, VCPU=1)
         trends.snapshot_take(at=now - timedelta(days=age, hours=1))
     body = trends_of(api, '?days=6&resource_class=VCPU')
@@ -374,7 +374,7 @@ def test_days_counts_back_from_now(api):
 def test_without_a_range_the_last_week_is_answered(api):
     node = add_provider('cn1', inventories={'VCPU': {'total': 10}})
     now = dj_timezone.now()
-    for age, used in ((30, 1), (8, 2), (6, 3), (1, 4)):
+    for age, _used in ((30, 1), (8, 2), (6, 3), (1, 4)):
         add_allocation(node, VCPU=1)
         trends.snapshot_take(at=now - timedelta(days=age))
     body = trends_of(api)
@@ -397,7 +397,8 @@ def test_flat_full_and_unknown_forecasts_in_the_api(api):
     add_allocation(node, VCPU=4, MEMORY_MB=32)
     trends.snapshot_take(at=T0)
     trends.snapshot_take(at=T0 + DAY)
-    forecasts = {name: trend['forecast'] for name, trend in trends_of(api, f'?since={EVER}')['resources'].items()}
+    classes = trends_of(api, f'?since={EVER}')['resources']
+    forecasts = {name: trend['forecast'] for name, trend in classes.items()}
     assert forecasts == {
         'VCPU': {'status': 'full', 'slope_per_day': 0.0, 'days_to_full': 0.0,
                  'full_at': stamp(T0 + DAY)},
@@ -545,7 +546,7 @@ def test_pages_carry_the_chart_data_and_the_forecast_in_words(staff):
     now = dj_timezone.now()
     node = add_provider('cn1', inventories={'VCPU': {'total': 100}, 'DISK_GB': {'total': 50}},
                         aggregates=[POOL])
-    for day, used in ((3, 10), (2, 20), (1, 30)):
+    for day, _used in ((3, 10), (2, 20), (1, 30)):
         add_allocation(node, VCPU=10)
         trends.snapshot_take(at=now - timedelta(days=day))
     # Older than the charts' month: not drawn.

@@ -18,10 +18,10 @@ from django.db.models import (
     Subquery,
     Sum,
 )
-from django.db.models.functions import Cast, NullIf
+from django.db.models.functions import Cast
 
 from placement_site import microversion
-from providers import books, ledger
+from providers import books, ledger, rules
 from providers import filters as api_filters
 from providers.models import Inventory, ResourceClass, ResourceProvider
 from providers.rules import capacity_sql
@@ -131,6 +131,16 @@ def _class_id(name):
     return -1 if found is None else found
 
 
+def _class_value(kind, capacity, used):
+    """A class's used, free or utilization (CLASS_SORTS), as the rule book
+    has them, over an inventory's capacity and used or their sums."""
+    if kind == 'used':
+        return Cast(used, FloatField())
+    if kind == 'free':
+        return rules.free_sql(capacity, used)
+    return rules.utilization_sql(used, capacity)
+
+
 def sorted_providers(queryset, sort, trees=False):
     """The queryset in the validated order `sort` ('-' descending; unknown:
     name). trees: the rows are roots, and a class's sort is by the sums
@@ -142,10 +152,7 @@ def sorted_providers(queryset, sort, trees=False):
             resource_provider__root_provider_id=OuterRef('pk'),
             resource_class_id=_class_id(class_name)).values(
             'resource_provider__root_provider_id').order_by()
-        capacity = Sum(capacity_sql())
-        value = {'used': Cast(Sum('used'), FloatField()),
-                 'free': capacity - Sum('used'),
-                 'utilization': Cast(Sum('used'), FloatField()) / NullIf(capacity, 0.0)}[kind]
+        value = _class_value(kind, Sum(capacity_sql()), Sum('used'))
         queryset = queryset.annotate(sort_value=Subquery(
             tree.annotate(value=value).values('value')[:1], output_field=FloatField()))
         field = 'sort_value'
@@ -154,12 +161,8 @@ def sorted_providers(queryset, sort, trees=False):
         # a subquery per provider: the whole cloud sorts in one pass.
         queryset = queryset.annotate(sorted_by=FilteredRelation('inventories', condition=Q(
             inventories__resource_class_id=_class_id(class_name))))
-        capacity = capacity_sql('sorted_by__')
-        queryset = queryset.annotate(sort_value={
-            'used': Cast(F('sorted_by__used'), FloatField()),
-            'free': capacity - F('sorted_by__used'),
-            'utilization': Cast(F('sorted_by__used'), FloatField()) / NullIf(capacity, 0.0),
-        }[kind])
+        queryset = queryset.annotate(sort_value=_class_value(
+            kind, capacity_sql('sorted_by__'), F('sorted_by__used')))
         field = 'sort_value'
     else:
         field = SORTS.get(kind, 'name')
@@ -357,10 +360,7 @@ def _tree_values(inventories, kind, class_id):
     """The trees' roots (ids) with `sort_value`: what sorted_providers
     sorts roots by for a class's used, free or utilization summed over
     each tree (those without a value left out)."""
-    capacity = Sum(capacity_sql())
-    value = {'used': Cast(Sum('used'), FloatField()),
-             'free': capacity - Sum('used'),
-             'utilization': Cast(Sum('used'), FloatField()) / NullIf(capacity, 0.0)}[kind]
+    value = _class_value(kind, Sum(capacity_sql()), Sum('used'))
     return inventories.filter(resource_class_id=class_id,
                               resource_provider__root_provider_id__isnull=False).values(
         'resource_provider__root_provider_id').annotate(sort_value=value).filter(
@@ -371,10 +371,7 @@ def _class_values(inventories, kind, class_id):
     """The providers (ids) with `sort_value`: what sorted_providers sorts
     a class's used, free or utilization by (those without a value, a
     utilization without capacity, left out)."""
-    capacity = capacity_sql()
-    value = {'used': Cast(F('used'), FloatField()),
-             'free': capacity - F('used'),
-             'utilization': Cast(F('used'), FloatField()) / NullIf(capacity, 0.0)}[kind]
+    value = _class_value(kind, capacity_sql(), F('used'))
     return inventories.filter(resource_class_id=class_id).annotate(
         sort_value=value).filter(sort_value__isnull=False).values_list(
         'resource_provider_id', flat=True)

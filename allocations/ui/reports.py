@@ -237,7 +237,7 @@ def host_rows(roots):
                 held = {u.name: u for u in usage.get(root, ())}
                 fullest = books.fullest_class(held)
                 yield [*named.get(root, (None, None)),
-                       fullest and fullest.name, fullest and fullest.fraction] + [
+                       fullest and fullest.name, fullest and fullest.utilization] + [
                     value for c in classes
                     for value in ((held[c].used, held[c].capacity) if c in held else (None, None))]
     return columns, rows()
@@ -686,7 +686,8 @@ def top_consumers(owners, resource_class, limit=20):
             resource_class_id__in=class_id).values('consumer_id').annotate(
             amount=Sum('used')).order_by('-amount', 'consumer_id')[:limit]]
         return _holding(top)
-    class_id = ResourceClass.objects.filter(name=resource_class).values_list('id', flat=True).first()
+    class_id = (ResourceClass.objects.filter(name=resource_class)
+                .values_list('id', flat=True).first())
     if class_id is None:
         return []
     return _holding([(consumer, -used) for used, consumer in allocation_ledger.top_holders(
@@ -744,7 +745,7 @@ def pod_lines(pods):
     for candidate in selection.pod_books(pods):
         reached = {name for name, _used, _threshold in candidate.thresholds_reached()}
         lines.append(PodLine(candidate.pod, candidate.pod.tenants, [
-            PodClass(usage, candidate.utilization(name), candidate.pod.thresholds.get(name),
+            PodClass(usage, candidate.percent(name), candidate.pod.thresholds.get(name),
                      name in reached)
             for name, usage in candidate.classes.items()]))
     return lines

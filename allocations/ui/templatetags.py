@@ -12,7 +12,7 @@ from allocations import history
 from allocations import project_trends as allocation_project_trends
 from allocations.ui import paging
 from placement_site.api import timestamp
-from providers import trends
+from providers import rules, trends
 
 register = template.Library()
 
@@ -106,7 +106,7 @@ def utilization_bar(used, capacity, reserved=0, width=160, threshold=None, resou
     threshold and a bar that reached it is critical."""
     capacity = float(capacity or 0)
     used = float(used or 0)
-    fraction = used / capacity if capacity else 0.0
+    fraction = rules.utilization(used, capacity) or 0.0
     used_width = min(fraction, 1.0) * width
 
     def shown(value):
@@ -122,8 +122,9 @@ def utilization_bar(used, capacity, reserved=0, width=160, threshold=None, resou
     marker = ''
     if threshold is not None:
         threshold = float(threshold)
-        # As the pods' selection reads it (selection.PodBooks.utilization).
-        reached = bool(capacity) and 100.0 * used / capacity >= threshold
+        # As the pods' selection reads it (selection.PodBooks.percent).
+        percent = rules.percent(used, capacity)
+        reached = percent is not None and percent >= threshold
         title += f', threshold {threshold:g}%' + (' reached' if reached else '')
         lvl = 'critical' if reached else lvl
         marker = format_html('<rect class="bar-threshold" x="{}" width="2" height="16"/>',
@@ -139,14 +140,6 @@ def utilization_bar(used, capacity, reserved=0, width=160, threshold=None, resou
         y=2 if marker else 0, t=title, lvl=lvl,
         uw=f'{used_width:.1f}', m=marker, p=f'{fraction:.0%}',
         o=mark_safe(' <strong class="over-capacity">over capacity</strong>') if over else '')
-
-
-@register.filter
-def percent(part, whole):
-    try:
-        return float(part) / float(whole) if float(whole) else 0.0
-    except (TypeError, ValueError):
-        return 0.0
 
 
 @register.simple_tag(takes_context=True)

@@ -258,15 +258,17 @@ def aggregate_list(request):
 @replicas.advisory
 def aggregate_detail(request, uuid):
     aggregate = get_object_or_404(Aggregate.objects.with_names(), uuid=uuid)
-    members = ResourceProvider.objects.member_of_any([aggregate.uuid])
-    listed = members.select_related('parent_provider', 'root_provider').order_by('name', 'uuid')
+    # Every provider the pool's books count: the members and the trees of member roots.
+    providers = ResourceProvider.objects.in_pool_of(aggregate)
+    listed = providers.select_related('parent_provider', 'root_provider').order_by('name', 'uuid')
     if exports.wanted(request):
         return exports.streamed(request, f'pool-{aggregate.uuid}-members',
                                 *reports.provider_rows(listed.with_max_utilization()))
-    # A pool of thousands of compute nodes: its members a page at a time.
+    # A pool of thousands of compute nodes: its providers a page at a time.
     page = page_of(request, listed)
     ids = [p.pk for p in page]
-    sharing = set(members.filter(pk__in=ids).sharing().values_list('pk', flat=True))
+    sharing = set(ResourceProvider.objects.filter(pk__in=ids).sharing().values_list(
+        'pk', flat=True))
     usage = reports.utilization_of(ids)
     return render(request, 'ui/aggregate.html', {
         'aggregate': aggregate,

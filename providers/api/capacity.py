@@ -11,7 +11,7 @@ from django.http import StreamingHttpResponse
 
 from placement_site import downloads, errors, exceptions, querystring, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import capacity, querysets, stranded
+from providers import capacity, querysets, rules, stranded
 from providers.flavors import configured_flavors
 
 POLICY = 'placement:capacity:show'
@@ -44,7 +44,7 @@ def class_body(usage):
     return {
         'total': usage.total, 'reserved': usage.reserved, 'capacity': _number(usage.capacity),
         'used': usage.used, 'free': _number(usage.free),
-        'utilization': 100.0 * usage.used / usage.capacity if usage.capacity else None,
+        'utilization': rules.percent(usage.used, usage.capacity),
         'providers': usage.providers,
     }
 

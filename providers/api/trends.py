@@ -99,7 +99,7 @@ def describe(trend):
             'capacity': point.capacity,
             'used': point.used,
             'free': point.free,
-            'utilization': point.utilization,
+            'utilization': point.percent,
         } for point in trend.points],
         'forecast': {
             'status': result.status,
@@ -119,5 +119,5 @@ def csv_text(found):
         for point in trend.points:
             writer.writerow([trend.name, timestamp(point.taken_at), point.total, point.reserved,
                              repr(float(point.capacity)), point.used, repr(float(point.free)),
-                             '' if point.utilization is None else repr(point.utilization)])
+                             '' if point.percent is None else repr(point.percent)])
     return out.getvalue()

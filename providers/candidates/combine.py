@@ -169,7 +169,9 @@ class Combination:
         """The cartesian product of the groups' requests, pruning prefixes
         that already exceed a provider's capacity or max_unit."""
         lists = [tuple(items) for items in lists]
-        limits = {}                     # (provider id, class) -> (free, max_unit)
+        # (provider id, class) -> (room: capacity - used, below 0 when over
+        # capacity, as rules.holds counts it; max_unit). No Django here.
+        limits = {}
         for items in lists:
             for request in items:
                 for provider_id, class_name, _ in request.resources:
@@ -276,8 +278,8 @@ def _extend(lists, index, chosen, added, limits):
         for provider_id, class_name, amount in request.resources:
             key = (provider_id, class_name)
             total = added[key] + amount
-            free, max_unit = limits[key]
-            if total > free or total > max_unit:
+            room, max_unit = limits[key]
+            if total > room or total > max_unit:
                 break
             added[key] = total
             taken.append((key, amount))

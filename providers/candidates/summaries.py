@@ -76,7 +76,7 @@ class Summaries:
             summary = added.get(provider_id)
             if summary is not None:
                 summary.resources[names.setdefault(name, name)] = (
-                    int(rules.capacity(total, reserved, ratio)), int(used or 0), max_unit)
+                    rules.whole_capacity(total, reserved, ratio), int(used or 0), max_unit)
         self.by_id.update(added)
 
     def _by_list(self, roots):

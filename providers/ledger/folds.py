@@ -432,7 +432,7 @@ class FullestTreesFold(_Levels):
         fullest = the_books.fullest_class(part.value(image).get(tree.root, {}))
         if fullest is None:
             return None, tree.root
-        return fullest.fraction, (tree.root, fullest.class_id)
+        return fullest.utilization, (tree.root, fullest.class_id)
 
     def _add(self, image, tree, sign):
         self._place(*self._entry(image, tree), sign)

@@ -10,7 +10,7 @@ nothing; providers.pods.services binds on its answer.
 from dataclasses import dataclass, field
 
 from placement_site import exceptions
-from providers import books
+from providers import books, rules
 from providers.models import Inventory, ResourceClass
 from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from providers.pods.pipeline import PodFilter, PodWeigher, normalise, select
@@ -38,19 +38,18 @@ class PodBooks:
     classes: dict                       # {class name: providers.books.ClassUsage}
     fitting: set = field(default_factory=set)
 
-    def utilization(self, name):
-        """Percent of the class's capacity in use; None without capacity."""
+    def percent(self, name):
+        """Percent of the class's capacity in use (a pod's thresholds are
+        percents); None without capacity."""
         usage = self.classes.get(name)
-        if usage is None or not usage.capacity:
-            return None
-        return 100.0 * usage.used / usage.capacity
+        return None if usage is None else rules.percent(usage.used, usage.capacity)
 
     def thresholds_reached(self):
         """[(class, percent used, threshold)] for each class at or over its
         threshold, in class order."""
         reached = []
         for name, threshold in sorted(self.pod.thresholds.items()):
-            used = self.utilization(name)
+            used = self.percent(name)
             if used is not None and used >= threshold:
                 reached.append((name, used, threshold))
         return reached

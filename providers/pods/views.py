@@ -34,7 +34,7 @@ def pod_body(candidate, tenants):
     resources = {}
     for name, usage in candidate.classes.items():
         threshold = pod.thresholds.get(name)
-        utilization = candidate.utilization(name)
+        utilization = candidate.percent(name)
         resources[name] = {
             'total': usage.total, 'reserved': usage.reserved, 'capacity': usage.capacity,
             'used': usage.used, 'free': usage.free, 'utilization': utilization,

@@ -532,20 +532,22 @@ def member_rows(html):
     return re.findall(r'<tr data-uuid="([0-9a-f-]{36})">', html)
 
 
-def test_a_pools_members_come_a_page_at_a_time(staff):
-    grow_cloud(PAGE_SIZE + 10)   # every root a member of POOL
+def test_a_pools_providers_come_a_page_at_a_time(staff):
+    # Every root a member of POOL: with its NUMA node, 2 * (PAGE_SIZE + 5) providers.
+    grow_cloud(PAGE_SIZE + 5)
+    listed = 2 * (PAGE_SIZE + 5)
     first = staff.get(f'/ui/pools/{POOL}/').content.decode()
     assert len(member_rows(first)) == PAGE_SIZE
-    assert f'({PAGE_SIZE + 10}, by name)' in first
-    assert 'page 1 of 2' in first
-    second = staff.get(f'/ui/pools/{POOL}/?page=2').content.decode()
-    assert len(member_rows(second)) == 10
-    assert set(member_rows(first)).isdisjoint(member_rows(second))
+    assert f'({listed}, by name:' in first
+    assert 'page 1 of 3' in first
+    third = staff.get(f'/ui/pools/{POOL}/?page=3').content.decode()
+    assert len(member_rows(third)) == listed - 2 * PAGE_SIZE
+    assert set(member_rows(first)).isdisjoint(member_rows(third))
     # The size is chosen from 20 to 500, and offered on the page.
     assert len(member_rows(staff.get(f'/ui/pools/{POOL}/?per_page=20').content.decode())) == 20
     assert len(member_rows(staff.get(f'/ui/pools/{POOL}/?per_page=5').content.decode())) == 20
     assert len(member_rows(staff.get(
-        f'/ui/pools/{POOL}/?per_page=5000').content.decode())) == PAGE_SIZE + 10
+        f'/ui/pools/{POOL}/?per_page=5000').content.decode())) == listed
     assert len(member_rows(staff.get(
         f'/ui/pools/{POOL}/?per_page=lots').content.decode())) == PAGE_SIZE
     assert '<a href="?page=1&amp;per_page=100">100</a>' in first
@@ -912,9 +914,16 @@ def test_providers_sort_by_a_classes_used_free_and_utilization(staff):
 
 def test_pool_tree_and_project_lists_export_every_row(staff, api, nested_and_shared):
     cloud = nested_and_shared
-    members = streamed_rows(staff.get(f'/ui/pools/{POOL}/?export=json'))
-    expected = api.get(f'/resource_providers?member_of={POOL}').body['resource_providers']
-    assert {m['uuid'] for m in members} == {p['uuid'] for p in expected}
+    # The pool's providers: its members and every provider in a member root's tree.
+    listed = streamed_rows(staff.get(f'/ui/pools/{POOL}/?export=json'))
+    members = api.get(f'/resource_providers?member_of={POOL}').body['resource_providers']
+    expected = {p['uuid'] for p in members}
+    for member in members:
+        if member['root_provider_uuid'] == member['uuid']:
+            expected |= {p['uuid'] for p in api.get(
+                f'/resource_providers?in_tree={member["uuid"]}').body['resource_providers']}
+    assert len(expected) > len(members)     # a member root's NUMA node and NIC
+    assert {m['uuid'] for m in listed} == expected
     tree = streamed_rows(staff.get(f'/ui/trees/{cloud.root.uuid}/?export=csv'))
     assert {(r['consumer_uuid'], r['resource_class'], int(r['used'])) for r in tree
             if r['consumer_uuid'] == cloud.vm} == {(cloud.vm, 'VCPU', 6),

@@ -96,7 +96,7 @@ SHARING_TRAITS = ('MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_SSD')
 
 def capacity_of(record):
     total, reserved, _max_unit, ratio = record
-    return int(rules.capacity(total, reserved, ratio))
+    return rules.whole_capacity(total, reserved, ratio)
 
 
 class Names:
@@ -199,7 +199,7 @@ def plan_dataset(compute_nodes, seed=DEFAULT_SEED):
         _plan_node(plan, names, i, random.Random(f'load_scale:{seed}:{i}'), sharing_by_aggregate)
     # Shared storage sized so that what the consumers hold is about half.
     used = {s: 0 for s in sharing}
-    for _c, provider, class_name, amount in plan.allocations:
+    for _c, provider, _class_name, amount in plan.allocations:
         if provider in used:
             used[provider] += amount
     for s in sharing:

@@ -33,7 +33,8 @@ class Offer(NamedTuple):
     at 40,000 nodes)."""
     provider_id: int
     own: bool            # the unit's own (not a sharing provider serving it)
-    free: float          # capacity - used (below 0 when over capacity)
+    room: float          # capacity - used: below 0 when over capacity (what a claim
+                         # lacks counts from it; rules.free never goes below 0)
     refused: tuple       # rules.refusals for the amount
     min_unit: int
     max_unit: int
@@ -68,12 +69,12 @@ def binding(amount, offers, *, tree):
             continue
         offer = singles[limit]
         if limit == 'capacity' and tree:
-            split = [o for o in offers if o.own and o.refused == ('capacity',) and o.free > 0]
-            together = sum(o.free for o in split)
+            split = [o for o in offers if o.own and o.refused == ('capacity',) and o.room > 0]
+            together = sum(o.room for o in split)
             if len(split) > 1 and together >= amount:
-                return Binding(SPLIT, offer, amount - offer.free, together, len(split))
+                return Binding(SPLIT, offer, amount - offer.room, together, len(split))
         return Binding(limit, offer, _lacking(limit, amount, offer))
-    return Binding(LIMITS, min(offers, key=lambda o: (len(o.refused), -o.free)))
+    return Binding(LIMITS, min(offers, key=lambda o: (len(o.refused), -o.room)))
 
 
 def _lacking(limit, amount, offer):
@@ -83,7 +84,7 @@ def _lacking(limit, amount, offer):
         return offer.min_unit - amount
     if limit == 'step_size':
         return min(amount % offer.step_size, offer.step_size - amount % offer.step_size)
-    return amount - offer.free
+    return amount - offer.room
 
 
 def _closer(limit, amount, offer, than):
@@ -114,7 +115,7 @@ class Causes:
         elif found.limit == 'step_size':
             self.steps.add(offer.step_size)
         elif found.limit == SPLIT and found.free > self.split_free:
-            self.split_free, self.split_largest = found.free, offer.free
+            self.split_free, self.split_largest = found.free, offer.room
 
 
 class Offers:
@@ -167,21 +168,21 @@ class Offers:
         amount = found.resources[name]
         offers = collections.defaultdict(list)
         reach = self.sharing_reach(found)
-        met = {}    # row -> (free, refusals): a cloud's inventories repeat a few shapes
+        met = {}    # row -> (room, refusals): a cloud's inventories repeat a few shapes
         for provider_id, row in rows.items():
             if row not in met:
                 total, reserved, ratio, used, min_unit, max_unit, step = row
                 met[row] = (rules.capacity(total, reserved, ratio) - (used or 0), rules.refusals(
                     amount, total=total, reserved=reserved, allocation_ratio=ratio,
                     used=used or 0, min_unit=min_unit, max_unit=max_unit, step_size=step))
-            free, refused = met[row]
+            room, refused = met[row]
             _, _, _, _, min_unit, max_unit, step = row
             unit = self.roots_of[provider_id] if found.tree_mode else provider_id
-            offers[unit].append(Offer(provider_id, True, free, refused, min_unit, max_unit, step))
+            offers[unit].append(Offer(provider_id, True, room, refused, min_unit, max_unit, step))
             for served in reach.get(provider_id, ()):
                 if served != unit:
                     offers[served].append(
-                        Offer(provider_id, False, free, refused, min_unit, max_unit, step))
+                        Offer(provider_id, False, room, refused, min_unit, max_unit, step))
         return offers
 
     def sharing_reach(self, found):

@@ -43,7 +43,7 @@ class NearMiss:
         offer, name = self.binding.offer, self.resource_class
         if self.limit == 'split':
             return (f'has {int(self.binding.free):,} {name} free only split across '
-                    f'{self.binding.providers} providers (at most {int(offer.free):,} on one)')
+                    f'{self.binding.providers} providers (at most {int(offer.room):,} on one)')
         if self.limit == 'capacity':
             return f'lacks {self.lacking:,} {name}'
         return ' and '.join(self._said(limit)[0] for limit in offer.refused)
@@ -72,7 +72,7 @@ class NearMiss:
         if limit == 'step_size':
             return (f'takes {name} only in steps of {offer.step_size:,} (step_size)',
                     f'a step_size of {name} on {where} that divides {amount:,}')
-        lacking = math.ceil(amount - offer.free)
+        lacking = math.ceil(amount - offer.room)
         return f'lacks {lacking:,} {name}', f'free {lacking:,} {name} on {where}'
 
     @property
@@ -134,7 +134,7 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
         (name, found_binding), = short
         several = found_binding.limit == limits.LIMITS
         amount = resources[name]
-        lacking = math.ceil(max(amount - found_binding.offer.free, 0) if several
+        lacking = math.ceil(max(amount - found_binding.offer.room, 0) if several
                             else found_binding.lacking)
         # One limit away first, then those several limits stop.
         closest.append(((several, lacking / amount, lacking, unit), name, lacking,
