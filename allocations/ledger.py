@@ -4,7 +4,7 @@ and the owners' usage summed from them, kept in step as trees change.
 
 Tree stamps (providers.ledger.stamps) step when an allocation is written
 or a consumer changes owners (on every tree it holds), and the books'
-change log (providers.changes) sees allocations written without inventory
+change log (providers.change_log) sees allocations written without inventory
 behind them too, so the image reads again exactly the trees whose
 allocations changed.
 """

@@ -122,6 +122,6 @@ def miscounted(connection):
 
 
 # The usage dashboards group allocations by their consumer's owners: a
-# change of owner changes the books' version (providers.changes) as an
+# change of owner changes the books' version (providers.change_log) as an
 # allocation does.
 OWNERS_WATCHED = {'consumers': ('project_id', 'user_id', 'consumer_type_id')}

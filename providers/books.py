@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Sum
 
-from providers import changes, ledger, rules, scopes
+from providers import ledger, remembered, rules, scopes
 from providers.rules import capacity_sql
 
 
@@ -55,7 +55,7 @@ def scope_books(scope):
     one query, whatever the number of groups and providers."""
     if _from_ledger(scope):
         return ledger.books(scope.db, scope.grouping, scope.classes)
-    return changes.remembered(scope.db, ('books', scope.key()), lambda: _summed_books(scope))
+    return remembered.remembered(scope.db, ('books', scope.key()), lambda: _summed_books(scope))
 
 
 def _from_ledger(scope):

@@ -43,7 +43,7 @@ from django.db.models import (
 )
 from django.db.models.lookups import GreaterThanOrEqual
 
-from providers import books, changes, ledger, scopes
+from providers import books, ledger, remembered, scopes
 from providers.fits import Fit, count_fits, count_lone_tree
 from providers.flavors import configured_flavors
 from providers.models import (
@@ -147,12 +147,12 @@ def fit_counts(scope, shapes):
     classes. Three queries: the per-tree minimum summed in the database for
     the trees no sharing provider reaches, the per-tree sums of the others,
     and (when sharing providers offer slots) the trees they serve; none
-    but the books' version while nothing has changed (providers.changes).
+    but the books' version while nothing has changed (providers.change_log).
     A group without them fits none."""
     if books._from_ledger(scope):
         counted = ledger.fits(scope.db, scope.grouping, shapes)
     else:
-        counted = changes.remembered(
+        counted = remembered.remembered(
             scope.db, ('fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
             lambda: _counted_fits(scope, shapes))
     found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
@@ -275,7 +275,7 @@ def tree_fit_counts(scope, shapes):
         total, trees = ledger.tree_fits(
             scope.db, dataclasses.replace(grouping, kind=ledger.groupings.CLOUD), shapes)
         return TreeFits(total, trees)
-    return changes.remembered(
+    return remembered.remembered(
         scope.db, ('tree fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
         lambda: _counted_tree_fits(scope, shapes))
 

@@ -311,7 +311,7 @@ class UsageSnapshot(models.Model):
 
 class BooksChange(models.Model):
     """A write to what the books read, one row per statement (PostgreSQL)
-    or row (SQLite, MySQL), added by triggers (providers.changes): the
+    or row (SQLite, MySQL), added by triggers (providers.change_log): the
     version that remembered sums are checked against."""
     id = models.BigAutoField(primary_key=True)
 

@@ -21,7 +21,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import F, Q, Value
 
-from providers import changes
+from providers import remembered
 from providers.ledger import groupings
 from providers.models import (
     Inventory,
@@ -99,8 +99,8 @@ class Scope:
 
     def key(self):
         """What the scope reads, as its parts' SQL: a key for results
-        remembered against the books' version (providers.changes)."""
-        return tuple(changes.query_key(part) for part in self.parts)
+        remembered against the books' version (providers.change_log)."""
+        return tuple(remembered.query_key(part) for part in self.parts)
 
 
 def sharing_ids():

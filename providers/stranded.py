@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Case, F, Sum, When
 
-from providers import capacity, changes, ledger, rules, scopes
+from providers import capacity, ledger, remembered, rules, scopes
 from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
 from providers.ledger.folds import _TreeByTree
@@ -114,7 +114,7 @@ def stranded_sums(scope, shapes):
         return ledger.folded(scope.db, ('stranded', _shapes_key(shapes)), scope.grouping,
                              lambda grouping: StrandedFold(grouping, shapes),
                              lambda fold, image, groups: fold.value(image, groups))
-    return changes.remembered(
+    return remembered.remembered(
         scope.db, ('stranded', scope.key(), _shapes_key(shapes)), lambda: _counted(scope, shapes))
 
 

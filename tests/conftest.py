@@ -322,7 +322,7 @@ def small_cloud(db):
 def snapshot():
     """Every row of every Placement table, for before/after comparisons
     (not the books' change log nor the tree stamps, which only move on:
-    providers.changes, providers.ledger.stamps)."""
+    providers.change_log, providers.ledger.stamps)."""
     state = {}
     for app_label in ('providers', 'allocations', 'pods'):
         for model in apps.get_app_config(app_label).get_models():

@@ -1,13 +1,13 @@
 from django.db import migrations
 
 from allocations import ledger
-from providers import changes
+from providers import change_log
 from providers.ledger import stamps
 
 
 def install_triggers(apps, schema_editor):
     stamps.install(schema_editor.connection, ledger.STAMPED)
-    changes.install(schema_editor.connection, ledger.CHANGES_WATCHED)
+    change_log.install(schema_editor.connection, ledger.CHANGES_WATCHED)
 
 
 class Migration(migrations.Migration):

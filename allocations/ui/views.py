@@ -25,7 +25,7 @@ from allocations.ui.paging import page_of
 from placement_site import budgets, errors, exceptions, microversion, replicas
 from placement_site.queries import storable
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, candidates, capacity, changes, flavors, ledger
+from providers import books, candidates, capacity, flavors, ledger, remembered
 from providers.api import capacity as capacity_api
 from providers.api import trends as trends_api
 from providers.candidates import combine, matching
@@ -465,7 +465,7 @@ def _explored(query, params, pod=None):
         ledger.keep_answer(using, key, found, _spoils(shown, _class_ids(wanted)),
                            len(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)))
         return found
-    return changes.remembered(using, key, lambda: _explore(query, params)[0])
+    return remembered.remembered(using, key, lambda: _explore(query, params)[0])
 
 
 def _class_ids(wanted):

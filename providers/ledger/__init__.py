@@ -19,7 +19,7 @@ import threading
 from django.conf import settings
 from django.db import connections
 
-from providers import changes
+from providers import change_log
 from providers.fits import Fit
 from providers.ledger import groupings
 from providers.ledger.folds import (
@@ -45,7 +45,7 @@ def serves(using):
     memory), and they are not inside a transaction that may write (a page's
     read snapshot may: placement_site.snapshots)."""
     return (settings.PLACEMENT_LEDGER and settings.PLACEMENT_SERVING_POOL != 'api'
-            and changes.serving(using))
+            and change_log.serving(using))
 
 
 def _shapes_key(shapes):
@@ -123,7 +123,7 @@ def keep_answer(using, key, value, spoiled, size):
     books' version in, while the trees that change leave it as it is
     (folds.GuardedAnswer: spoiled(old tree, new tree))."""
     ledger(using).keep(('answer', key), GuardedAnswer(value, spoiled, size),
-                       changes.version(using))
+                       change_log.version(using))
 
 
 def provider_counts(using):

@@ -272,7 +272,7 @@ def read_catalogue(rows):
 @dataclass(frozen=True)
 class Image:
     """The cloud at one moment: its trees, the tree stamps and the books'
-    version (providers.changes) they were read at, the catalogue."""
+    version (providers.change_log) they were read at, the catalogue."""
     version: tuple
     stamps: frozenset   # stamps.read's lines
     trees: dict

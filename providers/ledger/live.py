@@ -2,7 +2,7 @@
 (folds) kept on it, shared by every thread of the process.
 
 Each read first brings the image up to date: one small read of the books'
-version (providers.changes) while nothing changed; otherwise, in one
+version (providers.change_log) while nothing changed; otherwise, in one
 snapshot, the tree stamps (one row per tree) and the trees whose stamps
 moved, read again, and every fold moved along (providers.ledger.folds). So
 the first read after a claim costs what the claim changed, not what the
@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connections
 
 from placement_site import snapshots
-from providers import changes
+from providers import change_log
 from providers.ledger import stamps
 from providers.ledger.image import Image, streamed
 
@@ -108,10 +108,10 @@ class Ledger:
     def _refresh(self):
         # All of it at one moment: the page's snapshot when one is open.
         with snapshots.read_snapshot(self.using):
-            version = changes.version(self.using)
+            version = change_log.version(self.using)
             # Read in a page's snapshot older than the image (another
             # thread moved it on meanwhile), the image stays as it is.
-            if self.image is not None and (version == self.image.version or changes.older(
+            if self.image is not None and (version == self.image.version or change_log.older(
                     version, self.image.version)):
                 return
             connection = connections[self.using]

@@ -1,15 +1,15 @@
 from django.db import migrations, models
 
-from providers import changes
+from providers import change_log
 
 
 def install_triggers(apps, schema_editor):
-    changes.install(schema_editor.connection)
+    change_log.install(schema_editor.connection)
 
 
 class Migration(migrations.Migration):
     """The books' change log and the triggers that write it
-    (providers/changes.py)."""
+    (providers/change_log.py)."""
 
     dependencies = [
         ('providers', '0007_mysql_binary_collation'),

@@ -1,15 +1,15 @@
 from django.db import migrations
 
-from providers import changes
+from providers import change_log
 
 
 def install_triggers(apps, schema_editor):
-    changes.install(schema_editor.connection)
+    change_log.install(schema_editor.connection)
 
 
 class Migration(migrations.Migration):
     """PostgreSQL: the books' change log gets one row per writing
-    transaction instead of one per statement (providers/changes.py); the
+    transaction instead of one per statement (providers/change_log.py); the
     triggers of the other databases are written again, unchanged."""
 
     dependencies = [

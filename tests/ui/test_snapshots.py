@@ -16,7 +16,7 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer
 from allocations.ui import reports
 from placement_site import replicas, snapshots
-from providers import changes
+from providers import change_log, remembered
 from providers.models import BooksChange, ResourceProvider, Trait
 from tests.conftest import add_provider
 
@@ -78,7 +78,7 @@ def project_x():
     node = add_provider('node', inventories={'VCPU': {'total': 64}})
     leaving = claim(node, 'proj-x', 'user-leaving', 2)
     claim(node, 'proj-x', 'user-staying', 3)
-    changes.forget()
+    remembered.forget()
     return leaving
 
 
@@ -166,16 +166,16 @@ class Counted:
 
 def test_results_are_remembered_inside_a_read_snapshot_never_inside_a_write():
     add_provider('node', inventories={'VCPU': {'total': 16}})
-    changes.forget()
+    remembered.forget()
     compute = Counted()
     with snapshots.read_snapshot('default'):
-        assert changes.remembered('default', 'k', compute) == 1
-        assert changes.remembered('default', 'k', compute) == 1   # served
-    assert changes.remembered('default', 'k', compute) == 1       # and kept
+        assert remembered.remembered('default', 'k', compute) == 1
+        assert remembered.remembered('default', 'k', compute) == 1   # served
+    assert remembered.remembered('default', 'k', compute) == 1       # and kept
     with transaction.atomic():
-        assert changes.remembered('default', 'k', compute) == 2
+        assert remembered.remembered('default', 'k', compute) == 2
         with snapshots.read_snapshot('default'):
-            assert changes.remembered('default', 'k', compute) == 3
+            assert remembered.remembered('default', 'k', compute) == 3
 
 
 def test_a_page_that_prunes_the_change_log_answers(staff, monkeypatch):
@@ -183,11 +183,11 @@ def test_a_page_that_prunes_the_change_log_answers(staff, monkeypatch):
     PRUNE_SECONDS per process once it is long, but never inside a page's
     read snapshot, which would refuse the DELETE (PostgreSQL's aborting the
     transaction whole): the page must still answer."""
-    monkeypatch.setattr(changes, 'WINDOW', 3)
-    monkeypatch.setattr(changes, 'KEEP', 6)
-    monkeypatch.setattr(changes, '_last_pruned', [-changes.PRUNE_SECONDS])
+    monkeypatch.setattr(change_log, 'WINDOW', 3)
+    monkeypatch.setattr(change_log, 'KEEP', 6)
+    monkeypatch.setattr(change_log, '_last_pruned', [-change_log.PRUNE_SECONDS])
     BooksChange.objects.bulk_create([BooksChange() for _ in range(10)])
-    changes.forget()
+    remembered.forget()
     assert staff.get('/ui/usage/').status_code == 200
 
 

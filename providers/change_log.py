@@ -1,11 +1,11 @@
-"""The books' change log, and the sums remembered against it.
+"""The books' change log: a row per committed write to what the books read.
 
 Triggers add a row to `books_changes` for every write to what the books
 and "how many more fit" read: inventories (and so every allocation, whose
 triggers touch its inventory's `used`: allocations.usage_totals), a
 provider's place in its tree and name, pool membership, traits, the
-classes' names, and (added by
-allocations: allocations.usage_totals.OWNERS_WATCHED) who owns a consumer. Whatever writes
+classes' names, and (added by allocations:
+allocations.usage_totals.OWNERS_WATCHED) who owns a consumer. Whatever writes
 the rows (the services, the admin, load_scale's COPY, a test fixture), the
 log sees it, in the writer's own transaction.
 
@@ -15,30 +15,14 @@ the window), and a later read sees every row an earlier one saw, so a new
 committed change changes the version, also one whose id was drawn before
 another's commit, as long as fewer than WINDOW ids were drawn meanwhile.
 
-`remembered()` keeps a result (the explorer's answer, a scope's books
-where the ledger does not keep them) in the process for as long as the
-version read before computing it is the newest: a warm dashboard costs one
-small read, and any change to the books makes the next read compute
-afresh. Results are kept pickled, so no reader can change them, within a
-byte budget (PLACEMENT_REMEMBERED_MB), the least recently read dropped
-first. Inside a transaction that may write nothing is remembered or
-served: a write sees its own rows, exactly, and a rolled-back write cannot
-leave a result behind; a page's read snapshot (placement_site.snapshots)
-is served like any read. A read at an older version than the results
-held (a snapshot begun before another thread's read) is computed, not
-kept.
+What is remembered against it is providers.remembered's.
 
 SQLite rebuilds a table to alter it, dropping its triggers: a migration
-that alters a WATCHED table must call install() again (tests/test_changes.py
+that alters a WATCHED table must call install() again (tests/test_change_log.py
 checks every write after the whole migration chain).
 """
-import pickle
-import threading
 import time
 
-import cachetools
-from django.conf import settings
-from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, connections
 
 from placement_site import snapshots
@@ -178,65 +162,3 @@ def _prune(below):
             cursor.execute('DELETE FROM books_changes WHERE id < %s', [below])
     except DatabaseError:
         pass   # another process pruning the same rows: it does the work
-
-
-class _Remembered:
-    """One database's remembered results, all computed at one version,
-    pickled, in a byte budget."""
-
-    def __init__(self):
-        self.version = None
-        self.results = cachetools.LRUCache(budget_bytes(), getsizeof=len)
-
-
-def budget_bytes():
-    """What remembered answers may hold, in bytes (PLACEMENT_REMEMBERED_MB)."""
-    return int(settings.PLACEMENT_REMEMBERED_MB * 1024 * 1024)
-
-
-_remembered = {}
-_lock = threading.Lock()
-
-
-def query_key(queryset):
-    """What a queryset reads, as its SQL and parameters: a remembered
-    result's key."""
-    try:
-        return repr(queryset.query.get_compiler(using=queryset.db).as_sql())
-    except EmptyResultSet:
-        return 'nothing'
-
-
-def remembered(using, key, compute):
-    """compute(), or what it returned for `key` on database `using` while
-    nothing in the books has changed since. Results must not be changed by
-    their readers."""
-    if not serving(using):
-        return compute()
-    current = version(using)
-    with _lock:
-        held = _remembered.get(using)
-        if held is None:
-            held = _remembered[using] = _Remembered()
-        if older(current, held.version):
-            return compute()   # a snapshot older than what is held: not kept
-        if held.version != current:
-            held.version = current
-            held.results.clear()
-        kept = held.results.get(key)
-    if kept is not None:
-        return pickle.loads(kept)
-    result = compute()
-    kept = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-    with _lock:
-        held = _remembered[using]
-        if held.version == current and len(kept) <= held.results.maxsize:
-            held.results[key] = kept
-    return result
-
-
-def forget():
-    """Drop every remembered result (tests that rewrite the clock or the
-    settings the results depend on)."""
-    with _lock:
-        _remembered.clear()
