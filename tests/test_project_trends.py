@@ -79,7 +79,7 @@ def test_the_project_page_charts_its_classes(node, staff):
     trends.snapshot_take(at=now)
     page = staff.get('/ui/projects/p/')
     assert page.status_code == 200
-    (chart,) = [c for c in page.context['chart_data'] if c['name'] == 'VCPU']
+    (chart,) = [c for c in page.context['trend_charts']['chart_data'] if c['name'] == 'VCPU']
     assert [(capacity, used) for _, capacity, used in chart['points']] == [(None, 1), (None, 3)]
     text = exact(page.content.decode())
     assert 'last 30 days, this project' in text

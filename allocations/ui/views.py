@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from allocations import audit, history
 from allocations.models import Consumer, ConsumerType, Project
-from allocations.ui import exports, reports, templatetags
+from allocations.ui import exports, reports, templatetags, trend_charts
 from allocations.ui.filters import (
     ProviderFilterSet,
     ProviderPages,
@@ -48,6 +48,7 @@ def overview(request):
         'fullest': reports.fullest_hosts(10),
         'flavor_fits': reports.cloud_flavor_fits(),
         'stranded': reports.cloud_stranded(),
+        'trend_charts': trend_charts.usage(request),
         'thresholds': {'warning': templatetags.WARNING * 100,
                        'critical': templatetags.CRITICAL * 100},
     })
@@ -167,6 +168,7 @@ def tree_detail(request, uuid):
         'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, **within),
         'page': consumers,
+        'trend_charts': trend_charts.tree(request, root, tree_books),
     })
 
 
@@ -235,6 +237,7 @@ def project_detail(request, external_id):
         'hosts': hosts, 'host_count': host_count, 'pools': reports.project_pools(project),
         'bindings': [(binding, fits[binding.pod.aggregate.pk]) for binding in bindings],
         'flavors': flavors.configured_flavors(),
+        'trend_charts': trend_charts.project(request, project),
     })
 
 
@@ -277,6 +280,7 @@ def aggregate_detail(request, uuid):
         'stranded': reports.pool_stranded(aggregate),
         'rows': [(p, p.pk in sharing, usage.get(p.pk, [])) for p in page],
         'page': page,
+        'trend_charts': trend_charts.usage(request, aggregate),
     })
 
 
@@ -302,10 +306,11 @@ def capacity_report(request):
     # The trend of one pool of the page (its row's "trend" link), else the cloud's.
     chosen = request.GET.get('pool', '')
     pool = Aggregate.objects.filter(uuid=chosen).first() if chosen and storable(chosen) else None
+    class_ids = None if asked.class_ids is None else sorted(asked.class_ids)
     return render(request, 'ui/capacity.html', {
         'form': form, 'asked': asked, 'page': page, 'pool': pool,
-        'trends': viewer(request).may_read(trends_api.POLICY),
-        'class_ids': None if asked.class_ids is None else sorted(asked.class_ids),
+        'trend_charts': (trend_charts.capacity(request, pool, class_ids)
+                         if viewer(request).may_read(trends_api.POLICY) else None),
     })
 
 

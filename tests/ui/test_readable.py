@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.ui import templatetags
+from allocations.ui import templatetags, trend_charts
 from providers import trends
 from providers.pods import services as pod_services
 from tests.conftest import bulk_trees
@@ -117,4 +117,4 @@ def test_the_oldest_change_of_a_page_reads_its_before_off_the_next_page(staff, a
     (trends.Forecast(trends.NOT_FILLING, -1.0), 'neutral'),
 ])
 def test_a_forecast_badge_is_coloured_by_how_soon_it_is_full(forecast, urgency):
-    assert templatetags.urgency(forecast) == urgency
+    assert trend_charts.urgency(forecast) == urgency
