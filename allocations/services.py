@@ -18,7 +18,8 @@ from django.utils import timezone
 from allocations import audit
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import exceptions
-from placement_site.queries import retried, retried_write, storable
+from placement_site.queries import storable
+from placement_site.retries import retried, retried_write
 from providers import events, rules
 from providers import services as provider_services
 from providers.models import INVENTORY_FIELDS, Inventory, ResourceClass, ResourceProvider

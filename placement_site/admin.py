@@ -21,7 +21,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext_lazy
 
 from placement_site import exceptions
-from placement_site.queries import retried
+from placement_site.retries import retried
 
 # The rows of a growing relation a page shows before linking to all of them.
 SHOWN = 20
@@ -142,7 +142,7 @@ class ServiceAdmin(admin.ModelAdmin):
 
     def rerun_aborted(self, request, view):
         """`view()`, a POST, run again whole when the database aborted it (a
-        Galera certification failure, a deadlock), as queries.retried reruns
+        Galera certification failure, a deadlock), as retries.retried reruns
         every API write: the services run inside the admin's transaction,
         so their own reruns cannot. The messages an aborted run queued go
         with it."""

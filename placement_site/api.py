@@ -26,7 +26,8 @@ from rest_framework.views import set_rollback
 
 from placement_site import conditional, errors, exceptions, microversion, outages, policy
 from placement_site.middleware import render_error
-from placement_site.queries import batched, is_retryable
+from placement_site.queries import batched
+from placement_site.retries import is_retryable
 from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
 
 CACHE_HEADERS_MICROVERSION = (1, 15)

@@ -15,7 +15,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.queries import retried, retried_write
+from placement_site.retries import retried, retried_write
 from placement_site.validation import normalize_uuid
 from providers import events, querysets, rules
 from providers.models import (

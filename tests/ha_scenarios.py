@@ -21,7 +21,7 @@ from tests.servers import HEADERS, Server, wait_for
 
 SYNC_WAIT = '?wsrep_sync_wait=1'
 # What the services log when they rerun a write that met MariaDB's broken
-# trigger (placement_site.queries.is_broken_trigger).
+# trigger (placement_site.retries.is_broken_trigger).
 TRIGGER_RERUN = 'failed to load a trigger'
 # Seconds after an API server's processes are gone during which a request
 # may still reach its closing socket.

@@ -1,11 +1,11 @@
-"""placement_site.queries.Prepared: a read compiled once per shape gives the
+"""placement_site.prepared.Prepared: a read compiled once per shape gives the
 rows the ORM gives for every value, and falls back to the ORM where a shape
 cannot be prepared. On each database (ids are bound differently on each)."""
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from placement_site.queries import Ids, Prepared
+from placement_site.prepared import Ids, Prepared
 from providers.models import Inventory, ResourceProvider
 
 

@@ -6,7 +6,7 @@ transaction, such as a view reading the generation a client just wrote
 through another node, first waits until this node has applied every write
 the cluster committed before it. Transactions run without the wait: their
 writes are certified against every write committed meanwhile and rerun when
-they read something stale (placement_site.queries.retried_write), and
+they read something stale (placement_site.retries.retried_write), and
 MariaDB 10.11 with wsrep_sync_wait set inside write transactions that fire
 triggers answered "Trigger ... has an error in its body" on some nodes
 until restarted (docs/ha.md). The switch rides on the statement that turns

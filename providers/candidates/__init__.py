@@ -12,7 +12,7 @@ candidates from those ids in Python. Where each part lives:
   research.py   research, every read of the search: one query per
                 constraint through the catalogue's query vocabulary
                 (providers.querysets), each compiled once per shape
-                (placement_site.queries.Prepared): request-wide one query
+                (placement_site.prepared.Prepared): request-wide one query
                 for the names' ids, the sharing providers and whether
                 there are trees, then ROOT_TRAITS (root_required); per group
                 MEMBER_OF, IN_TREE, CAPACITY (one query for every class),

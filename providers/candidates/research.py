@@ -22,7 +22,8 @@ from django.db.models import Count, F, Q, Subquery, Value
 from django.db.models.expressions import RawSQL
 
 from placement_site import exceptions
-from placement_site.queries import Ids, Prepared, storable
+from placement_site.prepared import Ids, Prepared
+from placement_site.queries import storable
 from providers.candidates.findings import (
     GroupFindings,
     RequestFindings,
@@ -509,7 +510,7 @@ def provider_roots(provider_ids):
     return set(_ROOTS_OF.rows(Ids(provider_ids)))
 
 
-# ---- the research's reads, compiled once per shape (placement_site.queries.Prepared) --
+# ---- the research's reads, compiled once per shape (placement_site.prepared.Prepared) --
 
 def _request_wide(class_names, trait_names, aggregates=(), required=()):
     """(kind, name, id, root) rows: every sharing provider ('sharing', with

@@ -18,7 +18,7 @@ from django.db import connections, router
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
-from placement_site.queries import Ids, Prepared
+from placement_site.prepared import Ids, Prepared
 from providers import rules
 from providers.models import Inventory, ProviderTrait, ResourceProvider, Trait
 
@@ -203,7 +203,7 @@ def forget_traits():
     _TRAITS_READ.forget()
 
 
-# ---- the reads, compiled once per shape (placement_site.queries.Prepared); `roots`
+# ---- the reads, compiled once per shape (placement_site.prepared.Prepared); `roots`
 # or `providers` (Ids) narrows each to some trees or providers, None reads the
 # whole table.
 

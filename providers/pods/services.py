@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.queries import retried, retried_write
+from placement_site.retries import retried, retried_write
 from placement_site.validation import normalize_uuid
 from providers import querysets
 from providers import services as provider_services

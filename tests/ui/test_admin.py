@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from placement_site import queries
+from placement_site import retries
 from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
 from providers.admin import InventoryFormSet, ResourceProviderAdmin
@@ -901,12 +901,12 @@ def test_an_admin_delete_the_database_aborted_is_rerun(admin_client, cloud, api,
 
 
 def test_an_admin_save_aborted_every_time_changes_nothing(admin_client, cloud, monkeypatch):
-    monkeypatch.setattr(queries, 'RETRY_SECONDS', 0)
+    monkeypatch.setattr(retries, 'RETRY_SECONDS', 0)
     runs = aborted(monkeypatch, services, 'inventories_replace', times=99)
     with unchanged():
         response = edit_provider(admin_client, 'busy', setting('MEMORY_MB', 'total', 8192),
                                  follow=True)
-    assert len(runs) == queries.RETRY_ATTEMPTS
+    assert len(runs) == retries.RETRY_ATTEMPTS
     assert messages_of(response) == [
         'Another thread concurrently updated the data. Please retry your update']
 

@@ -1,4 +1,4 @@
-"""placement_site.queries.retried and retried_write: the one
+"""placement_site.retries.retried and retried_write: the one
 retry-in-a-transaction loop of every write service."""
 import inspect
 import uuid
@@ -7,8 +7,8 @@ import pytest
 from django.db import IntegrityError, OperationalError, ProgrammingError
 
 from allocations import services as allocation_services
-from placement_site import exceptions, queries
-from placement_site.queries import retried, retried_write
+from placement_site import exceptions, retries
+from placement_site.retries import retried, retried_write
 from providers import services as provider_services
 from providers.models import Inventory, ResourceProvider
 from providers.pods import services as pod_services
@@ -161,7 +161,7 @@ def test_a_write_that_met_mariadbs_broken_trigger_is_rerun_and_a_syntax_error_is
 def test_no_rerun_starts_after_the_ceiling(db, monkeypatch):
     """A write that waited out a long lock wait timeout is answered, not
     rerun past the server's worker timeout."""
-    monkeypatch.setattr(queries, 'RETRY_CEILING_SECONDS', 0.0)
+    monkeypatch.setattr(retries, 'RETRY_CEILING_SECONDS', 0.0)
     write, calls = losing(99, OperationalError('database is locked'))
     with pytest.raises(exceptions.ConcurrentUpdate):
         retried(write)

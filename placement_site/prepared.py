@@ -1,0 +1,192 @@
+"""Reads compiled once per process and shape (Prepared), then run with
+each call's values: the candidate search's hot reads."""
+import json
+import re
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connections, router
+
+
+class Ids(tuple):
+    """Integer ids a Prepared read binds as one value (field__in_ids): a
+    shape of any length."""
+
+
+class Prepared:
+    """A read whose SQL is compiled once per process and shape, then run
+    with each call's values.
+
+    Building and compiling a queryset cost Django more than running a small
+    query does (0.1 to 2 ms each, where the query takes 0.2), and a candidate
+    search runs about ten whose shape depends on the request's shape alone.
+    `build(*values)` makes the read as a non-flat values_list of `model`; the
+    first time a shape is met it is built from stand-ins for the values
+    (markers) and compiled, and each marker is found again among the
+    parameters. A value is an int, a str, None or a bool (these two part of
+    the shape), a tuple of values (each its own value: `__in`) or Ids (one
+    value: `__in_ids`).
+    Where a shape does not compile to parameters for every value and to
+    rows that need no conversion (a value inlined as LIMIT, empty Ids, a
+    converted column), the read is built and run by the ORM every time, as
+    if not prepared."""
+
+    MARKER = 2_146_483_000   # stand-ins count up from here (within 32-bit integers)
+    # Shapes kept per read, at most: a request's lengths (names, traits,
+    # aggregates) are the client's to vary; later shapes run through the ORM.
+    SHAPES = 256
+
+    def __init__(self, model, build):
+        self.model = model
+        self.build = build
+        self._compiled = {}   # (alias, shape) -> (sql, params, slots), or None
+
+    def rows(self, *values):
+        """The rows (tuples) of the read for these values."""
+        alias = router.db_for_read(self.model)
+        flat = _flat(values)
+        if not all(_preparable(v) for v in flat):
+            return list(self.build(*values).using(alias))
+        key = (alias, tuple(_shape(v) for v in values))
+        compiled = self._compiled.get(key, False)
+        if compiled is False:
+            compiled = self._compile(alias, values)
+            if len(self._compiled) < self.SHAPES:
+                self._compiled[key] = compiled
+        if compiled is None:
+            return list(self.build(*values).using(alias))
+        sql, params, slots = compiled
+        params = list(params)
+        spread = {}
+        for index, slot, form in slots:
+            value = flat[slot]
+            if form == 'array':
+                value = list(map(int, value))
+            elif form == 'json':
+                value = json.dumps(list(map(int, value)))
+            elif form == 'spread':
+                spread[index] = value = list(map(int, value))
+            params[index] = value
+        if spread:
+            sql, params = _spread(sql, params, spread)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+    def _compile(self, alias, values):
+        markers, stand_ins = [], []
+        for value in values:
+            stand_ins.append(_stand_in(value, markers, self.MARKER))
+        queryset = self.build(*stand_ins).using(alias)
+        compiler = queryset.query.get_compiler(alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        if compiler.get_converters([column[0] for column in compiler.select]):
+            return None
+        # Each parameter is matched to its marker by lookup: a client's
+        # 10,000 aggregates make as many markers and parameters.
+        slot_of = {marker: (slot, is_ids) for slot, (marker, is_ids) in enumerate(markers)}
+        found = set()
+        slots = []
+        for index, param in enumerate(params):
+            marker = _marker_in(param)
+            if marker not in slot_of:
+                continue
+            slot, is_ids = slot_of[marker]
+            form = _form(param, marker, is_ids)
+            if form:
+                slots.append((index, slot, form))
+                found.add(slot)
+        inlined = {int(number) for number in re.findall(r'\d+', sql)}
+        if len(found) != len(markers) or not inlined.isdisjoint(slot_of):
+            return None
+        return sql, tuple(params), tuple(slots)
+
+
+def _shape(value):
+    if isinstance(value, Ids):
+        return 'ids'
+    if isinstance(value, tuple):
+        return tuple(_shape(v) for v in value)
+    if isinstance(value, bool):
+        return value
+    return None if value is None else type(value).__name__
+
+
+def _flat(values, flat=None):
+    """The values in marker order (tuples within tuples too)."""
+    flat = [] if flat is None else flat
+    for value in values:
+        if isinstance(value, tuple) and not isinstance(value, Ids):
+            _flat(value, flat)
+        elif value is not None and not isinstance(value, bool):
+            flat.append(value)
+    return flat
+
+
+def _spread(sql, params, spread):
+    """The SQL and parameters with each of the `spread` parameters ({index:
+    ids}) written as one placeholder per id ('%%' is a literal percent
+    sign, not a placeholder)."""
+    pieces = re.split(r'(%%|%s)', sql)
+    written, flat, index = [], [], 0
+    for piece in pieces:
+        if piece != '%s':
+            written.append(piece)
+            continue
+        if index in spread:
+            written.append(', '.join(['%s'] * len(spread[index])))
+            flat.extend(spread[index])
+        else:
+            written.append(piece)
+            flat.append(params[index])
+        index += 1
+    return ''.join(written), flat
+
+
+def _preparable(value):
+    """Not empty Ids (no query at all), nor an integer the ORM would take as
+    out of its field's range (a condition always or never true)."""
+    if isinstance(value, Ids):
+        return bool(value)
+    return not isinstance(value, int) or -2 ** 31 <= value < 2 ** 31
+
+
+def _stand_in(value, markers, base):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, Ids):
+        markers.append((base + len(markers), True))
+        return Ids((markers[-1][0],))
+    if isinstance(value, tuple):
+        return tuple(_stand_in(v, markers, base) for v in value)
+    marker = base + len(markers)
+    markers.append((marker, False))
+    return marker if isinstance(value, int) else f'm{marker}'
+
+
+def _marker_in(param):
+    """The marker a compiled parameter may carry (see _form), or None."""
+    if isinstance(param, list) and len(param) == 1:
+        param = param[0]
+    if isinstance(param, str) and param[:1] in ('m', '[') and param[1:].strip(']').isdigit():
+        return int(param[1:].strip(']'))
+    return param if isinstance(param, int) and not isinstance(param, bool) else None
+
+
+def _form(param, marker, is_ids):
+    """How a compiled parameter carries a value: the marker itself, or Ids
+    as one array (PostgreSQL), a JSON list (SQLite) or one placeholder each
+    (MySQL's IN list, compiled from one id: `spread`)."""
+    if is_ids:
+        if param == [marker]:
+            return 'array'
+        if param == f'[{marker}]':
+            return 'json'
+        if param == marker:
+            return 'spread'
+        return None
+    if param == marker or param == f'm{marker}':
+        return 'scalar'
+    return None
