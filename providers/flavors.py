@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from placement_site import errors, querystring
+from placement_site import errors
+from providers import querystring
 
 
 @dataclass(frozen=True)

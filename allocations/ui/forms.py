@@ -6,10 +6,10 @@ from django.http import QueryDict
 
 from allocations import audit
 from placement_site import errors
-from placement_site.querystring import parse_resources
 from providers import capacity, flavors
 from providers.api import capacity as capacity_api
 from providers.pods.schemas import AFFINITY_PATTERN
+from providers.querystring import parse_resources
 
 
 class UsageFilter(forms.Form):

@@ -1,7 +1,7 @@
 """The grammars of Placement's structured query parameters (resources,
 required, root_required, member_of) as the document gives them.
 
-Regular expressions for the parsers in placement_site.querystring: resource
+Regular expressions for the parsers in providers.querystring: resource
 classes are standard (os-resource-classes) or CUSTOM_; trait names are
 checked against the traits that exist, so the grammar only says upper case,
 digits and underscore. Amounts are plain numbers below 10**9 (the parser,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from django.http import StreamingHttpResponse
 
-from placement_site import downloads, errors, exceptions, querystring, snapshots
+from placement_site import downloads, errors, exceptions, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import capacity, querysets, rules, stranded
+from providers import capacity, querysets, querystring, rules, stranded
 from providers.flavors import configured_flavors
 
 POLICY = 'placement:capacity:show'

@@ -5,7 +5,7 @@ ratios and reserved amounts changed; nothing is written
 (providers.what_if). Admin or service, as GET /capacity."""
 import copy
 
-from placement_site import errors, exceptions, querystring, snapshots
+from placement_site import errors, exceptions, snapshots
 from placement_site.api import PlacementViewSet, json_body
 from placement_site.validation import (
     MAX_INT,
@@ -13,7 +13,7 @@ from placement_site.validation import (
     SQL_SP_FLOAT_MAX,
     UUID_PATTERN,
 )
-from providers import querysets, what_if
+from providers import querysets, querystring, what_if
 from providers.api.capacity import POLICY
 from providers.schemas import TRAIT_NAME
 

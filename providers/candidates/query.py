@@ -9,9 +9,10 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from placement_site import errors, microversion, querystring
+from placement_site import errors, microversion
 from placement_site.api import validated_query
 from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33
+from providers import querystring
 
 
 @dataclass
