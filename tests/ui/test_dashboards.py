@@ -807,7 +807,7 @@ def test_a_shares_page_names_the_first_trees_it_serves_and_how_many(
     """A share may serve every tree of a large cloud: its page names the
     first RELATED_SHOWN by name and counts them all."""
     cloud = nested_and_shared
-    monkeypatch.setattr(reports, 'RELATED_SHOWN', 2)
+    monkeypatch.setattr(reports.trees, 'RELATED_SHOWN', 2)
     html = staff.get(f'/ui/providers/{cloud.nfs}/').content.decode()
     served = html[html.index('Trees this provider shares with'):html.index('Allocations by')]
     assert len(re.findall(r'class="tag" href="/ui/providers/', served)) == 2

@@ -1,0 +1,141 @@
+"""A provider's tree: its nodes, its books, the consumers holding any of it and
+the sharing providers it reaches or serves."""
+import collections
+from dataclasses import dataclass, field
+
+from django.db.models import (
+    Count,
+    Window,
+)
+
+from allocations.models import Allocation, Consumer
+from providers import books, scopes
+from providers.models import (
+    Inventory,
+    ResourceProvider,
+)
+
+
+def tree_usage_of(root_ids):
+    """{root id: [books.ClassUsage]}: each tree's books summed over every
+    provider of it (one query)."""
+    root_ids = list(root_ids)
+    if not root_ids:
+        return {}
+    scope = scopes.trees().narrowed(resource_provider__root_provider_id__in=root_ids)
+    return {root: list(classes.values()) for root, classes in books.scope_books(scope).items()}
+
+
+@dataclass
+class TreeNode:
+    provider: ResourceProvider
+    children: list = field(default_factory=list)
+    inventories: list = field(default_factory=list)
+
+
+def provider_tree(provider, with_inventories=False):
+    """The provider's whole tree as nested TreeNodes, root first (one
+    query; with each provider's inventories and their use, two)."""
+    nodes = {p.pk: TreeNode(p) for p in ResourceProvider.objects.filter(
+        root_provider_id=provider.root_provider_id).order_by('name')}
+    if with_inventories:
+        for provider_id, inventories in utilization_of(nodes).items():
+            nodes[provider_id].inventories = inventories
+    root = None
+    for node in nodes.values():
+        parent = nodes.get(node.provider.parent_provider_id)
+        if parent is None:
+            root = node
+        else:
+            parent.children.append(node)
+    return root
+
+
+def consumers_holding(**within):
+    """The consumers holding allocations narrowed by `within` (Allocation
+    lookups: a provider, a tree's providers), by uuid, with their owners
+    (paginate it: Counted). A semi-join from those allocations: the
+    database starts from them, not from every consumer of the cloud; and
+    counted as the distinct consumers of those allocations alone."""
+    return Counted(
+        Consumer.objects.filter(pk__in=Allocation.objects.filter(**within).values(
+            'consumer_id')).select_related('project', 'user', 'consumer_type').order_by('uuid'),
+        lambda: Allocation.objects.filter(**within).values('consumer_id').distinct().count())
+
+
+class Counted:
+    """A queryset as a Paginator and an export read it (counted, sliced,
+    iterated), counted by `count()`: the same number as COUNT(*) over the
+    queryset, from a cheaper query."""
+    ordered = True
+
+    def __init__(self, queryset, count):
+        self.queryset, self._count, self._counted = queryset, count, None
+
+    def count(self):
+        if self._counted is None:
+            self._counted = self._count()
+        return self._counted
+
+    def __len__(self):
+        return self.count()
+
+    def __getitem__(self, key):
+        return self.queryset[key]
+
+    def __iter__(self):
+        return iter(self.queryset)
+
+    def iterator(self, chunk_size=None):
+        return self.queryset.iterator(chunk_size=chunk_size)
+
+    def values_list(self, *fields):
+        return self.queryset.values_list(*fields)
+
+
+def holdings(consumers, **within):
+    """[(consumer, [allocation with its provider and class])] for the
+    consumers (a page), their allocations narrowed by `within` (Allocation
+    lookups), in the consumers' order. One query."""
+    consumers = list(consumers)
+    held = collections.defaultdict(list)
+    for allocation in Allocation.objects.filter(
+            consumer_id__in=[c.pk for c in consumers], **within).select_related(
+            'resource_provider', 'resource_class').order_by(
+            'resource_provider__name', 'resource_class_id'):
+        held[allocation.consumer_id].append(allocation)
+    return [(consumer, held[consumer.pk]) for consumer in consumers]
+
+
+def is_sharing(provider):
+    return ResourceProvider.objects.filter(pk=provider.pk).sharing().exists()
+
+
+# A share may serve every tree of the cloud: its page names this many.
+RELATED_SHOWN = 100
+
+
+def sharing_relations(provider, sharing):
+    """(the first RELATED_SHOWN by name, how many): for a sharing provider, the
+    roots of the trees it serves through its aggregates, as the candidate
+    search finds them (a share may serve every tree of the cloud); for any
+    other provider, the sharing providers serving its tree. One query: the
+    rows shown, each with how many there are in all (a window count)."""
+    if sharing:
+        related = ResourceProvider.objects.filter(pk=provider.pk).roots_served().exclude(
+            pk=provider.root_provider_id)
+    else:
+        related = ResourceProvider.objects.sharing().serving_tree(provider.root_provider_id)
+    shown = list(related.annotate(related_count=Window(Count('*'))).order_by(
+        'name')[:RELATED_SHOWN])
+    return shown, shown[0].related_count if shown else 0
+
+
+def utilization_of(provider_ids):
+    """{provider id: [inventory with used/capacity/utilization]} (one query)."""
+    by_provider = collections.defaultdict(list)
+    for inventory in Inventory.objects.filter(
+            resource_provider_id__in=list(provider_ids)).with_utilization().select_related(
+            'resource_class').order_by('resource_class_id'):
+        by_provider[inventory.resource_provider_id].append(inventory)
+    return by_provider
