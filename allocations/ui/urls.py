@@ -1,7 +1,7 @@
 """The dashboards' pages, under /ui/."""
 from django.urls import path
 
-from allocations.ui import views
+from allocations.ui import explorer, views
 from allocations.ui import what_if as what_if_page
 
 app_name = 'ui'
@@ -20,6 +20,6 @@ urlpatterns = [
     path('usage/', views.usage, name='usage'),
     path('capacity/', views.capacity_report, name='capacity'),
     path('what-if/', what_if_page.what_if, name='what-if'),
-    path('explorer/', views.explorer, name='explorer'),
+    path('explorer/', explorer.explorer, name='explorer'),
     path('audit/', views.audit_page, name='audit'),
 ]

@@ -10,7 +10,7 @@ import pytest
 from django.http import QueryDict
 
 from allocations import services as allocation_services
-from allocations.ui import views
+from allocations.ui import explorer
 from placement_site.exceptions import PlacementDomainError
 from providers import ledger
 from providers.ledger import live
@@ -30,7 +30,7 @@ def nodes(db):
 
 def explored():
     query = QueryDict(QUERY)
-    return views._explored(query, query)
+    return explorer._explored(query, query)
 
 
 def held():
@@ -41,7 +41,7 @@ def held():
 
 def searched_now():
     query = QueryDict(QUERY)
-    return views._explore(query, query)[0]
+    return explorer._explore(query, query)[0]
 
 
 def claim(node, vcpu):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from allocations.ui import forms, views
+from allocations.ui import explorer, forms
 from placement_site import budgets
 from providers import candidates
 from tests.conftest import add_provider
@@ -109,7 +109,8 @@ def slow_combining(*args, **kwargs):
 def test_a_search_past_its_time_is_stopped_with_a_clear_message(staff, hosts, settings,
                                                                  monkeypatch, caplog):
     settings.PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS = 0.5
-    monkeypatch.setattr(views, 'SEARCH_MODULES', (*views.SEARCH_MODULES, sys.modules[__name__]))
+    monkeypatch.setattr(explorer, 'SEARCH_MODULES',
+                        (*explorer.SEARCH_MODULES, sys.modules[__name__]))
     monkeypatch.setattr(candidates.combine.Combination, 'candidates', slow_combining)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING):
@@ -130,7 +131,7 @@ def test_a_search_past_its_time_is_stopped_with_a_clear_message(staff, hosts, se
 
 
 def test_a_page_over_its_size_is_not_sent(staff, hosts, monkeypatch):
-    monkeypatch.setattr(views, 'EXPLORER_MAX_ANSWER_BYTES', 4096)
+    monkeypatch.setattr(explorer, 'EXPLORER_MAX_ANSWER_BYTES', 4096)
     answer = explore(staff, resources='VCPU:1', limit=100)
     page = answer.content.decode()
     assert answer.status_code == 200
