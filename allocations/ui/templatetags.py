@@ -1,6 +1,6 @@
-"""Template tags of the dashboards: one utilization bar, used everywhere,
-amounts in their unit, one time format, and the usage-trend charts of the
-overview and pool pages."""
+"""Template tags of the dashboards: they only format. One utilization bar,
+used everywhere, amounts in their unit, one time format, sort and page
+links (the usage-trend charts' data is ui/trend_charts.py's)."""
 from datetime import UTC
 
 from django import template

@@ -22,7 +22,8 @@ from allocations.models import Allocation, Consumer, ConsumerType, Project, User
 from placement_site import retries
 from placement_site.admin import SHOWN, RelatedOnly
 from providers import services
-from providers.admin import InventoryFormSet, ResourceProviderAdmin
+from providers.admin.inlines import InventoryFormSet
+from providers.admin.resource_providers import ResourceProviderAdmin
 from providers.models import (
     Aggregate,
     Event,
