@@ -169,7 +169,7 @@ def _counted_fits(scope, shapes):
     for grp, *counts in _per_tree_minimum_sums(
             scope.excluding_trees(*scopes.reached_roots()), shapes):
         found[grp] = [Fit(int(count or 0)) for count in counts]
-    reached = _reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
+    reached = reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
     served = scopes.served_trees() if any(row[2] is not None for row in reached) else {}
     by_group = collections.defaultdict(list)
     for row in reached:
@@ -212,7 +212,7 @@ def _per_tree_minimum_sums(scope, shapes):
                         params)
 
 
-def _reached_tree_sums(scope, shapes):
+def reached_tree_sums(scope, shapes):
     """[(grp, root, sharing provider or None, class id, s0, s1, ...)]: the
     slots per tree and class of the trees sharing providers reach, a
     sharing provider's apart."""
@@ -228,7 +228,7 @@ def _reached_tree_sums(scope, shapes):
 
 
 def _count_reached(rows, index, shape, sharing, served):
-    """count_fits over the rows of one group (see _reached_tree_sums) for
+    """count_fits over the rows of one group (see reached_tree_sums) for
     shape `index`: a sharing provider of the group offers its slots to the
     trees it serves, any other provider to its own tree."""
     own = collections.defaultdict(collections.Counter)     # root -> class -> slots
@@ -290,7 +290,7 @@ def _counted_tree_fits(scope, shapes):
     trees = {root: [int(count or 0) for count in counts] for root, *counts in
              _per_tree_minimum_sums(scope.excluding_trees(*scopes.reached_roots()), shapes)}
     total = [Fit(sum(counts[index] for counts in trees.values())) for index in range(len(shapes))]
-    reached = _reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
+    reached = reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
     if not reached:
         return TreeFits(total, trees)
     rows = [row[1:] for row in reached]   # (root, sharing provider or None, class id, sums...)
@@ -317,79 +317,6 @@ def _counted_tree_fits(scope, shapes):
         fit = _count_reached(rows, index, shape, sharing, served)
         total[index] = Fit(total[index].count + fit.count, fit.exact)
     return TreeFits(total, trees)
-
-
-# ---- one host: how many more of each flavor, and why not more ----------------------------
-
-@dataclass
-class HostFit:
-    """How many more of a flavor fit on one host (its tree's providers and
-    the sharing providers serving it, as a candidate search with the
-    flavor's resources would grant them one after another), and how many
-    each of its classes alone would allow: the smallest binds."""
-    flavor: object          # a flavors.Flavor
-    count: int
-    allows: dict            # class name -> how many that class alone allows
-
-    @property
-    def limited_by(self):
-        """The classes that stop the host from taking more of the flavor."""
-        return [name for name, count in self.allows.items() if count == self.count]
-
-
-@dataclass
-class Unusable:
-    """A class's free capacity on a host that no configured flavor can use:
-    what is free beyond the most any one flavor could still take of it
-    (more fit x its amount)."""
-    name: str
-    free: int
-    usable: int
-
-    @property
-    def amount(self):
-        return max(self.free - self.usable, 0)
-
-
-def host_fits(root_id, flavors=None):
-    """[HostFit] of the flavors (the configured ones by default) on the
-    tree rooted at root_id, from its providers' slots and those of the
-    sharing providers serving it (fits.count_lone_tree): the classes' ids,
-    the sharing providers serving the tree, the slots per class, three
-    queries."""
-    flavors = configured_flavors() if flavors is None else flavors
-    counted, shapes = flavor_shapes(flavors)
-    serving = set(ResourceProvider.objects.sharing().serving_tree(root_id).values_list(
-        'pk', flat=True)) if shapes else set()
-    own = [collections.Counter() for _ in shapes]      # per shape: class id -> slots
-    pooled = [collections.Counter() for _ in shapes]
-    classes = sorted({class_id for shape in shapes for class_id in shape})
-    scope = scopes.trees().narrowed(resource_class_id__in=classes).narrowed_to_trees(
-        [root_id], ResourceProvider.objects.filter(pk__in=serving).values('root_provider_id'))
-    for _, root, sharing, class_id, *sums in _reached_tree_sums(scope, shapes) if shapes else ():
-        if root != root_id and sharing not in serving:
-            continue    # another provider of a sharing provider's tree
-        for index, slots in enumerate(sums):
-            (own if sharing is None else pooled)[index][class_id] += int(slots or 0)
-    found = {}
-    for index, (shape, flavor) in enumerate(zip(shapes, counted)):
-        allows = {name: own[index][class_id] + pooled[index][class_id]
-                  for name, class_id in zip(flavor.resources, shape)}
-        found[flavor.name] = HostFit(flavor, count_lone_tree(own[index], pooled[index], shape),
-                                     allows)
-    return [found.get(flavor.name) or HostFit(flavor, 0, {}) for flavor in flavors]
-
-
-def unusable(tree_books, fits):
-    """[Unusable] of the classes the flavors ask for, from a host's books
-    ({class name: books.ClassUsage}) and its [HostFit]."""
-    found = []
-    for name, usage in tree_books.items():
-        takers = [fit.count * fit.flavor.resources[name] for fit in fits
-                  if name in fit.flavor.resources]
-        if takers:
-            found.append(Unusable(name, int(usage.free), max(takers)))
-    return found
 
 
 # ---- the answer ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ another class on the same host ran out first (free VCPU on a host whose
 memory is full) or because what is left is smaller than any flavor asks.
 
 The rule, per tree (a host: its root and every provider below it, the NUMA
-nodes with them), is the host page's (providers.capacity.unusable):
+nodes with them), is the host page's (providers.host_fits.unusable):
 
     stranded(c) = max(free(c) - max over the flavors f asking for c of
                       n(f) * amount_f(c), 0)

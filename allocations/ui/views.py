@@ -22,7 +22,7 @@ from allocations.ui.paging import page_of
 from placement_site import errors, replicas
 from placement_site.queries import storable
 from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, capacity, flavors
+from providers import books, capacity, flavors, host_fits
 from providers.api import capacity as capacity_api
 from providers.api import trends as trends_api
 from providers.models import Aggregate, ResourceClass, ResourceProvider
@@ -155,11 +155,11 @@ def tree_detail(request, uuid):
     consumers = page_of(request, reports.consumers_holding(**within))
     tree_books = books.tree_books(root.pk)
     related, related_count = reports.sharing_relations(root, False)
-    fits = capacity.host_fits(root.pk)
+    fits = host_fits.host_fits(root.pk)
     return render(request, 'ui/host.html', {
         'root': root, 'provider': provider,
         'books': tree_books.values(), 'classes': tree_books,
-        'fits': fits, 'unusable': capacity.unusable(tree_books, fits),
+        'fits': fits, 'unusable': host_fits.unusable(tree_books, fits),
         'tree': tree,
         'related': related, 'related_count': related_count,
         'held': reports.holdings(consumers, **within),

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from providers import capacity
+from providers import host_fits
 from providers.flavors import parse_flavors
 from tests.conftest import add_allocation, add_provider, new_uuid
 from tests.pages import exact
@@ -66,8 +66,8 @@ def test_the_host_page_says_how_many_more_fit_and_what_limits_them(staff, host):
 @pytest.mark.parametrize('flavor', ['small', 'big', 'disk'])
 def test_each_count_is_what_the_candidate_search_grants(api, host, flavor):
     (shape,) = [f for f in parse_flavors(FLAVORS) if f.name == flavor]
-    (fit,) = capacity.host_fits(host.pk, [shape])
+    (fit,) = host_fits.host_fits(host.pk, [shape])
     assert fit.count == claimed_one_after_another(api, host, shape.query)
     # And once they are claimed, none is left.
-    (after,) = capacity.host_fits(host.pk, [shape])
+    (after,) = host_fits.host_fits(host.pk, [shape])
     assert after.count == 0
