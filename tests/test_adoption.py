@@ -1,4 +1,4 @@
-"""Adoption (issue 14): the real openstack-placement 16.0.0, filled through
+"""Adoption: the real openstack-placement 16.0.0, filled through
 its API with a small seeded cloud (~40 providers), imported into ours; every
 GET answers the same on both servers, and a client's writes prepared with the
 old service's generations succeed on ours. The short run of

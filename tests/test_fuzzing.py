@@ -2,7 +2,7 @@
 seeded with the demo cloud: every operation, generated from the document of
 the microversion asked for, and every answer a documented status, content
 type and body, never a server error. The long run is `scripts/fuzz.sh`
-(README); PLACEMENT_FUZZ_SECONDS sets this one's time per microversion."""
+(docs/testing.md); PLACEMENT_FUZZ_SECONDS sets this one's time per microversion."""
 import io
 import os
 import subprocess

@@ -1,6 +1,7 @@
 """Keep a shared filesystem pool's inventory at the filesystem's size.
 
-Run from cron or a systemd timer on a host that mounts the share (README):
+Run from cron or a systemd timer on a host that mounts the share
+(docs/pool-cli.md, "On the server"):
 the filesystem's size (statvfs) becomes the provider's total, and with
 --reserved-from-used what is already used on it (by anything) its reserved
 amount. The inventory is written through the same service as the API, at
