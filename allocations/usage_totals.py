@@ -18,6 +18,7 @@ that alters `inventories` or `allocations` must call install() again. On
 MySQL/MariaDB with binary logging on, creating triggers takes SUPER or
 log_bin_trust_function_creators=1 (docs/mariadb.md).
 """
+from placement_site import triggers
 
 # The recount of one inventory row, `row` being NEW or OLD.
 _SUM = ('COALESCE((SELECT SUM(a.used) FROM allocations a '
@@ -97,17 +98,9 @@ def _mysql():
 
 def install(connection):
     """Create (or replace) the triggers and recount every inventory."""
-    if connection.vendor == 'postgresql':
-        statements = _POSTGRESQL
-    elif connection.vendor == 'sqlite':
-        statements = _sqlite()
-    elif connection.vendor == 'mysql':
-        statements = _mysql()
-    else:
-        raise NotImplementedError(f'Inventory.used has no triggers for {connection.vendor}')
+    triggers.install(connection, {'postgresql': lambda: _POSTGRESQL, 'sqlite': _sqlite,
+                                  'mysql': _mysql}, 'Inventory.used')
     with connection.cursor() as cursor:
-        for sql in statements:
-            cursor.execute(sql)
         cursor.execute(f'UPDATE inventories SET used = {_SUM.format(row="inventories")}')
 
 

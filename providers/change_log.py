@@ -25,7 +25,7 @@ import time
 
 from django.db import DatabaseError, connections
 
-from placement_site import snapshots
+from placement_site import snapshots, triggers
 
 # {table: the columns whose update changes what the books read (None: any)}.
 # A provider's generation, bumped by every write, changes nothing they read.
@@ -92,8 +92,7 @@ def _mysql(tables):
     def create(table, name, event, columns):
         body = 'INSERT INTO books_changes () VALUES ()'
         if event == 'UPDATE' and columns:
-            same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in columns)
-            body = f'BEGIN IF NOT ({same}) THEN {body}; END IF; END'
+            body = f'BEGIN IF {triggers.changed("mysql", columns)} THEN {body}; END IF; END'
         return f'CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {body}'
     return _row_triggers(tables, create)
 
@@ -102,13 +101,8 @@ def install(connection, tables=None):
     """Create (or replace) the triggers that write the change log on the
     tables ({table: columns}, as WATCHED, its default; the allocations app
     adds the consumers' owners)."""
-    statements = {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql}.get(
-        connection.vendor)
-    if statements is None:
-        raise NotImplementedError(f'the books change log has no triggers for {connection.vendor}')
-    with connection.cursor() as cursor:
-        for sql in statements(WATCHED if tables is None else tables):
-            cursor.execute(sql)
+    triggers.install(connection, {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql},
+                     "the books' change log", WATCHED if tables is None else tables)
 
 
 def version(using='default'):

@@ -22,6 +22,8 @@ that alters a WATCHED table must call install() again.
 import io
 from dataclasses import dataclass
 
+from placement_site import triggers
+
 CATALOGUE = 0   # the stamp row of the resource classes and traits
 
 
@@ -96,7 +98,7 @@ def _postgresql(watched):
                        'UPDATE': ['old_rows', 'new_rows']}[event]
             if event == 'UPDATE' and w.columns:
                 # Only the rows whose watched columns changed, before and after.
-                changed = ' OR '.join(f'o.{c} IS DISTINCT FROM n.{c}' for c in w.columns)
+                changed = triggers.changed('postgresql', w.columns, old='o', new='n')
                 sources = [f'(SELECT {side}.* FROM old_rows o JOIN new_rows n ON o.id = n.id '
                            f'WHERE {changed})' for side in ('o', 'n')]
             found = ' UNION '.join(w.roots_of_rows(source) for source in sources)
@@ -133,7 +135,7 @@ def _sqlite(watched):
             name = f'tree_stamps_{w.table}_{event.lower()}'
             when = ''
             if event == 'UPDATE' and w.columns:
-                when = ' WHEN ' + ' OR '.join(f'OLD.{c} IS NOT NEW.{c}' for c in w.columns)
+                when = ' WHEN ' + triggers.changed('sqlite', w.columns)
             bodies = ''.join(f'{body}; ' for body in _row_bodies(w, event, 'sqlite', upsert))
             statements += [f'DROP TRIGGER IF EXISTS {name}',
                            (f'CREATE TRIGGER {name} AFTER {event} ON {w.table}{when} '
@@ -149,8 +151,7 @@ def _mysql(watched):
             name = f'tree_stamps_{w.table}_{event.lower()}'[:64]
             bodies = ''.join(f'{body}; ' for body in _row_bodies(w, event, 'mysql', upsert))
             if event == 'UPDATE' and w.columns:
-                same = ' AND '.join(f'NEW.{c} <=> OLD.{c}' for c in w.columns)
-                body = f'BEGIN IF NOT ({same}) THEN {bodies}END IF; END'
+                body = f'BEGIN IF {triggers.changed("mysql", w.columns)} THEN {bodies}END IF; END'
             else:
                 body = f'BEGIN {bodies}END'
             statements += [f'DROP TRIGGER IF EXISTS {name}',
@@ -162,13 +163,9 @@ def install(connection, watched=None):
     """Create (or replace) the triggers that step tree stamps on the tables
     (WATCHED by default; allocations adds its own), and stamp every tree
     that has no stamp yet."""
-    statements = {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql}.get(
-        connection.vendor)
-    if statements is None:
-        raise NotImplementedError(f'tree stamps have no triggers for {connection.vendor}')
+    triggers.install(connection, {'postgresql': _postgresql, 'sqlite': _sqlite, 'mysql': _mysql},
+                     'tree stamps', WATCHED if watched is None else watched)
     with connection.cursor() as cursor:
-        for sql in statements(WATCHED if watched is None else watched):
-            cursor.execute(sql)
         cursor.execute(
             'INSERT INTO tree_stamps (root_id, stamp) SELECT id, 1 FROM resource_providers rp '
             'WHERE rp.root_provider_id = rp.id AND NOT EXISTS '
