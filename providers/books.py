@@ -16,16 +16,8 @@ from providers import ledger, remembered, rules, scopes
 from providers.rules import capacity_sql
 
 
-@dataclass(frozen=True)
-class ClassUsage:
-    """One resource class's books: capacity = (total - reserved) * ratio."""
-    name: str
-    total: int = 0
-    reserved: int = 0
-    capacity: float = 0.0
-    used: int = 0
-    providers: int = 0
-    class_id: int = None
+class Sums:
+    """What the rule book says of books with `capacity` and `used`."""
 
     @property
     def free(self):
@@ -35,6 +27,23 @@ class ClassUsage:
     def utilization(self):
         """used / capacity; None without capacity."""
         return rules.utilization(self.used, self.capacity)
+
+    @property
+    def percent(self):
+        """utilization in percent, for answers and pages; None without capacity."""
+        return rules.percent(self.used, self.capacity)
+
+
+@dataclass(frozen=True)
+class ClassUsage(Sums):
+    """One resource class's books: capacity = (total - reserved) * ratio."""
+    name: str
+    total: int = 0
+    reserved: int = 0
+    capacity: float = 0.0
+    used: int = 0
+    providers: int = 0
+    class_id: int = None
 
 
 def fullest_class(classes):

@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from providers import books, rules, scopes
+from providers import books, scopes
 from providers.models import Aggregate, UsageSnapshot
 
 # The forecast fits the snapshots of the last two weeks before the newest:
@@ -37,7 +37,7 @@ STATUSES = (FULL, FILLING, NOT_FILLING, UNKNOWN)
 
 
 @dataclass(frozen=True)
-class Point:
+class Point(books.Sums):
     """One class's books at one snapshot."""
     taken_at: object
     total: int
@@ -45,15 +45,6 @@ class Point:
     capacity: float
     used: int
     providers: int
-
-    @property
-    def free(self):
-        return rules.free(self.capacity, self.used)
-
-    @property
-    def percent(self):
-        """Percent of the capacity in use; None without capacity."""
-        return rules.percent(self.used, self.capacity)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from django.http import StreamingHttpResponse
 
 from placement_site import downloads, errors, exceptions, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
-from providers import capacity, querysets, querystring, rules, stranded
+from providers import capacity, querysets, querystring, stranded
 from providers.flavors import configured_flavors
 
 POLICY = 'placement:capacity:show'
@@ -44,7 +44,7 @@ def class_body(usage):
     return {
         'total': usage.total, 'reserved': usage.reserved, 'capacity': _number(usage.capacity),
         'used': usage.used, 'free': _number(usage.free),
-        'utilization': rules.percent(usage.used, usage.capacity),
+        'utilization': usage.percent,
         'providers': usage.providers,
     }
 

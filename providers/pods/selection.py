@@ -10,7 +10,7 @@ nothing; providers.pods.services binds on its answer.
 from dataclasses import dataclass, field
 
 from placement_site import exceptions
-from providers import books, rules
+from providers import books
 from providers.models import Inventory, ResourceClass
 from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
 from providers.pods.pipeline import PodFilter, PodWeigher, normalise, select
@@ -42,7 +42,7 @@ class PodBooks:
         """Percent of the class's capacity in use (a pod's thresholds are
         percents); None without capacity."""
         usage = self.classes.get(name)
-        return None if usage is None else rules.percent(usage.used, usage.capacity)
+        return None if usage is None else usage.percent
 
     def thresholds_reached(self):
         """[(class, percent used, threshold)] for each class at or over its
