@@ -140,6 +140,9 @@ class ResourceProvider(models.Model):
 
 # What a client writes of an inventory, and every answer and event shows.
 INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
+# What an inventory written without them has (Placement's defaults).
+INVENTORY_DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+                      'allocation_ratio': 1.0}
 
 
 class Inventory(models.Model):
@@ -150,11 +153,11 @@ class Inventory(models.Model):
     resource_class = models.ForeignKey(
         ResourceClass, on_delete=models.PROTECT, related_name='inventories')
     total = models.IntegerField()
-    reserved = models.IntegerField(default=0)
-    min_unit = models.IntegerField(default=1)
-    max_unit = models.IntegerField(default=2147483647)
-    step_size = models.IntegerField(default=1)
-    allocation_ratio = models.FloatField(default=1.0)
+    reserved = models.IntegerField(default=INVENTORY_DEFAULTS['reserved'])
+    min_unit = models.IntegerField(default=INVENTORY_DEFAULTS['min_unit'])
+    max_unit = models.IntegerField(default=INVENTORY_DEFAULTS['max_unit'])
+    step_size = models.IntegerField(default=INVENTORY_DEFAULTS['step_size'])
+    allocation_ratio = models.FloatField(default=INVENTORY_DEFAULTS['allocation_ratio'])
     # What consumers hold of this class on this provider: the sum of its
     # allocations, kept by the database's own triggers whatever writes them
     # (allocations/usage_totals.py), so a capacity check reads one column.

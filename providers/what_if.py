@@ -38,13 +38,10 @@ from providers.flavors import configured_flavors
 from providers.ledger import groupings
 from providers.ledger.folds import FitsFold, _Shape
 from providers.ledger.image import Image, Inventory, Provider, Tree, facets, streamed
-from providers.models import Aggregate
+from providers.models import INVENTORY_DEFAULTS, Aggregate
 
 CLOUD = groupings.Grouping(groupings.CLOUD)
 POOLS = groupings.Grouping(groupings.POOLS)
-
-INVENTORY_DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
-                      'allocation_ratio': 1.0}
 
 
 class Refused(ValueError):
