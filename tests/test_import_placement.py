@@ -1,5 +1,5 @@
 """manage.py import_placement: a real OpenStack Placement 16.0.0 (its own
-venv, scripts/placement-venv.sh) migrates and fills a source database through
+venv, scripts/dev/placement-venv.sh) migrates and fills a source database through
 its REST API; the command copies it into ours, and then both services answer
 the same GETs alike. Damaged copies are made with SQL.
 
@@ -10,8 +10,6 @@ import io
 import os
 import shutil
 import sqlite3
-import subprocess
-import time
 import uuid as uuid_lib
 from contextlib import contextmanager
 from email.utils import format_datetime, parsedate_to_datetime
@@ -27,7 +25,7 @@ from django.db import connection
 from allocations import importer
 from allocations.models import Allocation, Consumer
 from providers.models import Inventory, ResourceProvider, Trait
-from scripts.harness import free_port
+from scripts.harness import placement
 from tests.conftest import PlacementClient, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,55 +200,22 @@ def sources(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def placement_venv():
-    out = subprocess.run([str(ROOT / 'scripts' / 'placement-venv.sh')], check=True,
-                         capture_output=True, text=True)
-    return Path(out.stdout.strip())
+    return placement.placement_venv()
 
 
-class RealPlacement:
+class RealPlacement(placement.RealPlacement):
     """OpenStack Placement 16.0.0 served by gunicorn over one database."""
-
-    def __init__(self, venv, db_url, workdir):
-        self.venv, self.db_url, self.workdir = venv, db_url, workdir
-        config = workdir / 'etc'
-        config.mkdir(parents=True, exist_ok=True)
-        (config / 'placement.conf').touch()
-        self.env = {**os.environ, 'OS_PLACEMENT_CONFIG_DIR': str(config),
-                    'OS_PLACEMENT_DATABASE__CONNECTION': db_url,
-                    'OS_API__AUTH_STRATEGY': 'noauth2'}
-        self.env.pop('DATABASE_URL', None)
-        self.process = None
-
-    def db_sync(self):
-        subprocess.run([str(self.venv / 'bin' / 'placement-manage'), 'db', 'sync'],
-                       env=self.env, check=True, capture_output=True, cwd=self.workdir)
 
     @contextmanager
     def serving(self):
-        port = free_port()
-        self.base = f'http://127.0.0.1:{port}'
-        with open(self.workdir / 'gunicorn.log', 'ab') as log:
-            self.process = subprocess.Popen(
-                [str(self.venv / 'bin' / 'gunicorn'), '--no-control-socket', '-w', '1',
-                 '-b', f'127.0.0.1:{port}', 'placement.wsgi.api:application'],
-                env=self.env, stdout=log, stderr=log, cwd=self.workdir)
+        self.start(timeout=60)
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    requests.get(self.base + '/', timeout=10)
-                    break
-                except requests.RequestException:  # not listening yet, or still starting
-                    if self.process.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError((self.workdir / 'gunicorn.log').read_text())
-                    time.sleep(0.2)
             yield self
         finally:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+            self.stop(timeout=30)
 
     def request(self, method, path, body=None, version=VERSION):
-        return requests.request(method, self.base + path, json=body, timeout=30, headers={
+        return requests.request(method, self.url + path, json=body, timeout=30, headers={
             'X-Auth-Token': 'admin', 'OpenStack-API-Version': f'placement {version}',
             'Accept': 'application/json'})
 

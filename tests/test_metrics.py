@@ -18,8 +18,8 @@ from django.test.utils import CaptureQueriesContext
 from prometheus_client.parser import text_string_to_metric_families
 
 from providers.models import ResourceProvider
+from scripts.harness.placement import Server
 from tests.conftest import bulk_trees, new_uuid
-from tests.servers import Server
 
 POOL_A = str(uuid.uuid4())
 POOL_B = str(uuid.uuid4())

@@ -28,7 +28,8 @@ from django.urls import include, path
 
 from placement_site import budgets, serving
 from placement_site.serving import front as front_conf
-from scripts import harness
+from scripts.harness.api import send
+from scripts.harness.process import Process, children, free_port, wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -213,32 +214,26 @@ def test_nginx_routes_the_operator_paths_as_the_app_names_them(tmp_path):
 
 # ---- the default set-up, served --------------------------------------------------
 
-class Served:
+class Served(Process):
     """scripts/run.sh (or scripts/serve.sh) in a data directory of its own
-    on SQLite, on a free port."""
+    on SQLite, on a free port, started and answering."""
 
     def __init__(self, base, name, *, script='scripts/run.sh', args=(), database=None, env=None):
-        self.port = harness.free_port()
+        self.port = free_port()
         self.data = base / name
         self.data.mkdir()
         self.database = database or self.data / 'placement.sqlite3'
-        self.log_path = self.data / 'served.log'
-        self.env = {**served_env(), 'PLACEMENT_DATA_DIR': str(self.data),
-                    'DATABASE_URL': f'sqlite:///{self.database}', 'PORT': str(self.port),
-                    **(env or {})}
-        self.process = harness.start_server(['bash', script, *args], self.log_path,
-                                            env=self.env, cwd=REPO)
-        harness.wait_until_up(self.process, self.port, self.log_path, 240)
-
-    def log(self):
-        return self.log_path.read_text(errors='replace')
+        super().__init__(['bash', script, *args], self.data / 'served.log', cwd=REPO, env={
+            **served_env(), 'PLACEMENT_DATA_DIR': str(self.data),
+            'DATABASE_URL': f'sqlite:///{self.database}', 'PORT': str(self.port), **(env or {})})
+        self.start().wait_answering(f'http://127.0.0.1:{self.port}/', 240)
 
     def processes(self):
         """{'api': master, 'operator': master, 'nginx': master} below serve.sh
         (another child, serve.sh's wait for nginx still ending as the
         front already answers, is not one of them)."""
         found = {}
-        for pid in harness.children(self.process.pid):
+        for pid in children(self.process.pid):
             try:
                 command = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode()
             except OSError:
@@ -250,8 +245,8 @@ class Served:
                 found[pool.group(1)] = pid
         return found
 
-    def stop(self):
-        return harness.stop_server(self.process, timeout=60)
+    def stop(self, timeout=60):
+        return super().stop(timeout)
 
 
 def served_env():
@@ -270,7 +265,7 @@ def front(tmp_path_factory):
     """The default set-up with the demo cloud, as `scripts/run.sh --demo`
     serves it; the scrape is allowed from 192.0.2.7 only (or with the token)."""
     if not shutil.which('nginx') and not Path('/usr/sbin/nginx').exists():
-        pytest.skip('nginx is not installed (scripts/test-setup.sh installs it)')
+        pytest.skip('nginx is not installed (scripts/ci/test-setup.sh installs it)')
     served = Served(tmp_path_factory.mktemp('serving'), 'front', args=['--demo'], env={
         'PLACEMENT_METRICS_ALLOWED_NETWORKS': '192.0.2.7/32',
         'PLACEMENT_METRICS_TOKEN': METRICS_TOKEN,
@@ -506,7 +501,7 @@ def seconds_to_answer(port, url, timeout=3):
     """Seconds until the whole answer came (the client gives up at
     `timeout`: None)."""
     try:
-        response, _, elapsed = harness.send(port, 'GET', url, version='1.39', timeout=timeout)
+        response, _, elapsed = send(port, 'GET', url, version='1.39', timeout=timeout)
     except TimeoutError:
         return None
     assert response.status == 200
@@ -567,7 +562,7 @@ def niceness(pid):
 @pytest.mark.any_database
 def test_operator_requests_go_to_the_operator_pool_and_never_hold_up_the_api(front):
     pools = front.processes()
-    workers = {pool: set(harness.children(pools[pool])) for pool in ('api', 'operator')}
+    workers = {pool: set(children(pools[pool])) for pool in ('api', 'operator')}
     assert len(workers['api']) == 2 and len(workers['operator']) == 1
     # The operator pool yields the CPU; each pool knows which it is.
     for pool in ('api', 'operator'):
@@ -622,15 +617,13 @@ def test_the_set_up_stops_when_a_server_exits(front, tmp_path):
     served = Served(tmp_path, 'short-lived', script='scripts/serve.sh', database=front.database)
     # Until serve.sh has done starting (its wait for nginx ended: only the
     # three are left), so that its watch over them has begun.
-    deadline = time.monotonic() + 30
-    while (len(harness.children(served.process.pid)) != 3 or len(served.processes()) != 3) \
-            and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: len(children(served.process.pid)) == 3 and len(served.processes()) == 3,
+             'serve.sh to be done starting', timeout=30, interval=0.2)
     processes = served.processes()
     assert set(processes) == {'api', 'operator', 'nginx'}
     os.kill(processes['operator'], signal.SIGKILL)
     served.process.wait(60)
     assert served.process.returncode != 0
-    time.sleep(1)
-    assert [pid for pid in processes.values() if Path(f'/proc/{pid}').exists()] == []
+    wait_for(lambda: not any(Path(f'/proc/{pid}').exists() for pid in processes.values()),
+             'the other servers to be gone', timeout=10)
     assert 'serve: a server exited' in served.log()

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tests.servers import Server
+from scripts.harness.placement import Server
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, PASSWORD, SCREENSHOTS, STAFF, Api
 
 
