@@ -1,8 +1,8 @@
 """High availability as OpenStack clouds deploy it (docs/ha.md): a real
 3-node MariaDB Galera cluster, Debian's HAProxy in front of it as
 kolla-ansible configures it, and three Placement API servers
-(tests/ha_scenarios.py). The short versions of the runs that
-scripts/galera_run.py makes at full length.
+(scripts/bench/ha.py). The short versions of the runs that
+`python -m scripts.bench.ha` makes at full length.
 
 They need Debian's mariadb-server, galera-4, haproxy and rsync (installed
 when missing) and take about two minutes, so they run when
@@ -15,8 +15,9 @@ import uuid
 import pytest
 import requests
 
-from tests import ha_scenarios
-from tests.servers import HEADERS, Server
+from scripts.bench import ha
+from scripts.harness.api import HEADERS
+from scripts.harness.placement import Server
 
 pytestmark = [
     pytest.mark.galera, pytest.mark.slow, pytest.mark.any_database,
@@ -29,7 +30,7 @@ BASE_PORT = int(os.environ.get('PLACEMENT_GALERA_TEST_PORT', '23600'))
 
 @pytest.fixture(scope='module')
 def deployment(tmp_path_factory):
-    deployment = ha_scenarios.Deployment(tmp_path_factory.mktemp('ha'), base_port=BASE_PORT)
+    deployment = ha.Deployment(tmp_path_factory.mktemp('ha'), base_port=BASE_PORT)
     try:
         yield deployment.start(clients=CLIENTS)
     finally:
@@ -54,7 +55,7 @@ def assert_books_balance(result):
 def test_three_writers_keep_the_books_and_answer_no_409_or_5xx(deployment):
     """Each API server writes through its own node; Galera aborts some of
     the transactions at commit and the services rerun them."""
-    result = ha_scenarios.multi_writer(deployment, seconds=20, clients=CLIENTS)
+    result = ha.multi_writer(deployment, seconds=20, clients=CLIENTS)
     report(result)
     assert_books_balance(result)
     assert result['by_status'].keys() <= {200, 204}, result['failures']
@@ -144,7 +145,7 @@ def test_a_read_through_another_node_waits_for_the_write(deployment):
 # ---- one writer, through HAProxy ---------------------------------------------------
 
 def test_the_active_node_killed_costs_only_503s_and_rejoins_without_a_full_copy(deployment):
-    result = ha_scenarios.node_failover(deployment, seconds=8, clients=CLIENTS)
+    result = ha.node_failover(deployment, seconds=8, clients=CLIENTS)
     report(result)
     assert_books_balance(result)
     assert result['failed_statuses'].keys() <= {'503'}, result['failures']
@@ -154,7 +155,7 @@ def test_the_active_node_killed_costs_only_503s_and_rejoins_without_a_full_copy(
 
 
 def test_an_api_server_killed_fails_only_its_requests_in_flight(deployment):
-    result = ha_scenarios.api_server_killed(deployment, seconds=6, clients=CLIENTS)
+    result = ha.api_server_killed(deployment, seconds=6, clients=CLIENTS)
     report(result)
     assert_books_balance(result)
     assert result['failed_otherwise'] == 0, result['failures']

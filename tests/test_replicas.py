@@ -4,7 +4,7 @@ primary, and the primary whenever the replica is down or too far behind.
 
 The unit tests run anywhere. The TestRealReplica tests run in the
 PostgreSQL pass (DATABASE_URL=postgresql://...): they build their own
-primary and pg_basebackup replica (tests/replica_cluster.py), put two
+primary and pg_basebackup replica (tests/support/replicas.py), put two
 gunicorn-served Placement servers in front of them (one trusting a replica
 up to 300 s behind, one up to 1 s) and drive them over HTTP. Pausing WAL
 replay on the replica makes its reads visibly stale."""
@@ -19,8 +19,8 @@ from django.db import OperationalError, router
 
 from placement_site import config, replicas
 from providers.models import ResourceProvider
-from tests.replica_cluster import Cluster, postgres_bin
-from tests.servers import Server, wait_for
+from scripts.harness.placement import Server
+from tests.support.replicas import Cluster, postgres_bin, wait_for
 
 PASSWORD = 'replica-admin-password'
 WRITERS = 20

@@ -4,8 +4,8 @@ leave nothing half-written.
 
 The classification tests run on PostgreSQL and MariaDB with real driver
 errors. The TestOutages tests (PostgreSQL pass) build a private PostgreSQL
-(tests/replica_cluster.py), serve Placement from it under gunicorn as
-scripts/run.sh does, drive claims from several clients (tests/claims_load.py)
+(tests/support/replicas.py), serve Placement from it under gunicorn as
+scripts/run.sh does, drive claims from several clients (scripts/harness/loads.py)
 and then crash and restart the database, SIGKILL a worker, SIGTERM the
 server, or promote a synchronous streaming replica; afterwards the books are
 read straight from the database."""
@@ -25,17 +25,10 @@ import requests
 from django.db import DatabaseError, connection, connections
 
 from placement_site import outages
-from scripts.harness import free_port
-from tests.claims_load import (
-    ClaimsLoad,
-    assert_books_balance,
-    claim_body,
-    read_books,
-    seed,
-    wait_for_claims,
-)
-from tests.replica_cluster import Cluster, postgres_bin
-from tests.servers import Server, wait_for
+from scripts.harness.loads import ClaimsLoad, assert_books_balance, claim_body, seed
+from scripts.harness.placement import Server
+from scripts.harness.process import free_port
+from tests.support.replicas import Cluster, postgres_bin, wait_for
 
 PORT = int(os.environ.get('PLACEMENT_RESILIENCE_TEST_PORT', '25470'))
 PASSWORD = 'resilience-admin-password'
@@ -141,15 +134,18 @@ class TestOutages:
         dashboards = server.login('admin', PASSWORD)
         load = ClaimsLoad(server, single.cloud, clients=8).start()
         try:
-            wait_for_claims(load, 40)
+            load.wait_for(40)
             cluster.stop_primary('immediate')
             down = time.monotonic()
-            time.sleep(1)
+            wait_for(lambda: load.count(lambda a: a.status == 503) > 0,
+                     'the claims to meet the outage')
             # The dashboards say so too, in plain HTML.
             page = dashboards.get(server.url + '/ui/', timeout=30)
             assert (page.status_code, page.headers.get('Retry-After')) == (503, '1'), page.text
             assert 'The database is unavailable' in page.text
-            time.sleep(1)
+            # As many 503s as the checks below want, before the database returns.
+            wait_for(lambda: load.count(lambda a: a.status == 503) >= 8,
+                     'eight claims answered 503')
             # From now on, when does the database accept connections again?
             accepting = {}
 
@@ -162,7 +158,7 @@ class TestOutages:
             cluster.start_primary()
             watcher.join(timeout=60)
             up = accepting['at']
-            wait_for_claims(load, 40, after=up)
+            load.wait_for(40, after=up)
         finally:
             answers = load.stop()
 
@@ -176,7 +172,7 @@ class TestOutages:
         assert len(after) <= server.workers
         first = min(a.done for a in answers if a.status == 204 and a.done >= up)
         assert first - up < 2.0, f'first success {first - up:.2f} s after the database came back'
-        assert_books_balance(read_books(cluster.primary_port), load)
+        assert_books_balance(cluster.books(), load.answers)
         assert dashboards.get(server.url + '/ui/', timeout=30).status_code == 200
         log = assert_quiet_log(server)
         assert re.search(r'WARNING placement\.database Database unavailable, answered 503 to '
@@ -216,33 +212,33 @@ class TestOutages:
         assert 'error' in result, result  # the client got no answer at all
         wait_for(lambda: waiting_on_a_lock(cluster) == 0 and sessions(cluster) == 0,
                  'the dead worker\'s session to end')
-        assert consumer not in read_books(cluster.primary_port).consumers
+        assert consumer not in cluster.books().consumers
         # The master replaced the worker; the same claim now goes through.
         wait_for(lambda: len(server.worker_pids()) == server.workers, 'a new worker')
         assert server.call('PUT', f'/allocations/{consumer}', claim_body(cloud, 0)
                            ).status_code == 204
-        assert read_books(cluster.primary_port).consumers[consumer] == 3
+        assert cluster.books().consumers[consumer] == 3
 
     def test_workers_killed_under_load_lose_nothing_acknowledged(self, single):
         cluster, server = single.cluster, single.server
         load = ClaimsLoad(server, single.cloud, clients=6).start()
         killed = []
         try:
-            wait_for_claims(load, 20)
+            load.wait_for(20)
             for _ in range(4):
                 worker = server.worker_pids()[0]
                 os.kill(worker, signal.SIGKILL)
                 killed.append(worker)
                 wait_for(lambda: len(server.worker_pids()) == server.workers
                          and worker not in server.worker_pids(), 'a new worker')
-                wait_for_claims(load, 10, after=time.monotonic())
+                load.wait_for(10, after=time.monotonic())
         finally:
             answers = load.stop()
         assert {a.status for a in answers} <= {204, None}
         cut = [a for a in answers if a.status is None]
         assert cut, 'no request was in flight when a worker was killed'
-        books = read_books(cluster.primary_port)
-        assert_books_balance(books, load)
+        books = cluster.books()
+        assert_books_balance(books, load.answers)
         # A cut claim either committed whole before the kill or not at all.
         assert all(books.consumers.get(a.consumer, 3) == 3 for a in cut)
         print(f'\nSIGKILL x{len(killed)}: {len(load.acknowledged())} claims acknowledged, '
@@ -278,22 +274,22 @@ class TestOutages:
             client.join(timeout=30)
         assert server.process.wait(timeout=30) == 0
         assert sorted(a.status_code for a in answers.values()) == [204] * server.workers
-        consumers = read_books(cluster.primary_port).consumers
+        consumers = cluster.books().consumers
         assert all(consumers[c] == 3 for c in answers)
 
     def test_sigterm_under_load_cuts_no_request_off(self, single):
         cluster, server = single.cluster, single.server
         load = ClaimsLoad(server, single.cloud, clients=6).start()
         try:
-            wait_for_claims(load, 30)
+            load.wait_for(30)
             server.process.send_signal(signal.SIGTERM)
             assert server.process.wait(timeout=40) == 0
         finally:
             answers = load.stop()
         assert {a.status for a in answers} <= {204, None}
         refused = [a for a in answers if a.status is None]
-        books = read_books(cluster.primary_port)
-        assert_books_balance(books, load)
+        books = cluster.books()
+        assert_books_balance(books, load.answers)
         # A request without an answer was never taken on: it wrote nothing.
         assert [a.error for a in refused if a.consumer in books.consumers] == []
         print(f'\nSIGTERM under load: {len(load.acknowledged())} claims acknowledged, '
@@ -316,12 +312,12 @@ class TestOutages:
         processes = (server.process.pid, server.worker_pids())
         load = ClaimsLoad(server, cloud, clients=8).start()
         try:
-            wait_for_claims(load, 40)
+            load.wait_for(40)
             cluster.stop_primary('immediate')  # the primary's host dies
             down = time.monotonic()
             cluster.promote_replica()
             promoted = time.monotonic()
-            wait_for_claims(load, 40, after=promoted)
+            load.wait_for(40, after=promoted)
         finally:
             answers = load.stop()
 
@@ -336,7 +332,7 @@ class TestOutages:
         first = min(a.done for a in after)
         assert first - promoted < 2.0, f'first write {first - promoted:.2f} s after promotion'
         # Every claim acknowledged before the switch is on the new primary.
-        assert_books_balance(read_books(cluster.replica_port), load)
+        assert_books_balance(cluster.books(cluster.replica_port), load.answers)
         # Other writes too: a provider, its inventory, a deletion.
         rp = str(uuid.uuid4())
         assert server.call('POST', '/resource_providers', {'name': 'after-failover', 'uuid': rp}
@@ -368,7 +364,7 @@ def serving(cluster, base, url=None, *, read_urls=(), admin=False):
             server.manage('shell', '-c', 'from django.contrib.auth.models import User; '
                           f"User.objects.create_superuser('admin', '', {PASSWORD!r})")
         server.start()
-        yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server))
+        yield types.SimpleNamespace(cluster=cluster, server=server, cloud=seed(server.call))
     finally:
         if server is not None:
             server.stop()

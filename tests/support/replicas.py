@@ -1,12 +1,12 @@
-"""A throw-away PostgreSQL primary with a streaming replica, and Placement
-for the read replica and resilience tests (the Placement servers in front
-of them: tests/servers.py).
+"""A throw-away PostgreSQL primary with a streaming replica for the read
+replica and resilience tests (the Placement servers in front of them:
+scripts/harness/placement.py).
 
 The primary is initdb'd with wal_level=replica and trust authentication
 (replication included); the replica is a pg_basebackup -R of it, started
 hot_standby on the next port (synchronous when asked: a commit returns once
 the replica has flushed it). Both run from Debian's PostgreSQL (as the
-postgres user when we are root, as scripts/pg-test-server.sh does), from a
+postgres user when we are root, as scripts/dev/pg-test-server.sh does), from a
 directory under /tmp that stop() removes. The resilience tests also crash
 and restart the primary and promote the replica."""
 import os
@@ -16,7 +16,14 @@ from pathlib import Path
 
 import psycopg2
 
-from tests.servers import wait_for
+from scripts.harness import process
+from scripts.harness.loads import read_books
+
+
+def wait_for(condition, what, timeout=30):
+    """process.wait_for, a server still starting (a psycopg2.Error) counting
+    as not yet."""
+    process.wait_for(condition, what, timeout, ignore=(OSError, psycopg2.Error))
 
 
 def postgres_bin():
@@ -132,10 +139,18 @@ class Cluster:
 
     # ---- talking to the servers directly ----
 
+    def connect(self, port, dbname='placement'):
+        """A connection as postgres to the server on `port`."""
+        return psycopg2.connect(host='127.0.0.1', port=port, user='postgres', dbname=dbname,
+                                connect_timeout=5)
+
+    def books(self, port=None):
+        """What the server on `port` (the primary's) holds: loads.Books."""
+        return read_books(self.connect(port or self.primary_port))
+
     def sql(self, port, sql, *params, dbname='placement'):
         """Rows of one statement, run as postgres in autocommit."""
-        conn = psycopg2.connect(host='127.0.0.1', port=port, user='postgres', dbname=dbname,
-                                connect_timeout=5)
+        conn = self.connect(port, dbname)
         try:
             conn.autocommit = True
             with conn.cursor() as cursor:

@@ -1,12 +1,12 @@
 """A throw-away MariaDB Galera cluster on one machine, with HAProxy in front
 of it as kolla-ansible deploys it, for the high-availability tests
-(tests/test_galera.py) and runs (scripts/galera_run.py; docs/ha.md).
+(tests/test_galera.py) and runs (scripts/bench/ha.py; docs/ha.md).
 
 Each node is Debian's mariadbd with galera-4, in a private directory under
 /tmp with its own ports (`base + 10 * i`: SQL, then Galera's replication,
 incremental transfer (IST), full transfer (SST) and the health check). The
 first node bootstraps the cluster; the others join it with an rsync SST.
-Durability is traded for speed as in scripts/mariadb-test-server.sh.
+Durability is traded for speed as in scripts/dev/mariadb-test-server.sh.
 
 A stopped or killed node is started again from the position it recovered
 (`mariadbd --wsrep-recover`), so it catches up by IST from a peer's write-set
@@ -22,11 +22,10 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.servers import wait_for
+from scripts.harness.process import Process, alive, wait_for
 
 PROVIDER = '/usr/lib/galera/libgalera_smm.so'
 # Commands (or files) and the Debian packages that bring them: the servers,
@@ -38,7 +37,7 @@ USER, PASSWORD = 'placement', 'placement'
 
 
 def _driver():
-    """MySQLdb, imported when a node is first asked (scripts/galera-tests.sh
+    """MySQLdb, imported when a node is first asked (scripts/ci/galera-tests.sh
     installs it; the suite on SQLite collects this module without it)."""
     import MySQLdb
     return MySQLdb
@@ -113,7 +112,7 @@ class Node:
             'wsrep-slave-threads=2', '',
         ])
 
-    def _mariadbd(self, *args, **popen):
+    def _mariadbd(self, *args):
         return [shutil.which('mariadbd') or '/usr/sbin/mariadbd',
                 f'--defaults-file={self.dir}/my.cnf', *args]
 
@@ -133,11 +132,8 @@ class Node:
         position = self.recover() if (self.data / 'grastate.dat').exists() else None
         if position:
             args.append(f'--wsrep-start-position={position}')
-        log = open(self.dir / 'stdout.log', 'ab')
-        self.process = subprocess.Popen(self._mariadbd(*args), stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-        log.close()
+        self.process = Process(self._mariadbd(*args), self.dir / 'stdout.log',
+                               name=f'{self.name} (mariadbd)').start()
         if wait:
             self.wait_synced()
 
@@ -158,21 +154,16 @@ class Node:
 
     def kill(self):
         """SIGKILL: the node crashes, whatever it was doing."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.running():
+            self.process.kill()
 
     def stop(self):
         """A clean shutdown (grastate.dat keeps the position)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        if self.process is not None:
+            self.process.stop(timeout=60)
 
     def running(self):
-        return self.process is not None and self.process.poll() is None
+        return self.process is not None and self.process.running()
 
     def connect(self, **kwargs):
         return _driver().connect(host='127.0.0.1', port=self.port, user='root',
@@ -201,11 +192,10 @@ class Node:
             return False
 
     def wait_synced(self, timeout=180):
-        def ready():
-            if self.process.poll() is not None:
-                raise RuntimeError(f'{self.name} exited; its log:\n{self.log_tail()}')
-            return self.synced()
-        wait_for(ready, f'{self.name} to be synced', timeout=timeout, interval=0.2)
+        try:
+            self.process.wait_until(self.synced, f'{self.name} to be synced', timeout)
+        except (RuntimeError, TimeoutError) as exc:
+            raise type(exc)(f'{exc}\n{self.log} ends:\n{self.log_tail()}') from None
 
     def log_tail(self, lines=30):
         try:
@@ -330,12 +320,9 @@ class Proxy:
         path = self.dir / 'haproxy.cfg'
         path.write_text(self.config())
         subprocess.run(['haproxy', '-c', '-q', '-f', str(path)], check=True, capture_output=True)
-        log = open(self.dir / 'haproxy.log', 'ab')
-        self.process = subprocess.Popen(['haproxy', '-db', '-f', str(path)], stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        wait_for(lambda: self.server_states().get(self.nodes[0].name) == 'UP',
-                 'HAProxy to see the first node up', timeout=30)
+        self.process = Process(['haproxy', '-db', '-f', path], self.dir / 'haproxy.log').start()
+        self.process.wait_until(lambda: self.server_states().get(self.nodes[0].name) == 'UP',
+                                'HAProxy to see the first node up', timeout=30)
 
     def server_states(self):
         """{server name: UP, DOWN, ...} as HAProxy sees them now."""
@@ -349,9 +336,8 @@ class Proxy:
         return states
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=20)
+        if self.process is not None:
+            self.process.stop(timeout=20)
 
 
 class Cluster:
@@ -407,10 +393,11 @@ def _kill_leftovers(directory):
         found = subprocess.run(['pgrep', '-f', str(directory)], capture_output=True, text=True)
     except OSError:
         return
-    for pid in map(int, found.stdout.split()):
-        if pid != os.getpid():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    time.sleep(0.2)
+    pids = [pid for pid in map(int, found.stdout.split()) if pid != os.getpid()]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: not any(alive(pid) for pid in pids), f'the leftovers in {directory} to die',
+             timeout=10, interval=0.05)
