@@ -1,6 +1,6 @@
 """Keystone mode end to end: the real keystonemiddleware auth_token in front
 of the Django application (placement_site.wsgi._with_keystone), validating
-tokens issued by a real Keystone (tests/keystone_server.py: Keystone from
+tokens issued by a real Keystone (tests/support/keystone.py: Keystone from
 PyPI, fernet tokens), with Placement's policy deciding on the roles and
 project Keystone reports."""
 import io
@@ -16,7 +16,7 @@ from django.db import close_old_connections
 
 from placement_site.wsgi import _with_keystone
 from providers.models import ResourceProvider
-from tests.keystone_server import Identity, keystone_url
+from tests.support.keystone import Identity, keystone_url
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
 

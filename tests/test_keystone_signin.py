@@ -1,5 +1,5 @@
 """Signing in to the dashboards with a real Keystone
-(placement_site.keystone_signin; tests/keystone_server.py starts Keystone):
+(placement_site.keystone_signin; tests/support/keystone.py starts Keystone):
 the password checked by Keystone, the session keeping the token and
 re-validating it within a bound, staff decided by Placement's policy, local
 accounts still signing in beside it, and an audit line for each sign-in."""
@@ -12,7 +12,7 @@ from django.contrib.auth.models import User as Account
 from django.test import Client
 
 from placement_site import keystone_signin
-from tests.keystone_server import CountingFront, Identity, keystone_url
+from tests.support.keystone import CountingFront, Identity, keystone_url
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """Change notifications: the event log sent through oslo.messaging by the
 dispatcher (providers.notifications, manage.py send_notifications), to a
-real RabbitMQ broker (Debian's rabbitmq-server, started here: tests/broker.py)
+real RabbitMQ broker (Debian's rabbitmq-server, started here: tests/support/broker.py)
 and through oslo.messaging's log driver."""
 import logging
 import tempfile
@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from providers import events, notifications
 from providers.models import Event, EventProvider
-from tests.broker import Broker
 from tests.conftest import new_uuid
+from tests.support.broker import Broker
 
 AGGREGATE = new_uuid()
 

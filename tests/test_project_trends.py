@@ -20,7 +20,7 @@ from tests.conftest import (
     changelist,
     count_queries,
 )
-from tests.pages import exact
+from tests.support.pages import exact
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -28,7 +28,7 @@ from tests.conftest import (
     count_queries,
     new_uuid,
 )
-from tests.pages import exact
+from tests.support.pages import exact
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

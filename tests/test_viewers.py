@@ -1,5 +1,5 @@
 """What each Keystone user sees in the dashboards (placement_site.viewers),
-signed in against a real Keystone (tests/keystone_server.py): the whole
+signed in against a real Keystone (tests/support/keystone.py): the whole
 cloud for system admins, system readers and legacy (project) admins; a
 project's own page, and nothing of any other project or provider, for its
 members and readers, by the navigation and by direct URL, pages, exports,
@@ -21,8 +21,8 @@ from placement_site import keystone_signin, policy
 from placement_site.wsgi import _with_keystone
 from providers.pods import services as pod_services
 from tests.conftest import add_provider
-from tests.keystone_server import Identity, keystone_url
-from tests.pages import exact
+from tests.support.keystone import Identity, keystone_url
+from tests.support.pages import exact
 from tests.test_keystone import call
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
@@ -32,7 +32,8 @@ FLAVORS = 'small=VCPU:1,MEMORY_MB:1024;large=VCPU:8,MEMORY_MB:16384'
 
 @pytest.fixture(scope='module')
 def keystone():
-    """Two projects and a user of each kind the issue names."""
+    """Two projects and a user of each kind: system admin and reader, a legacy
+    admin, project members and readers, and a member of both projects."""
     identity = Identity(keystone_url())
     identity.alpha, identity.beta = identity.project('alpha'), identity.project('beta')
     identity.names = {project: identity._call('GET', f'/projects/{project}')['project']['name']

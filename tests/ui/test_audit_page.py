@@ -20,7 +20,7 @@ from allocations.models import Consumer
 from allocations.ui.views import LIVE_ROWS
 from providers.models import Event
 from tests.conftest import unchanged
-from tests.pages import exact
+from tests.support.pages import exact
 from tests.test_audit import (
     allocate,
     build_cloud,

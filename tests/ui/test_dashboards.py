@@ -37,8 +37,8 @@ from providers.pods import services as pod_services
 from providers.pods.models import Pod, PodBinding
 from providers.pods.selection import BindingRequest
 from tests.conftest import add_provider, bulk_trees, new_uuid
-from tests.pages import exact
 from tests.pods.conftest import Cloud
+from tests.support.pages import exact
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tests.conftest import add_allocation, add_provider
-from tests.pages import exact
+from tests.support.pages import exact
 
 FLAVORS = 'small=VCPU:1,MEMORY_MB:512,DISK_GB:10;big=VCPU:4,MEMORY_MB:2048,DISK_GB:40'
 POOL = 'a0000000-0000-4000-8000-00000000000a'

@@ -11,7 +11,7 @@ from django.test import Client
 
 from allocations.ui.templatetags import change
 from tests.conftest import add_provider
-from tests.pages import exact
+from tests.support.pages import exact
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'

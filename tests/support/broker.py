@@ -1,19 +1,18 @@
 """A throw-away RabbitMQ broker for the notification tests: Debian's
-rabbitmq-server (apt-get install rabbitmq-server; scripts/test.sh installs
-it) run as the current user from a temporary directory, on free ports, with
+rabbitmq-server (apt-get install rabbitmq-server; scripts/ci/test-setup.sh
+installs it) run as the current user from a temporary directory, on free ports, with
 a node name of its own, so it never touches a system broker."""
 import json
 import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import kombu
 from amqp.exceptions import NotFound
 
-from scripts.harness import free_port
+from scripts.harness.process import Process, free_port, wait_for
 
 BIN = Path('/usr/lib/rabbitmq/bin')
 START_TIMEOUT = 90
@@ -55,16 +54,15 @@ class Broker:
                               capture_output=True, text=True, timeout=timeout, check=False)
 
     def start(self):
-        with open(self.base / 'server.out', 'ab') as log:  # the child keeps its own copy
-            self.process = subprocess.Popen([str(BIN / 'rabbitmq-server')], env=self.env,
-                                            stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        self.process = Process([BIN / 'rabbitmq-server'], self.base / 'server.out',
+                               env=self.env).start()
+        # rabbitmqctl's own wait: until the node has booted, not only listens.
         waited = self._ctl('wait', self.env['RABBITMQ_PID_FILE'],
                            '--timeout', str(START_TIMEOUT))
         if waited.returncode != 0:
             self.kill()
             raise RuntimeError(f'rabbitmq-server did not start:\n{waited.stdout}{waited.stderr}\n'
-                               + (self.base / 'server.out').read_text()[-3000:])
+                               + self.process.log_tail())
 
     def stop(self):
         """Stop the broker as an outage would: it accepts nothing until
@@ -74,20 +72,18 @@ class Broker:
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.kill()
+                self.process.kill()
             self.process = None
-        # Nothing listens any more.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(('127.0.0.1', self.port)) != 0:
-                    return
-            time.sleep(0.2)
+        wait_for(self._closed, 'nothing to listen on the broker\'s port any more', timeout=10,
+                 interval=0.2)
+
+    def _closed(self):
+        with socket.socket() as s:
+            return s.connect_ex(('127.0.0.1', self.port)) != 0
 
     def kill(self):
         if self.process is not None:
-            os.killpg(self.process.pid, 9)
-            self.process.wait()
+            self.process.kill()
             self.process = None
 
     def drain(self, queue='notifications.info'):

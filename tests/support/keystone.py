@@ -1,5 +1,5 @@
 """A real OpenStack Keystone for the identity tests: started once per test
-run by scripts/keystone-test-server.sh (Keystone from PyPI, on SQLite, with
+run by scripts/dev/keystone-test-server.sh (Keystone from PyPI, on SQLite, with
 fernet tokens, bootstrapped), shared by the test processes, and given the
 projects, users and roles a test needs through Keystone's own API
 (keystoneauth1). Where it cannot be installed or started, the tests that
@@ -17,8 +17,8 @@ import requests
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / 'scripts' / 'keystone-test-server.sh'
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / 'scripts' / 'dev' / 'keystone-test-server.sh'
 ADMIN_PASSWORD = 'admin'   # the bootstrap admin's (the script's default)
 IDENTITY = {'service_type': 'identity', 'interface': 'public'}
 
