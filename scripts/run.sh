@@ -21,7 +21,7 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
 # A mysql:// DATABASE_URL needs the MySQL driver (requirements-mysql.txt).
-scripts/mysql-driver.sh
+scripts/dev/mysql-driver.sh
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py sync_standards
 if [ "${1:-}" = "--demo" ]; then

@@ -1,7 +1,7 @@
 """A short schemathesis run over the OpenAPI document against a live server
 seeded with the demo cloud: every operation, generated from the document of
 the microversion asked for, and every answer a documented status, content
-type and body, never a server error. The long run is `scripts/fuzz.sh`
+type and body, never a server error. The long run is `scripts/ci/fuzz.sh`
 (docs/testing.md); PLACEMENT_FUZZ_SECONDS sets this one's time per microversion."""
 import io
 import os

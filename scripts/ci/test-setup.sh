@@ -6,12 +6,12 @@
 # serving tests (scripts/run.sh's front). scripts/test.sh runs it first;
 # CI runs it as a stage of its own, to show its time.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
 # A mysql:// DATABASE_URL needs the MySQL driver (requirements-mysql.txt).
-scripts/mysql-driver.sh
+scripts/dev/mysql-driver.sh
 # The UI tests drive Debian's chromium, headless.
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

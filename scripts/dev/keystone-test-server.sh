@@ -7,10 +7,10 @@
 # bootstrapped with an admin user (password KEYSTONE_TEST_PASSWORD, default
 # "admin") holding the admin role on the admin project and on the system,
 # and served by gunicorn. Its data, keys and log are in KEYSTONE_TEST_DIR.
-# Usage: scripts/keystone-test-server.sh [start|stop]
+# Usage: scripts/dev/keystone-test-server.sh [start|stop]
 #   (KEYSTONE_TEST_PORT, default 25357, below the ephemeral port range)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PORT="${KEYSTONE_TEST_PORT:-25357}"
 DIR="${KEYSTONE_TEST_DIR:-/tmp/placement-test-keystone-$PORT}"
 PASSWORD="${KEYSTONE_TEST_PASSWORD:-admin}"

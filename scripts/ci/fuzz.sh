@@ -6,13 +6,13 @@
 # database in FUZZ_DATABASE_URL, which it migrates and fills) with gunicorn,
 # seeded with the demo cloud so that operations find real providers.
 #
-#   scripts/fuzz.sh                      60 s at each of latest 1.0 1.20 1.38
-#   scripts/fuzz.sh --seconds 480 latest 1.0 1.20 1.38     the long run
+#   scripts/ci/fuzz.sh                      60 s at each of latest 1.0 1.20 1.38
+#   scripts/ci/fuzz.sh --seconds 480 latest 1.0 1.20 1.38     the long run
 #
 # Exits non-zero when any run found a failure. Reports (ndjson, junit) go to
 # FUZZ_REPORT_DIR (default test-artifacts/fuzz). FUZZ_PORT (18080), WORKERS (2).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SECONDS_EACH=60
 if [ "${1:-}" = --seconds ]; then SECONDS_EACH="$2"; shift 2; fi
 VERSIONS=("$@")

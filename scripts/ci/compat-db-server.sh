@@ -13,11 +13,11 @@
 #     (MariaDB) or created from the template database (PostgreSQL).
 # The template is keyed by the migrations' contents, so a changed migration
 # is never skipped.
-#   COMPAT_DATABASE_URL=$(scripts/mariadb-test-server.sh) \
-#       python3 ../shared/compat/run.py --server-cmd scripts/compat-db-server.sh
+#   COMPAT_DATABASE_URL=$(scripts/dev/mariadb-test-server.sh) \
+#       python3 ../shared/compat/run.py --server-cmd scripts/ci/compat-db-server.sh
 set -euo pipefail
 : "${DATABASE_URL:?DATABASE_URL must be set (the harness sets it)}"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SERVER="${COMPAT_PROJECT_SERVER:-$PWD/../shared/compat/servers/project.sh}"
 
 # sqlite:////tmp/placement-compat-<file>-XXXXXXXX/db.sqlite3 -> compat_<file>

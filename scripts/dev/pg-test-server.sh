@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a throw-away PostgreSQL server for the test suite and prints its
 # DATABASE_URL. Installs PostgreSQL from Debian's packages when it is missing.
-# Usage: scripts/pg-test-server.sh [start|stop]   (PG_TEST_PORT, default 25432, below the ephemeral port range)
+# Usage: scripts/dev/pg-test-server.sh [start|stop]   (PG_TEST_PORT, default 25432, below the ephemeral port range)
 set -euo pipefail
 PORT="${PG_TEST_PORT:-25432}"
 DIR="${PG_TEST_DIR:-/tmp/placement-test-pg-$PORT}"

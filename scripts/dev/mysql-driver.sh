@@ -4,7 +4,7 @@
 # (requirements-mysql.txt) builds against the MariaDB client headers, which
 # a machine on SQLite or PostgreSQL does not need. Called by run.sh and test-setup.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 case "${DATABASE_URL:-}" in
     mysql*|mariadb*) ;;
     *) exit 0 ;;

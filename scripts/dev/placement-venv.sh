@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once) a virtualenv with the real OpenStack Placement from PyPI, for
-# the adoption tests and scripts/adoption-check.sh, and prints its path. It
-# lives outside the repository; nothing from it is copied into ours.
+# the import and adoption tests and `python -m scripts.bench.adoption`, and
+# prints its path. It lives outside the repository; nothing from it is
+# copied into ours.
 # Environment: PLACEMENT_VERSION (16.0.0), PLACEMENT_VENV (where it goes).
 set -euo pipefail
 VERSION="${PLACEMENT_VERSION:-16.0.0}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a throw-away MariaDB server for the test suite and prints its
 # DATABASE_URL. Installs MariaDB from Debian's packages when it is missing.
-# Usage: scripts/mariadb-test-server.sh [start|stop]   (MARIADB_TEST_PORT, default 23306)
+# Usage: scripts/dev/mariadb-test-server.sh [start|stop]   (MARIADB_TEST_PORT, default 23306)
 set -euo pipefail
 PORT="${MARIADB_TEST_PORT:-23306}"
 DIR="${MARIADB_TEST_DIR:-/tmp/placement-test-mariadb-$PORT}"
