@@ -1,12 +1,13 @@
-"""The soak run, short: scripts/soak.sh for 30 seconds in 10-second buckets
-against the suite's PostgreSQL server (in a database of its own), with the
-service started by scripts/run.sh as in production. Every bucket has its
-traffic and its readings, no answer is a 5xx or unexpected, and the workers
-hold no more database connections than they have threads. The 10-minute and
-one-hour runs are in docs/operations.md."""
+"""The soak run, short: `python -m scripts.bench.soak` for 30 seconds in
+10-second buckets against the suite's PostgreSQL server (in a database of
+its own), with the service started by scripts/run.sh as in production.
+Every bucket has its traffic and its readings, no answer is a 5xx or
+unexpected, and the workers hold no more database connections than they
+have threads. The 10-minute and one-hour runs are in docs/operations.md."""
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.slow,
 def soak(tmp_path_factory):
     out = tmp_path_factory.mktemp('soak')
     run = subprocess.run(
-        [str(ROOT / 'scripts' / 'soak.sh'), '--minutes', '0.5', '--bucket-seconds', '10',
+        [sys.executable, '-m', 'scripts.bench.soak', '--minutes', '0.5', '--bucket-seconds', '10',
          '--rate', '15', '--workers', str(WORKERS), '--providers', '30',
          '--database', 'placement_soak_ci', '--out', str(out)],
         check=False, cwd=ROOT, capture_output=True, text=True, timeout=240)

@@ -1,5 +1,5 @@
-"""The dashboards benchmark's churn and claims modes, short:
-scripts/ui-bench.sh on a small load_scale cloud (30 compute nodes) in an
+"""The dashboards benchmark's churn and claims modes, short: `python -m
+scripts.bench.ui` on a small load_scale cloud (30 compute nodes) in an
 SQLite file and a data directory of its own, served as scripts/run.sh
 serves it, writing at 5 writes/s. Every page is read after a write and
 answers 200; claims and deletes were made, balanced, and the cloud ends
@@ -9,11 +9,12 @@ import os
 import re
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from scripts.harness import free_port
+from scripts.harness.process import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,12 +28,12 @@ def bench(tmp_path_factory):
     env = {name: value for name, value in os.environ.items()
            if name not in ('DJANGO_SETTINGS_MODULE', 'PROMETHEUS_MULTIPROC_DIR', 'FRONT',
                            'WORKERS', 'HOST', 'NGINX', 'PLACEMENT_DATA_DIR')}
-    env.update(DATABASE_URL=f'sqlite:///{database}', PORT=str(free_port()),
-               PLACEMENT_DATA_DIR=str(base / 'data'), DJANGO_SECRET_KEY='ui-bench-tests',
-               PLACEMENT_LOG_LEVEL='WARNING')
+    env.update(DATABASE_URL=f'sqlite:///{database}', PLACEMENT_DATA_DIR=str(base / 'data'),
+               DJANGO_SECRET_KEY='ui-bench-tests', PLACEMENT_LOG_LEVEL='WARNING')
     run = subprocess.run(
-        ['bash', 'scripts/ui-bench.sh', '--load', '30', '--churn', '5', '--claims', '5',
-         '--out', str(base / 'out'), '--', '--seconds', '2', '--rounds', '1', '--nodes', '10'],
+        [sys.executable, '-m', 'scripts.bench.ui', '--load', '30', '--churn', '5',
+         '--claims', '5', '--out', str(base / 'out'), '--port', str(free_port()),
+         '--seconds', '2', '--rounds', '1', '--nodes', '10'],
         check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     report = (run.stdout + run.stderr)[-8000:]
     assert run.returncode == 0, report

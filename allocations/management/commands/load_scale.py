@@ -1,6 +1,6 @@
 """`python manage.py load_scale --compute-nodes N [--seed 42] [--force]`: a
 large, deterministic cloud written straight into the schema, for measuring
-the service at scale (docs/performance.md, scripts/scale_bench.py).
+the service at scale (docs/performance.md, scripts/bench/scale.py).
 
 The shapes are those of the shared side-by-side benchmark's dataset:
 - N compute nodes cnNNNNN with 27-30 traits, each in 1 or 2 of 8 host

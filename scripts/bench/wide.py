@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """The wide device tree benchmark (docs/performance.md, "Wide device trees").
 
-    DATABASE_URL=postgresql://... .venv/bin/python scripts/wide_bench.py \
+    DATABASE_URL=postgresql://... .venv/bin/python -m scripts.bench.wide \
         [--sizes 10,100,1000] [--placement-db URL] [--json OUT]
 
 nova's PCI-in-Placement and vGPU shape, the case behind Placement's bugs
@@ -30,21 +29,16 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 
-from harness import (
-    api_request,
-    children,
-    free_port,
-    memory_mib,
-    send,
-    start_server,
-    stop_server,
-    wait_until_up,
-)
+from scripts.harness.api import api_request, send
+from scripts.harness.placement import REPO
+from scripts.harness.placement import Server as OurServer
+from scripts.harness.process import Process, children, free_port, memory_mib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 PLACEMENT_SCRIPT = os.path.join(ROOT, '..', 'shared', 'bench', 'servers',
                                 'openstack-placement.sh')
 VERSION = '1.39'
@@ -165,17 +159,38 @@ def peak_rss(master):
                for pid in children(master.pid) or [master.pid])
 
 
-class Server:
-    def __init__(self, label, argv, env, port):
-        self.label, self.port = label, port
-        self.argv, self.env = argv, env
-        self.log = os.path.join(os.environ.get('TMPDIR', '/tmp'), f'wide-bench-{label}.log')
+class TheirServer(Process):
+    """OpenStack Placement 16.0.0 as the side-by-side benchmark serves it
+    (its own script), on a free port."""
+
+    def __init__(self, base, database_url, workers):
+        self.port = free_port()
+        self.url = f'http://127.0.0.1:{self.port}'
+        super().__init__(['bash', PLACEMENT_SCRIPT], os.path.join(base, 'placement.log'),
+                         cwd=ROOT, env={**os.environ, 'PORT': str(self.port),
+                                        'DATABASE_URL': database_url, 'WORKERS': str(workers),
+                                        'PLACEMENT_LOG_LEVEL': 'warning'})
+
+    def start(self, timeout=600):
+        super().start()
+        return self.wait_answering(self.url + '/', timeout)
+
+
+class Measured:
+    """A server measured (ours or OpenStack Placement), by its label; the
+    requests it could not answer at a smaller size."""
+
+    def __init__(self, label, server):
+        self.label, self.server, self.port = label, server, server.port
+        self.failed = set()     # (groups, policy)
         self.start()
-        self.failed = set()     # (groups, policy) it could not answer at a smaller size
+
+    @property
+    def process(self):
+        return self.server.process
 
     def start(self):
-        self.process = start_server(self.argv, self.log, env=self.env, cwd=ROOT)
-        wait_until_up(self.process, self.port, self.log, 600)
+        self.server.start(timeout=600)
 
     def restart(self):
         """A worker still busy with a request given up on would take the
@@ -184,31 +199,24 @@ class Server:
         self.start()
 
     def stop(self):
-        stop_server(self.process, timeout=5)
+        self.server.stop(timeout=5)
 
 
 def start_servers(args):
-    servers = []
-    port = free_port()
-    env = {**os.environ, 'DATABASE_URL': args.database_url, 'PLACEMENT_AUTH_STRATEGY': 'noauth2'}
-    python = os.path.join(ROOT, '.venv', 'bin', 'python')
-    migrate = [python, 'manage.py', 'migrate', '--noinput', '-v0']
-    if start_server(migrate, os.devnull, env=env, cwd=ROOT).wait():
-        raise RuntimeError('manage.py migrate failed')
-    servers.append(Server('ours', [
-        python, '-m', 'gunicorn', 'placement_site.wsgi:application', '-b', f'127.0.0.1:{port}',
-        '--workers', str(args.workers), '--timeout', '900', '--log-level', 'warning'],
-        env, port))
+    base = tempfile.mkdtemp(prefix='wide-bench-')
+    ours = OurServer(base, database_url=args.database_url, workers=args.workers, threads=None,
+                     env={'PLACEMENT_AUTH_STRATEGY': 'noauth2'},
+                     gunicorn_args=['--timeout', '900'])
+    ours.manage('migrate', '--noinput', '-v0')
+    print(f'# ours: {ours.url} (log: {ours.log_path})', flush=True)
+    servers = [Measured('ours', ours)]
     if args.placement_db:
-        port = free_port()
-        servers.append(Server('placement', ['bash', PLACEMENT_SCRIPT], {
-            **os.environ, 'PORT': str(port), 'DATABASE_URL': args.placement_db,
-            'WORKERS': str(args.workers), 'PLACEMENT_LOG_LEVEL': 'warning'}, port))
+        servers.append(Measured('placement', TheirServer(base, args.placement_db, args.workers)))
     return servers
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = argparse.ArgumentParser(prog='python -m scripts.bench.wide', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--database-url', default=os.environ.get('DATABASE_URL'),
                         help="this service's database, empty (default: $DATABASE_URL)")

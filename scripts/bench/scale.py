@@ -1,13 +1,20 @@
-#!/usr/bin/env python3
-"""Benchmark a running Placement server holding the `manage.py load_scale`
-dataset (docs/performance.md, "100,000 providers").
+"""The 100,000-provider benchmark (docs/performance.md, "100,000
+providers"): Placement holding the `manage.py load_scale` dataset, served by
+gunicorn, timed.
 
-    scripts/scale_bench.py --url http://127.0.0.1:PORT [--database-url URL]
-        [--seed 42] [--reps 20] [--budget 60] [--server-pid PID]
-        [--claim-clients 10] [--claim-seconds 30] [--json OUT]
+    DATABASE_URL=postgresql://... .venv/bin/python -m scripts.bench.scale \
+        [--load N] [--seed 42] [--reps 20] [--budget 60] [--claim-clients 10]
+        [--claim-seconds 30] [--json OUT] [--url URL --server-pid PID]
 
-scripts/scale-bench.sh loads the data, starts gunicorn, runs this and stops
-the server. What it measures, with one sequential client:
+--load N migrates the database and loads N compute nodes first (the
+database must have no providers; 40000 gives ~100,000 providers). It then
+serves DATABASE_URL with gunicorn (--workers sync workers, --port, a
+--gunicorn-timeout of 900 s: the unlimited candidate requests take seconds
+at this size), measures and stops the server; with --url it measures that
+server instead. DATABASE_URL (or --database-url) is the server's database,
+read for the dataset's size, the floor and the capacity check: PostgreSQL
+for those (`PG_TEST_PORT=25450 scripts/dev/pg-test-server.sh` prints one).
+What it measures, with one sequential client:
 - the read workloads of the shared side-by-side benchmark (same queries,
   with this dataset's aggregate and project uuids), nova's boot request
   (`resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&limit=1000`), the same without
@@ -37,14 +44,18 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
 import uuid
 
-from harness import api_request, children, memory_mib
+from scripts.bench import percentile
+from scripts.harness.api import api_request
+from scripts.harness.placement import REPO, Server
+from scripts.harness.process import children, memory_mib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 
 MICROVERSION = '1.39'
 NOVA = 'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10'
@@ -117,16 +128,6 @@ class Client:
                 self.local.conn = None
             return response.status, raw, elapsed
         raise RuntimeError('unreachable')
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    k = (len(ordered) - 1) * p / 100
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
 def describe(body):
@@ -409,12 +410,17 @@ class RssSampler(threading.Thread):
 # ---- main ----
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = argparse.ArgumentParser(prog='python -m scripts.bench.scale', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--url', required=True)
+    parser.add_argument('--url', help='measure the server there (default: serve one here)')
     parser.add_argument('--database-url', default=os.environ.get('DATABASE_URL'),
                         help='the server\'s database (PostgreSQL), for the floor and the '
                              'capacity check (default: $DATABASE_URL)')
+    parser.add_argument('--load', type=int, metavar='N',
+                        help='migrate and load N compute nodes first (manage.py load_scale)')
+    parser.add_argument('--port', type=int, help='where to serve (default: a free port)')
+    parser.add_argument('--workers', type=int, default=2, help='gunicorn sync workers (2)')
+    parser.add_argument('--gunicorn-timeout', type=int, default=900)
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--reps', type=int, default=20, help='at most this many per workload')
     parser.add_argument('--min-reps', type=int, default=3)
@@ -434,10 +440,37 @@ def main(argv=None):
     parser.add_argument('--json', help='where to write the results '
                         '(default /tmp/scale-bench-TIME.json)')
     args = parser.parse_args(argv)
-
-    sys.path.insert(0, ROOT)
+    if not args.url and not args.database_url:
+        parser.error('DATABASE_URL or --database-url names the database to serve')
     if args.database_url:
         os.environ['DATABASE_URL'] = args.database_url
+    server = None
+    if not args.url:
+        if args.load:
+            load(args.load, args.seed)
+        server = Server(tempfile.mkdtemp(prefix='scale-bench-'), database_url=args.database_url,
+                        port=args.port, workers=args.workers, threads=None,
+                        env={'PLACEMENT_AUTH_STRATEGY': 'noauth2'},
+                        gunicorn_args=['--timeout', str(args.gunicorn_timeout)])
+        print(f'serving on {server.url} (log: {server.log_path})', flush=True)
+        server.start(timeout=300)
+        args.url, args.server_pid = server.url, server.pid
+    try:
+        return measure(args)
+    finally:
+        if server is not None:
+            server.stop(timeout=60)
+
+
+def load(nodes, seed):
+    """manage.py migrate, then load_scale of `nodes` compute nodes."""
+    for command in (['migrate', '--noinput', '-v0'],
+                    ['load_scale', '--compute-nodes', str(nodes), '--seed', str(seed)]):
+        subprocess.run([sys.executable, 'manage.py', *command], cwd=ROOT, check=True)
+
+
+def measure(args):
+    """Every workload against args.url; the exit status."""
     os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
     import django
     django.setup()

@@ -1,24 +1,49 @@
-#!/usr/bin/env python3
 """The dashboards benchmark (docs/performance.md, "Dashboards at 100,000
 providers"): every dashboard page, detail page type, admin list, GET
 /capacity grouping, GET /metrics and the audit page, timed as a signed-in
 staff user against a server holding the `manage.py load_scale` dataset, on a
 quiet cloud or while claims and deletes land.
 
-    scripts/ui_bench.py prepare                 # in the database DATABASE_URL names
-    scripts/ui_bench.py measure --url http://127.0.0.1:PORT [--reps 5] [--json OUT]
-    scripts/ui_bench.py churn --url URL --rate 2 [--seconds 60] [--rounds 3] [--json OUT]
-    scripts/ui_bench.py claims --url URL --rate 2 [--seconds 60] [--json OUT]
-        (churn and claims also: [--nodes 50] [--writers 4] [--seed 42])
+    DATABASE_URL=... .venv/bin/python -m scripts.bench.ui [--load N] [--warm]
+        [--churn RATE]... [--claims RATE]... [--out DIR] [--port 19060] [--workers 2]
+        [--seed 42] [--reps 5] [--seconds 60] [--rounds 3] [--nodes 50] [--writers 4]
 
-scripts/ui-bench.sh loads the data, runs `prepare`, serves it as
-scripts/run.sh does (nginx in front of an API pool of 2 workers and the
-operator pool), runs the modes asked for and stops the server. The options
-are shared: a mode ignores those it does not use, so one list serves all.
+It migrates the database DATABASE_URL names (postgresql://...: `PG_TEST_PORT=25450
+scripts/dev/pg-test-server.sh` prints one; or sqlite:////abs/path), loads
+--load N compute nodes first when asked (manage.py load_scale; the database
+must have no providers; 40000 gives ~100,000 providers), prepares what the
+pages show beyond them (below), serves it as scripts/run.sh does
+(scripts/serve.sh: nginx in front, an API pool of --workers sync workers,
+the operator pool of one niced gthread process; FRONT=none: one gunicorn),
+runs the modes asked for against the same server, in this order (each
+leaving the cloud its size), and stops the server:
 
-`prepare` adds what load_scale does not write and the pages show: a staff
-user (bench / bench-password), two pods over host aggregates with their
-projects bound, and a usage-trend snapshot. `measure` signs in through the
+  --warm          `measure`: every page timed warm (what runs when no mode is
+                  asked for);
+  --churn RATE    `churn`: every page's first read after a write while claims
+                  and deletes land at RATE writes/s;
+  --claims RATE   `claims`: the writes' latency at RATE writes/s alone, then
+                  while an admin opens a page a second.
+
+--churn and --claims may be given more than once. --out DIR keeps each
+mode's JSON (samples included): measure.json, churn-RATE.json,
+claims-RATE.json. The options after those are shared: a mode ignores those
+it does not use. With --url the modes measure the server there instead (on
+the same database) and nothing is served. E.g. the runs in
+docs/performance.md:
+
+    .venv/bin/python -m scripts.bench.ui --load 40000 --churn 2 --churn 10 --claims 2 \
+        --out /tmp/ui-bench --seconds 60 --rounds 3
+
+Environment: PLACEMENT_DATA_DIR (${TMPDIR:-/tmp}/ui-bench-PORT: the
+pools' sockets, nginx's files and the metrics of this run alone), and
+PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS (120 here, 10 by default: the
+benchmark times the slow reads, an export or /metrics at 40,000 nodes,
+rather than the default set-up's 503 at 10 s).
+
+The preparation adds what load_scale does not write and the pages show: a
+staff user (bench / bench-password), two pods over host aggregates with
+their projects bound, and a usage-trend snapshot. `measure` signs in through the
 login form, then for each page: one request to warm it, then `--reps`
 timed ones (request sent .. whole body read, one connection per request on
 loopback: the server's time plus a loopback round trip), reporting median
@@ -70,30 +95,32 @@ import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 import uuid
 
-from harness import send
+from scripts.bench import percentile
+from scripts.harness.api import send
+from scripts.harness.placement import REPO
+from scripts.harness.process import Process
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAFF, PASSWORD = 'bench', 'bench-password-7Q'
 MICROVERSION = '1.39'
 API = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': f'placement {MICROVERSION}'}
 FLAVOR = 'VCPU:4,MEMORY_MB:8192,DISK_GB:80'
-# The goals of issue 25 (warm, the median) and issue 42 (the first read
-# after a write: the median, and twice that at p95), server time.
+# The pages' goals, server time: warm, the median; the first read after a
+# write, the median and twice that at p95.
 GOALS_MS = {'postgresql': 300, 'sqlite': 600, 'mysql': 300}
 METRICS_GOAL_MS = 1500
 AUDIT_GOAL_MS = 1000
-# What a claim takes: nova's smallest boot request (scale_bench's NOVA).
+# What a claim takes: nova's smallest boot request (scripts/bench/scale.py's NOVA).
 CLAIM = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}
 
 
 def django_setup():
-    sys.path.insert(0, ROOT)
     os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
     import django
     django.setup()
@@ -105,6 +132,7 @@ def prepare(seed):
     django_setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
+    from django.db import connections
 
     from allocations.management.commands.load_scale import Names
     from providers.pods import services as pod_services
@@ -126,6 +154,7 @@ def prepare(seed):
     call_command('snapshot_usage')
     print(f'prepared: staff user {STAFF}, {Pod.objects.count()} pods, a usage snapshot',
           file=sys.stderr)
+    connections.close_all()   # the server is the database's client from now on
 
 
 # ---- measure ------------------------------------------------------------------------
@@ -223,8 +252,8 @@ def sign_in(session, url):
         'csrfmiddlewaretoken': token, 'username': STAFF, 'password': PASSWORD},
         headers={'Referer': url + '/accounts/login/'}, allow_redirects=False)
     if answer.status_code != 302:
-        sys.exit(f'ui_bench: signing in as {STAFF} failed ({answer.status_code}): '
-                 'run `ui_bench.py prepare` first')
+        sys.exit(f'ui bench: signing in as {STAFF} failed ({answer.status_code}): '
+                 'is the server on the database prepared here?')
 
 
 def timed(session, url, path, kind):
@@ -270,7 +299,7 @@ def measure(url, reps, seed, vendor, out):
             size = len(raw)
         median, worst = statistics.median(samples), max(samples)
         # An export streams the whole list: its time grows with it, no goal.
-        # The explorer had a page's goal in issue 25 and keeps it warm.
+        # The explorer keeps a page's goal, warm.
         limit = {'metrics': METRICS_GOAL_MS, 'audit': AUDIT_GOAL_MS, 'export': None}.get(kind, goal)
         ok = ('n/a' if limit is None else
               'yes' if status == 200 and median <= limit else 'no')
@@ -287,17 +316,6 @@ def write_json(out, result):
     if out:
         with open(out, 'w') as f:
             json.dump(result, f, indent=1)
-
-
-def percentile(values, p):
-    """The p-th percentile, interpolated between the two nearest samples."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    k = (len(ordered) - 1) * p / 100
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
 def spread(values):
@@ -320,7 +338,7 @@ def compute_nodes(url, names):
         return bool(answer['resource_providers'])
 
     if not exists(0):
-        sys.exit('ui_bench: no compute node cn00000: load the cloud with manage.py load_scale')
+        sys.exit('ui bench: no compute node cn00000: load the cloud with manage.py load_scale')
     low, high = 0, 1
     while exists(high):
         low, high = high, high * 2
@@ -335,7 +353,7 @@ def api_get(url, path):
     response, raw, _ = send(parts.port or 80, 'GET', path, version=MICROVERSION,
                             host=parts.hostname, timeout=600)
     if response.status != 200:
-        sys.exit(f'ui_bench: GET {path} answered {response.status}: {raw[:300]!r}')
+        sys.exit(f'ui bench: GET {path} answered {response.status}: {raw[:300]!r}')
     return json.loads(raw)
 
 
@@ -361,8 +379,8 @@ def claim_targets(url, names, count, rng):
                 targets.append({'node': node, **offers[0]})
                 break
     if not targets:
-        sys.exit(f'ui_bench: no compute node of {nodes} has room for {shape}')
-    print(f'ui_bench: claims go to {len(targets)} of {nodes} compute nodes', file=sys.stderr)
+        sys.exit(f'ui bench: no compute node of {nodes} has room for {shape}')
+    print(f'ui bench: claims go to {len(targets)} of {nodes} compute nodes', file=sys.stderr)
     return targets
 
 
@@ -442,7 +460,7 @@ class Writer:
         if status != 204:
             record['answer'] = raw[:300].decode(errors='replace')
         if status >= 500 or status == 0:
-            print(f'ui_bench: FINDING: {op} of {consumer} answered {status or "nothing"}: '
+            print(f'ui bench: FINDING: {op} of {consumer} answered {status or "nothing"}: '
                   f'{record["answer"]}', file=sys.stderr, flush=True)
         with self.changed:
             self.records.append(record)
@@ -504,7 +522,7 @@ def writes_table(rows, rate):
 
 def churn_goal(kind, vendor):
     """(median ms or None, p95 ms) a first read after a write should be
-    within (the explorer's is a page's: issue 42 counts it among them), or
+    within (the explorer's is a page's), or
     None for no goal (exports)."""
     factor = 2 if vendor == 'sqlite' else 1
     if kind == 'export':
@@ -532,7 +550,7 @@ def read_page(session, url, page, result):
         answer = raw[:300].decode(errors='replace')
         result['answers'].append({'status': status, 'answer': answer})
         if status >= 500 or status == 0:
-            print(f'ui_bench: FINDING: {name} ({path}) answered {status or "nothing"}: {answer}',
+            print(f'ui bench: FINDING: {name} ({path}) answered {status or "nothing"}: {answer}',
                   file=sys.stderr, flush=True)
     return elapsed
 
@@ -575,7 +593,7 @@ def churn(url, rate, seconds, rounds, seed, vendor, out, nodes, writers):
             patience = max(30.0, 20 / rate)
             if not writer.wait_landed(seen, patience):
                 writer.stop()
-                sys.exit(f'ui_bench: no write landed for {patience:.0f} s; the writes answered '
+                sys.exit(f'ui bench: no write landed for {patience:.0f} s; the writes answered '
                          f'{collections.Counter(r["status"] for r in writer.records)}')
             read_page(session, url, page, result)
             seen = writer.landed
@@ -676,43 +694,97 @@ def claims(url, rate, seconds, rounds, seed, vendor, out, nodes, writers):
                      'write_samples': writer.records})
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    sub = parser.add_subparsers(dest='command', required=True)
-    p = sub.add_parser('prepare')
-    p.add_argument('--seed', type=int, default=42)
-    # One set of options for the three modes (ui-bench.sh passes the same list to each).
-    shared = argparse.ArgumentParser(add_help=False)
-    shared.add_argument('--url', required=True)
-    shared.add_argument('--seed', type=int, default=42)
-    shared.add_argument('--vendor', default='postgresql', choices=sorted(GOALS_MS))
-    shared.add_argument('--json')
-    shared.add_argument('--reps', type=int, default=5, help='measure: timed reads per page')
-    shared.add_argument('--rate', type=float, help='churn, claims: writes a second')
-    shared.add_argument('--seconds', type=float, default=60,
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m scripts.bench.ui',
+                                     description=__doc__.split('\n\n')[0])
+    parser.add_argument('--load', type=int, metavar='N',
+                        help='migrate and load N compute nodes first (manage.py load_scale)')
+    parser.add_argument('--warm', action='store_true',
+                        help='every page timed warm (the default when no mode is asked for)')
+    parser.add_argument('--churn', type=float, action='append', default=[], metavar='RATE',
+                        help='first reads after a write, writes landing at RATE a second')
+    parser.add_argument('--claims', type=float, action='append', default=[], metavar='RATE',
+                        help='the writes at RATE a second, alone and while pages are read')
+    parser.add_argument('--out', help="each mode's JSON in this directory")
+    parser.add_argument('--url', help='measure the server there (default: serve one here)')
+    parser.add_argument('--port', type=int, default=19060, help='where to serve (19060)')
+    parser.add_argument('--workers', type=int, default=2, help="the API pool's (2, as run.sh)")
+    parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--reps', type=int, default=5, help='measure: timed reads per page')
+    parser.add_argument('--seconds', type=float, default=60,
                         help='churn: at least this long; claims: each phase of a round')
-    shared.add_argument('--rounds', type=int, default=3,
+    parser.add_argument('--rounds', type=int, default=3,
                         help='churn: at least this many; claims: this many, alone then browsed')
-    shared.add_argument('--nodes', type=int, default=50,
+    parser.add_argument('--nodes', type=int, default=50,
                         help='churn, claims: compute nodes the claims go to')
-    shared.add_argument('--writers', type=int, default=4,
+    parser.add_argument('--writers', type=int, default=4,
                         help='churn, claims: writes under way at most at once')
-    for mode in ('measure', 'churn', 'claims'):
-        sub.add_parser(mode, parents=[shared])
-    args = parser.parse_args()
-    if args.command in ('churn', 'claims') and not (args.rate and args.rate > 0):
-        parser.error(f'{args.command} needs --rate, writes a second')
-    if args.command == 'prepare':
-        prepare(args.seed)
-    elif args.command == 'measure':
-        measure(args.url, args.reps, args.seed, args.vendor, args.json)
-    elif args.command == 'churn':
-        churn(args.url, args.rate, args.seconds, args.rounds, args.seed, args.vendor, args.json,
-              args.nodes, args.writers)
-    else:
-        claims(args.url, args.rate, args.seconds, args.rounds, args.seed, args.vendor, args.json,
-               args.nodes, args.writers)
+    args = parser.parse_args(argv)
+    database = os.environ.get('DATABASE_URL')
+    if not database:
+        parser.error('DATABASE_URL names the database to load, prepare and serve')
+    if any(rate <= 0 for rate in args.churn + args.claims):
+        parser.error('--churn and --claims take a rate above 0, writes a second')
+    vendor = ('postgresql' if database.startswith('postgres') else
+              'mysql' if database.startswith(('mysql', 'mariadb')) else 'sqlite')
+    os.environ.setdefault('PLACEMENT_DATA_DIR', os.path.join(
+        os.environ.get('TMPDIR', '/tmp'), f'ui-bench-{args.port}'))
+    os.environ.setdefault('PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS', '120')
+    # Plain HTTP on loopback: the session cookie must not be HTTPS-only.
+    os.environ['DJANGO_SECURE_COOKIES'] = 'false'
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+
+    manage('migrate', '--noinput', '-v0')
+    if args.load:
+        manage('load_scale', '--compute-nodes', str(args.load), '--seed', str(args.seed))
+    prepare(args.seed)
+    server = None if args.url else serve(args.port, args.workers)
+    url = args.url or server.url
+    try:
+        def out(name):
+            return os.path.join(args.out, f'{name}.json') if args.out else None
+
+        def announce(mode, rate=None):
+            print(f'\nui bench: {mode}' + (f' at {rate:g} writes/s' if rate else ''),
+                  file=sys.stderr, flush=True)
+        if args.warm or not (args.churn or args.claims):
+            announce('measure')
+            measure(url, args.reps, args.seed, vendor, out('measure'))
+        for rate in args.churn:
+            announce('churn', rate)
+            churn(url, rate, args.seconds, args.rounds, args.seed, vendor,
+                  out(f'churn-{rate:g}'), args.nodes, args.writers)
+        for rate in args.claims:
+            announce('claims', rate)
+            claims(url, rate, args.seconds, args.rounds, args.seed, vendor,
+                   out(f'claims-{rate:g}'), args.nodes, args.writers)
+    finally:
+        if server is not None:
+            server.stop(timeout=60)
+    return 0
+
+
+def manage(*args):
+    subprocess.run([sys.executable, 'manage.py', *args], cwd=REPO, check=True)
+
+
+def serve(port, workers):
+    """scripts/serve.sh (as run.sh serves) on `port`, answering; its log in
+    the data directory."""
+    data = os.environ['PLACEMENT_DATA_DIR']
+    os.makedirs(data, exist_ok=True)
+    # serve.sh keeps the metrics of every process in the data directory's
+    # own, not in one the caller's environment may name.
+    env = {name: value for name, value in os.environ.items()
+           if name not in ('PROMETHEUS_MULTIPROC_DIR', 'DJANGO_SETTINGS_MODULE')}
+    server = Process([REPO / 'scripts' / 'serve.sh'], os.path.join(data, 'serve.log'), cwd=REPO,
+                     env={**env, 'HOST': '127.0.0.1', 'PORT': str(port), 'WORKERS': str(workers)})
+    server.url = f'http://127.0.0.1:{port}'
+    server.start().wait_answering(server.url + '/', 60)
+    print(f'ui bench: serving on {server.url} (log: {server.log_path})', file=sys.stderr)
+    return server
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -1,12 +1,15 @@
-#!/usr/bin/env python3
 """The soak run (docs/operations.md, "Soak runs"): mixed Placement traffic at
 a steady rate against the service as production runs it, with per-minute
 latency, errors, worker memory and database connections.
 
-    scripts/soak.sh [--minutes 10] [--rate 25] [--workers 4] [--providers 200] [--out DIR]
+    .venv/bin/python -m scripts.bench.soak [--minutes 10] [--rate 25] [--workers 4]
+        [--providers 200] [--out DIR] [--bucket-seconds 60] [--database placement_soak]
 
-scripts/soak.sh finds or starts the PostgreSQL server and runs this. It
-- drops and creates the database --database on the server of --server-url;
+It
+- drops and creates the database --database on the PostgreSQL server of
+  --server-url: DATABASE_URL's when that is a postgresql:// URL, else a
+  private one started by scripts/dev/pg-test-server.sh (on --pg-port,
+  25480, its data in /tmp/placement-soak-pg-<port>);
 - starts `scripts/run.sh` (gunicorn, WORKERS=--workers) on a free port, with
   PLACEMENT_DATA_DIR=<out>/data, and waits for GET / to answer;
 - seeds through the REST API: --providers compute nodes (VCPU, MEMORY_MB,
@@ -23,8 +26,10 @@ scripts/soak.sh finds or starts the PostgreSQL server and runs this. It
   its workers' VmRSS (and its parts) and CPU time, and the database's
   client connections with the process holding each (autovacuum workers,
   which pg_stat_activity also lists under the database, are not counted);
-- stops the service with SIGTERM, writes <out>/soak.md (also on stdout) and
-  <out>/soak.json, and exits 1 when the verdict fails.
+- stops the service with SIGTERM, writes <out>/soak.md (also on stdout),
+  <out>/soak.json and <out>/server.log (<out> defaults to
+  test-artifacts/soak/<date-time>), and exits 1 when the verdict (no 5xx,
+  flat RSS and connections) fails.
 
 Latency is measured from sending a request to reading its whole answer. A
 request counts in the bucket it was scheduled in; "lag" is how late the
@@ -38,6 +43,7 @@ import json
 import os
 import platform
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -46,21 +52,12 @@ import uuid
 
 import psycopg2
 
-# Next to this script (its directory is on sys.path): the harness the scripts share,
-# and the scale benchmark's percentile.
-from harness import (
-    children,
-    cpu_seconds,
-    free_port,
-    memory_mib,
-    send,
-    start_server,
-    stop_server,
-    wait_until_up,
-)
-from scale_bench import percentile
+from scripts.bench import percentile
+from scripts.harness.api import send
+from scripts.harness.placement import REPO
+from scripts.harness.process import Process, children, cpu_seconds, free_port, memory_mib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 MICROVERSION = '1.39'
 MIB = 1024 * 1024
 
@@ -107,9 +104,13 @@ EXPECTED = {
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--server-url', required=True,
-                        help='postgresql:// URL of the server (its database name is ignored)')
+    parser = argparse.ArgumentParser(prog='python -m scripts.bench.soak',
+                                     description=__doc__.split('\n')[0])
+    parser.add_argument('--server-url',
+                        help='postgresql:// URL of the server (its database name is ignored; '
+                             'default: DATABASE_URL when PostgreSQL, else a server started here)')
+    parser.add_argument('--pg-port', type=int, default=25480,
+                        help='the port of the server started here (25480)')
     parser.add_argument('--database', default='placement_soak',
                         help='database dropped and created for the run (placement_soak)')
     parser.add_argument('--minutes', type=float, default=10)
@@ -133,7 +134,23 @@ def parse_args(argv):
         args.live_claims = args.providers
     if args.out is None:
         args.out = os.path.join(ROOT, 'test-artifacts', 'soak', time.strftime('%Y%m%d-%H%M%S'))
+    if args.server_url is None:
+        args.server_url = postgresql_server(args.pg_port)
     return args
+
+
+def postgresql_server(port):
+    """DATABASE_URL when it names PostgreSQL, else the URL of a private
+    server on `port` (started unless running). One directory per port:
+    pg-test-server.sh empties the directory of a server it starts, which
+    must never be another port's running server."""
+    url = os.environ.get('DATABASE_URL', '')
+    if url.startswith(('postgresql://', 'postgres://')):
+        return url
+    env = {**os.environ, 'PG_TEST_PORT': str(port), 'PG_TEST_DIR': f'/tmp/placement-soak-pg-{port}'}
+    started = subprocess.run([os.path.join(ROOT, 'scripts', 'dev', 'pg-test-server.sh')],
+                             env=env, check=True, capture_output=True, text=True)
+    return started.stdout.strip().splitlines()[-1]
 
 
 # ---- the database and the service ----
@@ -197,7 +214,7 @@ def socket_owners(pids):
     return owners
 
 
-class Service:
+class Service(Process):
     """scripts/run.sh as production starts it. run.sh execs scripts/serve.sh,
     which starts nginx and two gunicorn pools (docs/serving.md): the master
     measured is the API pool's (the one whose environment names it), its
@@ -207,26 +224,24 @@ class Service:
     def __init__(self, *, db_url, workers, out):
         self.port = free_port()
         self.url = f'http://127.0.0.1:{self.port}'
-        self.log_path = os.path.join(out, 'server.log')
         env = dict(os.environ, WORKERS=str(workers), PORT=str(self.port), HOST='127.0.0.1',
                    DATABASE_URL=db_url, PLACEMENT_DATA_DIR=os.path.join(out, 'data'),
                    PLACEMENT_AUTH_STRATEGY='noauth2')
         env.pop('PROMETHEUS_MULTIPROC_DIR', None)
-        self.process = start_server([os.path.join(ROOT, 'scripts', 'run.sh')], self.log_path,
-                                    env=env, cwd=ROOT)
-        self.pid = self.process.pid
+        super().__init__([os.path.join(ROOT, 'scripts', 'run.sh')],
+                         os.path.join(out, 'server.log'), env=env, cwd=ROOT)
+        self.start()
 
     def wait_ready(self, timeout=300):
-        wait_until_up(self.process, self.port, self.log_path, timeout)
+        self.wait_answering(self.url + '/', timeout)
         self.master = api_master(self.pid)
 
     def stop(self, timeout=90):
-        """SIGTERM to the master (gunicorn's graceful stop); seconds it took."""
-        return stop_server(self.process, timeout)
+        """SIGTERM to run.sh (serve.sh's graceful stop); the seconds it took."""
+        return super().stop(timeout)
 
     def tracebacks(self):
-        with open(self.log_path, 'rb') as log:
-            return log.read().count(b'Traceback (most recent call last)')
+        return self.log().count('Traceback (most recent call last)')
 
 
 def api_master(pid):
