@@ -1,9 +1,10 @@
-"""Adoption: the real openstack-placement 16.0.0, filled through
-its API with a small seeded cloud (~40 providers), imported into ours; every
-GET answers the same on both servers, and a client's writes prepared with the
-old service's generations succeed on ours. The short run of
-scripts/adoption-check.sh (docs/adoption-check.md), on the database server the
-suite runs on: PostgreSQL or MariaDB. SQLite has no Placement to import from."""
+"""Adoption: the real openstack-placement 16.0.0, filled through its API
+with a small seeded cloud (~40 providers), imported into ours; every GET
+answers the same on both servers, and a client's writes prepared with the
+old service's generations succeed on ours. The short run of `python -m
+scripts.bench.adoption` (docs/adoption-check.md), on the database server
+the suite runs on: PostgreSQL or MariaDB. SQLite has no Placement to import
+from."""
 import json
 import os
 import subprocess
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp('adoption') / 'report.json'
     done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'scripts', 'adoption_check.py'),
+        [sys.executable, '-m', 'scripts.bench.adoption',
          '--backend', BACKEND, '--server-url', DATABASE_URL, '--providers', '40',
          '--seed', '7', '--db-prefix', f'adopt_t{os.getpid()}', '--json', str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -7,8 +7,8 @@ refused as stale.
 import urllib.parse
 import uuid as uuidlib
 
-from adoption import LATEST
-from adoption.cloud import CUSTOM_TRAITS
+from scripts.bench.adoption import LATEST
+from scripts.bench.adoption.cloud import CUSTOM_TRAITS
 
 # --- the requests to compare ---------------------------------------------------------------------
 
@@ -144,7 +144,7 @@ def candidate_queries(cloud, aggs, roots):
     ]
 
 
-# --- prepared writes (acceptance 2) --------------------------------------------------------------
+# --- prepared writes, refused as stale once used ---------------------------------------------
 
 def prepare_writes(source, cloud, consumers):
     """An inventory PUT and an allocation PUT built from the old service's

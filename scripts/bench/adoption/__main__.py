@@ -1,5 +1,5 @@
-#!/usr/bin/env python3
-"""The adoption check (issue 14, acceptance 1 and 2; docs/adoption-check.md).
+"""The adoption check (docs/adoption-check.md): can OpenStack Placement's
+books be taken over, and does ours then answer as it did?
 
 For each backend (PostgreSQL, MariaDB) it
 1. creates a source database on the test server and runs the real
@@ -16,16 +16,19 @@ For each backend (PostgreSQL, MariaDB) it
    servers and compares status, headers and bodies;
 6. sends the prepared writes to ours.
 
-    .venv/bin/python scripts/adoption_check.py [--backend postgresql|mariadb]...
+    .venv/bin/python -m scripts.bench.adoption [--backend postgresql|mariadb]...
         [--providers 1000] [--seed 14] [--threads 4] [--json OUT] [--keep]
         [--self-check]
 
 --self-check compares the real Placement with a second real Placement on the
 same database instead of ours (checks the harness itself). Exit status 0
 when every answer is identical and the writes succeed, 1 otherwise.
-Standard library plus the drivers in our .venv (psycopg2, MySQLdb). The
-steps' parts are in scripts/adoption/ (servers, cloud, checks, compare,
-report); this module runs them per backend and is the command line.
+Runs in our .venv (requests, and the drivers psycopg2 and MySQLdb). The
+steps' parts are beside this module (servers, cloud, checks, compare,
+report); it runs them per backend and is the command line. The database
+servers are scripts/dev/pg-test-server.sh's and mariadb-test-server.sh's
+unless --server-url names one; the real Placement's venv is
+scripts/dev/placement-venv.sh's.
 """
 import argparse
 import json
@@ -36,12 +39,12 @@ import tempfile
 import time
 import traceback
 
-from adoption import log
-from adoption.checks import get_requests, prepare_writes, send_writes
-from adoption.cloud import Cloud, Filler
-from adoption.compare import compare_all
-from adoption.report import passed, print_report, summary
-from adoption.servers import Backend, Servers, placement_venv
+from scripts.bench.adoption import log
+from scripts.bench.adoption.checks import get_requests, prepare_writes, send_writes
+from scripts.bench.adoption.cloud import Cloud, Filler
+from scripts.bench.adoption.compare import compare_all
+from scripts.bench.adoption.report import passed, print_report, summary
+from scripts.bench.adoption.servers import Backend, Servers
 
 
 class Run:
@@ -57,14 +60,11 @@ class Run:
 
     def run(self):
         args, kind, servers = self.args, self.kind, self.servers
-        venv = placement_venv()
         backend = Backend(kind, args.server_url)
         log(f'{kind}: source database {self.src_db} on {backend.parts.hostname}:'
             f'{backend.parts.port}')
         backend.recreate(self.src_db)
-        env = servers.placement_env(backend)
-        servers.placement_db_sync(venv, env)
-        source = servers.start_placement(venv, env, 'placement')
+        source = servers.start_placement(backend, 'placement', db_sync=True)
         log(f'{kind}: filling {source.base} with about {args.providers} providers')
         cloud = Cloud(args.providers, args.seed)
         filler = Filler(source, cloud, args.threads)
@@ -78,7 +78,7 @@ class Run:
 
         if args.self_check:
             log(f'{kind}: self-check: a second real Placement on the same database')
-            ours = servers.start_placement(venv, env, 'placement-twin')
+            ours = servers.start_placement(backend, 'placement-twin')
             self.report['import_seconds'] = None
         else:
             log(f'{kind}: importing into {self.our_db}')
@@ -117,7 +117,8 @@ class Run:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(prog='python -m scripts.bench.adoption',
+                                     description=__doc__.split('\n\n')[0])
     parser.add_argument('--backend', action='append', choices=['postgresql', 'mariadb'])
     parser.add_argument('--providers', type=int, default=1000)
     parser.add_argument('--seed', type=int, default=14)

@@ -12,7 +12,7 @@ import uuid as uuidlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from adoption import LATEST, log
+from scripts.bench.adoption import LATEST, log
 
 CUSTOM_CLASSES = ['CUSTOM_BAREMETAL_GOLD', 'CUSTOM_BAREMETAL_SILVER', 'CUSTOM_FPGA_XILINX',
                   'CUSTOM_LICENSE_WINDOWS', 'CUSTOM_PMEM_NAMESPACE_4GB']

@@ -1,5 +1,5 @@
-"""The adoption check's parts; scripts/adoption_check.py runs them, one
-backend after the other (docs/adoption-check.md):
+"""The adoption check's parts; __main__ runs them, one backend after the
+other (docs/adoption-check.md):
 
 - servers: the database server and its databases; the real Placement and
   ours started, spoken to and stopped; import_placement run into ours;
@@ -9,8 +9,6 @@ backend after the other (docs/adoption-check.md):
   own answers, and a client's writes prepared with the old generations;
 - compare: two answers to one GET judged alike or different;
 - report: one backend's results summed up, printed and judged.
-
-Imported with the scripts' directory on sys.path (as harness is).
 """
 import sys
 import time

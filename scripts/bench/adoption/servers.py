@@ -1,8 +1,9 @@
 """The servers of an adoption check: the database server (a test server,
 or --server-url) and the databases on it; the real openstack-placement
-16.0.0 from its own venv and ours, each a gunicorn on a free port, started,
-spoken to with noauth2 admin tokens and stopped; and ours filled by
-manage.py import_placement from the source database.
+16.0.0 from its own venv and ours, each a gunicorn on a free port
+(scripts/harness/placement.py), started, spoken to with noauth2 admin
+tokens and stopped; and ours filled by manage.py import_placement from the
+source database.
 """
 import http.client
 import json
@@ -11,13 +12,14 @@ import subprocess
 import time
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 
-from harness import free_port, send, start_server, stop_server, wait_until_up
+from scripts.bench.adoption import LATEST
+from scripts.harness.api import send
+from scripts.harness.placement import RealPlacement, Server, placement_venv
 
-from adoption import LATEST
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUR_PYTHON = os.path.join(ROOT, '.venv', 'bin', 'python')
+ROOT = Path(__file__).resolve().parents[3]
+OUR_PYTHON = ROOT / '.venv' / 'bin' / 'python'
 
 # The tables of Placement's schema (alembic head of 16.0.0), in load order.
 SOURCE_TABLES = [
@@ -26,8 +28,8 @@ SOURCE_TABLES = [
     'projects', 'users', 'consumer_types', 'consumers', 'allocations',
 ]
 
-
 # --- the API servers -----------------------------------------------------------------------------
+
 
 @dataclass
 class Answer:
@@ -45,7 +47,7 @@ class Answer:
         return json.loads(self.body) if self.body else None
 
 
-class Server:
+class Endpoint:
     """A Placement endpoint spoken to with noauth2 admin tokens."""
 
     def __init__(self, base):
@@ -71,12 +73,6 @@ class Server:
         return answer
 
 
-def placement_venv():
-    """The real Placement's virtualenv (scripts/placement-venv.sh builds it once)."""
-    return subprocess.run([os.path.join(ROOT, 'scripts', 'placement-venv.sh')], check=True,
-                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
-
-
 class Servers:
     """One backend's server processes: the real Placement on the source
     database and ours on our database, their logs in `workdir`."""
@@ -84,39 +80,31 @@ class Servers:
     def __init__(self, workdir, src_db, our_db):
         self.workdir, self.src_db, self.our_db = workdir, src_db, our_db
         self.processes = []
+        self.venv = None
 
-    def placement_env(self, backend):
-        confdir = os.path.join(self.workdir, 'placement-conf')
-        os.makedirs(confdir, exist_ok=True)
-        open(os.path.join(confdir, 'placement.conf'), 'w').close()   # empty: all from env
-        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir, OS_API__AUTH_STRATEGY='noauth2',
-                   OS_PLACEMENT_DATABASE__CONNECTION=backend.sqlalchemy_url(self.src_db))
-        return env
+    def placement(self, backend, name):
+        """The real Placement on the source database (not started)."""
+        self.venv = self.venv or placement_venv()
+        return RealPlacement(self.venv, backend.sqlalchemy_url(self.src_db), self.workdir,
+                             name=name, workers=2)
 
-    def placement_db_sync(self, venv, env):
-        subprocess.run([os.path.join(venv, 'bin', 'placement-manage'), 'db', 'sync'], env=env,
-                       check=True, capture_output=True)
+    def _started(self, server):
+        self.processes.append(server)
+        server.start(timeout=90)
+        return Endpoint(server.url)
 
-    def start(self, argv, env, name):
-        port = free_port()
-        logfile = os.path.join(self.workdir, f'{name}.log')
-        process = start_server(argv(port), logfile, env=env)
-        self.processes.append(process)
-        wait_until_up(process, port, logfile, 90, interval=0.3)
-        return Server(f'http://127.0.0.1:{port}')
-
-    def start_placement(self, venv, env, name):
-        return self.start(lambda port: [
-            os.path.join(venv, 'bin', 'gunicorn'), '--workers', '2', '--timeout', '600',
-            '--bind', f'127.0.0.1:{port}', 'placement.wsgi.api:application'], env, name)
+    def start_placement(self, backend, name, *, db_sync=False):
+        """The real Placement started (after its db sync when asked)."""
+        server = self.placement(backend, name)
+        if db_sync:
+            server.db_sync()
+        return self._started(server)
 
     def start_ours(self, backend):
-        env = dict(os.environ, DATABASE_URL=backend.url_for(self.our_db),
-                   PLACEMENT_AUTH_STRATEGY='noauth2', DJANGO_SECRET_KEY='adoption-check',
-                   PLACEMENT_DATA_DIR=self.workdir)
-        return self.start(lambda port: [
-            OUR_PYTHON, '-m', 'gunicorn', 'placement_site.wsgi:application', '--workers', '2',
-            '--timeout', '600', '--bind', f'127.0.0.1:{port}'], env, 'ours')
+        return self._started(Server(
+            self.workdir, database_url=backend.url_for(self.our_db), workers=2, threads=None,
+            env={'PLACEMENT_AUTH_STRATEGY': 'noauth2', 'DJANGO_SECRET_KEY': 'adoption-check'},
+            gunicorn_args=['--timeout', '600'], python=OUR_PYTHON))
 
     def import_into_ours(self, backend, report):
         """migrate, then import_placement from the source database; its time
@@ -137,20 +125,20 @@ class Servers:
                                + report['import_output'])
 
     def stop(self):
-        for process in reversed(self.processes):
-            stop_server(process)
+        for server in reversed(self.processes):
+            server.stop()
 
 
 # --- databases -----------------------------------------------------------------------------------
 
 class Backend:
-    """A test server (scripts/*-test-server.sh) and databases on it."""
+    """A test server (scripts/dev/*-test-server.sh) and databases on it."""
 
     def __init__(self, kind, url=None):
         self.kind = kind
         if not url:
             script = {'postgresql': 'pg-test-server.sh', 'mariadb': 'mariadb-test-server.sh'}[kind]
-            url = subprocess.run([os.path.join(ROOT, 'scripts', script)], check=True,
+            url = subprocess.run([os.path.join(ROOT, 'scripts', 'dev', script)], check=True,
                                  capture_output=True, text=True).stdout.strip().splitlines()[-1]
         self.url = url
         self.parts = urllib.parse.urlsplit(self.url)

@@ -5,7 +5,7 @@ import re
 import sys
 from collections import Counter
 
-from adoption.compare import diff_text
+from scripts.bench.adoption.compare import diff_text
 
 
 def summary(results):
