@@ -13,8 +13,8 @@ from allocations.ui import reports
 from providers import books, rules
 from providers.models import Aggregate, Inventory, ResourceProvider
 from providers.pods import services as pod_services
-from tests.conftest import add_allocation, add_provider
-from tests.test_metrics import scrape, value
+from tests.support.factories import add_allocation, add_provider
+from tests.support.metrics import scrape, value
 
 ROW = 'a0000000-0000-4000-8000-0000000000a1'
 STORAGE = 'b0000000-0000-4000-8000-0000000000b2'

@@ -7,7 +7,6 @@ each distinct candidate with PUT /allocations, recursing and deleting the
 claim again; `fits` must equal it, for the cloud and per aggregate
 (member_of=). The slot rule the database applies is checked on its own
 below; the counting on its own, in tests/test_fits.py."""
-import json
 
 import pytest
 
@@ -15,56 +14,12 @@ from providers import services
 from providers.models import Inventory
 from providers.pods import services as pod_services
 from providers.rules import EXACT_SLOTS, slots_sql
-from tests.conftest import add_allocation, add_provider, new_uuid
+from tests.support.api import most_claims
+from tests.support.factories import add_allocation, add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'
 SHARES = 'MISC_SHARES_VIA_AGGREGATE'
-
-
-def usage_state():
-    return {(rp, rc): used for rp, rc, used in Inventory.objects.values_list(
-        'resource_provider__uuid', 'resource_class__name', 'used')}
-
-
-def most_claims(api, query):
-    """The largest number of claims of the request the API grants one after
-    another (exhaustive, memoised on the usage state)."""
-    memo = {}
-    usage = usage_state()
-
-    def key():
-        return frozenset(item for item in usage.items() if item[1])
-
-    def search():
-        state = key()
-        if state in memo:
-            return memo[state]
-        answer = api.get(f'/allocation_candidates?{query}')
-        assert answer.status_code == 200, answer.content
-        distinct = {json.dumps(r['allocations'], sort_keys=True): r['allocations']
-                    for r in answer.body['allocation_requests']}
-        best = 0
-        for allocations in distinct.values():
-            consumer = new_uuid()
-            claimed = api.put(f'/allocations/{consumer}', {
-                'allocations': allocations, 'project_id': 'proj', 'user_id': 'user',
-                'consumer_generation': None, 'consumer_type': 'INSTANCE'})
-            assert claimed.status_code == 204, claimed.content
-            for rp, held in allocations.items():
-                for rc, amount in held['resources'].items():
-                    usage[rp, rc] += amount
-            best = max(best, 1 + search())
-            for rp, held in allocations.items():
-                for rc, amount in held['resources'].items():
-                    usage[rp, rc] -= amount
-            assert api.delete(f'/allocations/{consumer}').status_code == 204
-        memo[state] = best
-        return best
-
-    found = search()
-    assert usage_state() == usage   # every claim undone
-    return found
 
 
 def fits_of(api, resources, group_by='cloud'):

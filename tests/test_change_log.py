@@ -12,7 +12,7 @@ from allocations import usage_totals
 from allocations.models import Allocation, Consumer, Project
 from providers import change_log, services
 from providers.models import BooksChange, Inventory, ProviderAggregate, ResourceProvider
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 pytestmark = pytest.mark.django_db
 

@@ -1,57 +1,21 @@
 """Concurrent writers against a live HTTP server: generations decide who
 wins, capacity is never exceeded, and losers leave nothing behind."""
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import requests
 from django.db import connection, connections
 
 from allocations import usage_totals
 from providers.models import ResourceProvider
-from tests.conftest import assert_error
+from tests.support.api import assert_error
+from tests.support.concurrency import WRITERS, Server, claim_body, together
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-WRITERS = 20
-HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
-           'Accept': 'application/json'}
-
-
-class Server:
-    def __init__(self, url):
-        self.url = url
-        self.session = requests.Session()
-
-    def call(self, method, path, body=None):
-        return requests.request(method, self.url + path, json=body, headers=HEADERS, timeout=120)
-
-    def vcpu_provider(self, name, total):
-        """A new provider `name` with `total` VCPU; its uuid."""
-        rp = str(uuid.uuid4())
-        assert self.call('POST', '/resource_providers',
-                         {'name': name, 'uuid': rp}).status_code == 200
-        assert self.call('PUT', f'/resource_providers/{rp}/inventories', {
-            'resource_provider_generation': 0,
-            'inventories': {'VCPU': {'total': total}}}).status_code == 200
-        return rp
 
 
 @pytest.fixture
 def server(live_server):
     return Server(live_server.url)
-
-
-def together(count, work):
-    """Run work(i) in `count` threads released at the same moment."""
-    start = threading.Barrier(count)
-
-    def run(i):
-        start.wait()
-        return work(i)
-    with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(run, range(count)))
 
 
 CONFLICT = 'There was a conflict when trying to complete your request.\n\n '
@@ -63,12 +27,6 @@ def conflict(answer, detail, code):
     assert answer.json() == {'errors': [{
         'status': 409, 'title': 'Conflict', 'detail': CONFLICT + detail + '  ', 'code': code,
         'request_id': answer.headers['x-openstack-request-id']}]}
-
-
-def claim_body(provider, amount):
-    return {'allocations': {provider: {'resources': {'VCPU': amount}}},
-            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
-            'consumer_type': 'INSTANCE'}
 
 
 @pytest.fixture

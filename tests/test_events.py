@@ -18,9 +18,10 @@ from django.utils import timezone as dj_timezone
 
 from providers import events, services
 from providers.models import Event, EventProvider, ResourceProvider
-from tests.conftest import assert_error, generation, new_uuid, unchanged, without_event_log
-from tests.test_concurrency import WRITERS, Server, claim_body, together
-from tests.ui.test_admin import admin_url, form_data
+from tests.support.admin import admin_url, form_data
+from tests.support.api import assert_error, generation, new_uuid
+from tests.support.concurrency import WRITERS, Server, claim_body, together
+from tests.support.state import unchanged, without_event_log
 
 TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$')
 SERVICE = {'X-Roles': 'service'}  # the reshaper is for services only

@@ -13,7 +13,7 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, Consumer, Project, User
 from providers import books
 from providers.models import Event, ResourceClass
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 
 pytestmark = pytest.mark.django_db
 NOW = timezone.now()

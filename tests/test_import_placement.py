@@ -26,7 +26,8 @@ from allocations import importer
 from allocations.models import Allocation, Consumer
 from providers.models import Inventory, ResourceProvider, Trait
 from scripts.harness import placement
-from tests.conftest import PlacementClient, snapshot
+from tests.support.api import PlacementClient
+from tests.support.state import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow,

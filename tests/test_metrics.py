@@ -15,46 +15,18 @@ import requests
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from prometheus_client.parser import text_string_to_metric_families
 
 from providers.models import ResourceProvider
 from scripts.harness.placement import Server
-from tests.conftest import bulk_trees, new_uuid
+from tests.support.api import new_uuid
+from tests.support.factories import bulk_trees
+from tests.support.metrics import of, parse, scrape, value
 
 POOL_A = str(uuid.uuid4())
 POOL_B = str(uuid.uuid4())
 COMPAT = ('openstack_placement_resource_total', 'openstack_placement_resource_allocation_ratio',
           'openstack_placement_resource_reserved', 'openstack_placement_resource_usage')
 OURS = ('placement_provider_capacity', 'placement_provider_free')
-
-
-def parse(text):
-    """{(sample name, frozenset of labels): value}, through prometheus-client's
-    own parser (which refuses malformed text), and {family: (type, help)}."""
-    samples, families = {}, {}
-    for family in text_string_to_metric_families(text):
-        families[family.name] = (family.type, family.documentation)
-        for sample in family.samples:
-            key = (sample.name, frozenset(sample.labels.items()))
-            assert key not in samples, key
-            samples[key] = sample.value
-    return samples, families
-
-
-def scrape(client=None, **extra):
-    response = (client or Client()).get('/metrics', **extra)
-    assert response.status_code == 200, response
-    assert response['Content-Type'] == 'text/plain; version=0.0.4; charset=utf-8'
-    return parse(b''.join(response.streaming_content).decode())[0]
-
-
-def value(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())), 0)
-
-
-def of(samples, name):
-    """{frozenset of labels: value} of one sample name."""
-    return {labels: v for (n, labels), v in samples.items() if n == name}
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import logging
 import pytest
 from django.test import Client
 
-from tests.conftest import new_uuid
+from tests.support.api import new_uuid
 
 NO_STORE = {'no-store', 'no-cache', 'private', 'must-revalidate', 'max-age=0'}
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from providers import events, notifications
 from providers.models import Event, EventProvider
-from tests.conftest import new_uuid
+from tests.support.api import new_uuid
 from tests.support.broker import Broker
 
 AGGREGATE = new_uuid()

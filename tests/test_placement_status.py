@@ -22,7 +22,9 @@ from allocations import status
 from allocations.models import Allocation, Consumer, Project, User
 from providers import services
 from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
-from tests.conftest import add_allocation, add_provider, command_result, new_uuid
+from tests.support.api import new_uuid
+from tests.support.factories import add_allocation, add_provider
+from tests.support.state import command_result
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_NAMES = [name for name, _check in status.CHECKS]

@@ -13,14 +13,10 @@ from allocations import services as allocation_services
 from allocations.models import Project, ProjectUsageSnapshot
 from allocations.ui import reports
 from providers import trends
-from tests.conftest import (
-    add_allocation,
-    add_provider,
-    assert_admin_read_only,
-    changelist,
-    count_queries,
-)
+from tests.support.admin import assert_admin_read_only, changelist
+from tests.support.factories import add_allocation, add_provider
 from tests.support.pages import exact
+from tests.support.state import count_queries
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

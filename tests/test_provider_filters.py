@@ -8,7 +8,7 @@ from django.http import QueryDict
 from placement_site import errors, microversion
 from providers.filters import ProviderFilterSet
 from providers.models import ResourceProvider
-from tests.conftest import ROW
+from tests.support.factories import ROW
 
 LATEST = microversion.parse(microversion.MAX_VERSION)
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from providers.models import Inventory, ResourceProvider, Trait
-from tests.conftest import ROW, STORAGE
+from tests.support.factories import ROW, STORAGE
 
 
 @pytest.fixture

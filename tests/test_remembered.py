@@ -10,7 +10,7 @@ from django.test import Client
 
 from allocations import services as allocation_services
 from providers import remembered
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 pytestmark = pytest.mark.django_db
 

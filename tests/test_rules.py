@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from allocations.models import Allocation
 from providers import rules
 from providers.models import Inventory
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 
 @st.composite

@@ -24,7 +24,7 @@ from providers.models import (
     ResourceProvider,
 )
 from providers.pods import services as pod_services
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'

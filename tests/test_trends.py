@@ -18,17 +18,11 @@ from django.utils import timezone as dj_timezone
 from allocations.models import ProjectUsageSnapshot
 from providers import books, trends
 from providers.models import Aggregate, Inventory, UsageSnapshot
-from tests.conftest import (
-    ROW,
-    STORAGE,
-    add_allocation,
-    add_provider,
-    assert_admin_read_only,
-    changelist,
-    count_queries,
-    new_uuid,
-)
+from tests.support.admin import assert_admin_read_only, changelist
+from tests.support.api import new_uuid
+from tests.support.factories import ROW, STORAGE, add_allocation, add_provider
 from tests.support.pages import exact
+from tests.support.state import count_queries
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -13,7 +13,7 @@ from allocations import status, usage_totals
 from allocations.models import Allocation, Consumer, Project, User
 from providers import services
 from providers.models import Inventory, ResourceClass
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 
 def used(provider, class_name='VCPU'):

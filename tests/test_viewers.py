@@ -20,10 +20,9 @@ from allocations import services as allocation_services
 from placement_site import keystone_signin, policy
 from placement_site.wsgi import _with_keystone
 from providers.pods import services as pod_services
-from tests.conftest import add_provider
-from tests.support.keystone import Identity, keystone_url
+from tests.support.factories import add_provider
+from tests.support.keystone import Identity, call, keystone_url
 from tests.support.pages import exact
-from tests.test_keystone import call
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
 

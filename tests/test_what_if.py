@@ -14,8 +14,8 @@ import pytest
 
 from allocations import services as allocation_services
 from providers import what_if
-from tests.conftest import add_provider, new_uuid
-from tests.test_capacity_fits import most_claims
+from tests.support.api import most_claims, new_uuid
+from tests.support.factories import add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'
@@ -377,7 +377,7 @@ def test_the_ledgers_folds_moved_along_answer_as_a_fresh_count(monkeypatch, kind
     from django.db import connection
 
     from providers import ledger
-    from tests.conftest import PlacementClient
+    from tests.support.api import PlacementClient
     assert not connection.in_atomic_block
     api = PlacementClient()
     cloud = build_cloud(random.Random(kind))

@@ -6,14 +6,14 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import (
+from tests.support.api import (
     UNDEFINED,
     assert_error,
     assert_put_media_type_refused,
     error_of,
     generation,
-    unchanged,
 )
+from tests.support.state import unchanged
 
 
 @pytest.fixture

@@ -6,14 +6,8 @@ import uuid as uuid_lib
 
 import pytest
 
-from tests.conftest import (
-    assert_error,
-    assert_version_refused,
-    error_of,
-    generation,
-    new_uuid,
-    unchanged,
-)
+from tests.support.api import assert_error, assert_version_refused, error_of, generation, new_uuid
+from tests.support.state import unchanged
 
 MAX_INT = 2147483647
 INCOMPLETE = '00000000-0000-0000-0000-000000000000'

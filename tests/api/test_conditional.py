@@ -9,8 +9,9 @@ import os_traits
 import pytest
 import requests
 
-from tests.conftest import assert_error, new_uuid, unchanged
-from tests.test_concurrency import HEADERS, together
+from tests.support.api import assert_error, new_uuid
+from tests.support.concurrency import HEADERS, together
+from tests.support.state import unchanged
 
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from providers.candidates import explain as explain_module
-from tests.conftest import add_allocation, add_provider, assert_error, error_of
+from tests.support.api import assert_error, error_of
+from tests.support.factories import add_allocation, add_provider
 
 AGG = str(uuid.uuid4())
 OTHER_AGG = str(uuid.uuid4())

@@ -9,14 +9,8 @@ import pytest
 
 from placement_site import api as placement_api
 from placement_site import compression
-from tests.conftest import (
-    allocation_body,
-    error_of,
-    lasting_headers,
-    new_uuid,
-    unchanged,
-    vcpu_provider,
-)
+from tests.support.api import allocation_body, error_of, lasting_headers, new_uuid, vcpu_provider
+from tests.support.state import unchanged
 
 pytestmark = pytest.mark.any_database
 

@@ -6,7 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import assert_error, assert_not_acceptable, generation, new_uuid, unchanged
+from tests.support.api import assert_error, assert_not_acceptable, generation, new_uuid
+from tests.support.state import unchanged
 
 CONCURRENT = 'placement.concurrent_update'
 INUSE = 'placement.inventory.inuse'

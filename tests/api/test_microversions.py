@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 from django.utils.http import http_date
 
-from tests.conftest import error_of
+from tests.support.api import error_of
 
 pytestmark = pytest.mark.any_database
 

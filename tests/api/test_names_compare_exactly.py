@@ -10,7 +10,7 @@ from django.apps import apps
 from django.db import connection
 
 from providers.models import ResourceProvider
-from tests.conftest import assert_error, new_uuid
+from tests.support.api import assert_error, new_uuid
 
 LOOK_ALIKES = ['cn1', 'CN1', 'cn1 ', 'cñ1', 'cn1\N{GRINNING FACE}']
 

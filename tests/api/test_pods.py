@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import assert_error, new_uuid
+from tests.support.api import assert_error, new_uuid
 
 POD_KEYS = {'uuid', 'name', 'aggregate', 'availability_zone', 'affinity_tags', 'thresholds',
             'state', 'created_at', 'updated_at', 'resources', 'tenants', 'links'}

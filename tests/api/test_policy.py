@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from tests.conftest import allocation_body, error_of, new_uuid, unchanged, vcpu_provider
+from tests.support.api import allocation_body, error_of, new_uuid, vcpu_provider
+from tests.support.state import unchanged
 
 pytestmark = pytest.mark.any_database
 

@@ -3,7 +3,8 @@ between providers in one transaction, or nothing changes at all."""
 
 import pytest
 
-from tests.conftest import assert_error, assert_version_refused, new_uuid, unchanged
+from tests.support.api import assert_error, assert_version_refused, new_uuid
+from tests.support.state import unchanged
 
 SERVICE = {'X-Roles': 'service'}
 DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,

@@ -7,7 +7,8 @@ from urllib.parse import quote
 import os_resource_classes
 import pytest
 
-from tests.conftest import UNDEFINED, assert_error, assert_not_acceptable, unchanged
+from tests.support.api import UNDEFINED, assert_error, assert_not_acceptable
+from tests.support.state import unchanged
 
 
 def class_names(response):

@@ -13,15 +13,14 @@ from django.utils.http import http_date
 from placement_site import api as placement_api
 from providers.api.views import providers as provider_views
 from providers.models import ResourceProvider
-from tests.conftest import (
+from tests.support.api import (
     UNDEFINED,
     assert_error,
     assert_not_acceptable,
     lasting_headers,
     new_uuid,
-    unchanged,
-    without_event_log,
 )
+from tests.support.state import unchanged, without_event_log
 
 
 def names(response):

@@ -10,14 +10,14 @@ import pytest
 from django.utils.http import http_date
 
 from providers.models import Trait
-from tests.conftest import (
+from tests.support.api import (
     assert_error,
     assert_not_acceptable,
     assert_put_media_type_refused,
     generation,
     new_uuid,
-    unchanged,
 )
+from tests.support.state import unchanged
 
 CONCURRENT = 'placement.concurrent_update'
 INVALID_TRAIT = ('The trait is invalid. A valid trait must be no longer than 255 characters, '

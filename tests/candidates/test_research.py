@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from placement_site import exceptions
 from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
 from providers.candidates.research import NoCandidates, Research, Stage
-from tests.conftest import ROW, STORAGE
+from tests.support.factories import ROW, STORAGE
 
 
 def research(*groups, exhaustive=False, **params):

@@ -221,7 +221,7 @@ def test_explain_says_why_nothing_fits(cloud):
 def numa_cloud(db):
     """Three nodes with MEMORY_MB and two NUMA children with VCPU each: six
     candidates for VCPU:1,MEMORY_MB:1, two per tree. cn0 has AVX2."""
-    from tests.conftest import add_provider
+    from tests.support.factories import add_provider
     rps = {}
     for n in range(3):
         node = rps[f'cn{n}'] = add_provider(f'cn{n}', inventories={'MEMORY_MB': {'total': 64}},

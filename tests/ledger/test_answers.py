@@ -15,7 +15,7 @@ from placement_site.exceptions import PlacementDomainError
 from providers import ledger
 from providers.ledger import live
 from providers.models import ResourceProvider
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

@@ -33,7 +33,7 @@ from providers.models import (
     Trait,
 )
 from providers.pods import services as pod_services
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 
 COMMITTED = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 pytestmark = [COMMITTED, pytest.mark.slow]

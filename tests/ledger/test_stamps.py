@@ -11,7 +11,7 @@ from allocations.models import Allocation, Consumer, Project
 from providers import services
 from providers.ledger import stamps
 from providers.models import Inventory, ProviderAggregate, ResourceProvider, Trait
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 # Committed, as the ledger reads them; PostgreSQL's triggers run per statement.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

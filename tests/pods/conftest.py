@@ -5,7 +5,7 @@ import uuid as uuid_lib
 import pytest
 
 from providers.pods import services
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 
 class Cloud:

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from providers.pods.models import PodBinding
-from tests.test_concurrency import WRITERS, Server, together
+from tests.support.concurrency import WRITERS, Server, together
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

@@ -25,7 +25,7 @@ from providers.pods.selection import (
     IdleCapacityWeigher,
     ResourceAffinityFilter,
 )
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 GENERAL = BindingRequest('tenant1')
 CAD = BindingRequest('tenant1', affinity='resource=CAD')

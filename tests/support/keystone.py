@@ -6,14 +6,20 @@ projects, users and roles a test needs through Keystone's own API
 need it are skipped with the reason."""
 import collections
 import fcntl
+import io
+import json
 import subprocess
 import threading
 import uuid
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from wsgiref.util import setup_testing_defaults
 
 import pytest
 import requests
+from django.core import signals
+from django.db import close_old_connections
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
@@ -174,3 +180,59 @@ class CountingFront:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def call(app, method, path, *, token=None, body=None, headers=None):
+    """One request through the WSGI application, as a server would make it."""
+    path, _, query = path.partition('?')
+    data = json.dumps(body).encode() if body is not None else b''
+    environ = {'REQUEST_METHOD': method, 'PATH_INFO': path, 'QUERY_STRING': query,
+               'CONTENT_LENGTH': str(len(data)), 'wsgi.input': io.BytesIO(data),
+               'HTTP_ACCEPT': 'application/json', 'HTTP_OPENSTACK_API_VERSION': VERSION}
+    if data:
+        environ['CONTENT_TYPE'] = 'application/json'
+    if token is not None:
+        environ['HTTP_X_AUTH_TOKEN'] = token
+    for name, value in (headers or {}).items():
+        environ['HTTP_' + name.upper().replace('-', '_')] = value
+    setup_testing_defaults(environ)
+    started = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started['status'], started['headers'] = status, response_headers
+
+    with _connection_kept():
+        result = app(environ, start_response)
+        try:
+            content = b''.join(result)
+        finally:
+            if hasattr(result, 'close'):
+                result.close()
+    return WSGIResponse(started['status'], started['headers'], content)
+
+
+VERSION = 'placement 1.39'
+
+
+class WSGIResponse:
+    def __init__(self, status, headers, body):
+        self.status_code = int(status.split()[0])
+        self.headers = {name.lower(): value for name, value in headers}
+        self.content = body
+
+    def json(self):
+        return json.loads(self.content)
+
+
+@contextmanager
+def _connection_kept():
+    """Keep the test's database connection (and transaction) across the
+    request, as Django's test client does: WSGIHandler would otherwise close
+    it when the request starts and finishes."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)

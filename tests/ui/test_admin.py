@@ -38,17 +38,14 @@ from providers.models import (
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
 from providers.pods.models import Pod, PodBinding
-from tests.conftest import generation, new_uuid, unchanged
+from tests.support.admin import admin_url, form_data
+from tests.support.api import generation, new_uuid
+from tests.support.state import unchanged
 
 AGGREGATE = str(uuid_lib.uuid4())
 INVENTORIES = 'inventories'
 TRAITS = 'providertrait_set'
 AGGREGATES = 'provideraggregate_set'
-
-
-def admin_url(model, view='changelist', *args):
-    opts = model._meta
-    return reverse(f'admin:{opts.app_label}_{opts.model_name}_{view}', args=args)
 
 
 def provider(name):
@@ -57,22 +54,6 @@ def provider(name):
 
 def rc_id(name):
     return ResourceClass.objects.get(name=name).pk
-
-
-def form_data(response):
-    """The POST data of a rendered change form as it stands (main form,
-    inline management forms and rows)."""
-    assert response.status_code == 200, response.content
-    forms = [response.context['adminform'].form]
-    for inline in response.context['inline_admin_formsets']:
-        forms += [inline.formset.management_form, *inline.formset.forms]
-    data = {}
-    for form in forms:
-        for name in form.fields:
-            value = form[name].value()
-            if value is not None and value is not False:
-                data[form.add_prefix(name)] = 'on' if value is True else value
-    return data
 
 
 def add_row(data, prefix, **fields):

@@ -19,9 +19,7 @@ from allocations import services as allocation_services
 from allocations.models import Consumer
 from allocations.ui.views import LIVE_ROWS
 from providers.models import Event
-from tests.conftest import unchanged
-from tests.support.pages import exact
-from tests.test_audit import (
+from tests.support.orphans import (
     allocate,
     build_cloud,
     build_orphans,
@@ -30,6 +28,8 @@ from tests.test_audit import (
     run,
     written_long_ago,
 )
+from tests.support.pages import exact
+from tests.support.state import unchanged
 
 
 @pytest.fixture

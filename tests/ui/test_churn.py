@@ -20,7 +20,8 @@ from providers import trends
 from providers.models import Aggregate, ResourceProvider
 from providers.pods import services as pod_services
 from providers.pods.selection import BindingRequest
-from tests.conftest import PlacementClient, add_provider, bulk_trees
+from tests.support.api import PlacementClient
+from tests.support.factories import add_provider, bulk_trees
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000042'
 PROJECTS = ('proj-a', 'proj-b', 'proj-c')

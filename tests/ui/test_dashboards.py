@@ -36,8 +36,9 @@ from providers.models import (
 from providers.pods import services as pod_services
 from providers.pods.models import Pod, PodBinding
 from providers.pods.selection import BindingRequest
-from tests.conftest import add_provider, bulk_trees, new_uuid
 from tests.pods.conftest import Cloud
+from tests.support.api import new_uuid
+from tests.support.factories import add_provider, bulk_trees
 from tests.support.pages import exact
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import add_allocation, add_provider
+from tests.support.factories import add_allocation, add_provider
 
 
 @pytest.fixture

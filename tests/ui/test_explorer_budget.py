@@ -12,7 +12,7 @@ import pytest
 from allocations.ui import explorer, forms
 from placement_site import budgets
 from providers import candidates
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 
 
 @pytest.fixture

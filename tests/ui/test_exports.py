@@ -16,8 +16,8 @@ from placement_site import downloads
 from providers.models import ResourceClass, ResourceProvider
 from providers.pods import services as pod_services
 from providers.pods.selection import BindingRequest
-from tests.conftest import new_uuid
 from tests.pods import conftest as pods_conftest
+from tests.support.api import new_uuid
 
 
 class Clock:

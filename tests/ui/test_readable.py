@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from allocations.ui import templatetags, trend_charts
 from providers import trends
 from providers.pods import services as pod_services
-from tests.conftest import bulk_trees
+from tests.support.factories import bulk_trees
 
 WHEN = re.compile(r'\d{4}-\d\d-\d\d \d\d:\d\d UTC')
 

@@ -18,7 +18,7 @@ from allocations.ui import reports
 from placement_site import replicas, snapshots
 from providers import change_log, remembered
 from providers.models import BooksChange, ResourceProvider, Trait
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 
 # Committed writes from another connection, as a second worker makes them.
 COMMITTED = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from allocations.ui.templatetags import change
-from tests.conftest import add_provider
+from tests.support.factories import add_provider
 from tests.support.pages import exact
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
