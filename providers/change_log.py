@@ -18,7 +18,7 @@ another's commit, as long as fewer than WINDOW ids were drawn meanwhile.
 What is remembered against it is providers.remembered's.
 
 SQLite rebuilds a table to alter it, dropping its triggers: a migration
-that alters a WATCHED table must call install() again (tests/test_change_log.py
+that alters a WATCHED table must call install() again (tests/providers/test_change_log.py
 checks every write after the whole migration chain).
 """
 import time

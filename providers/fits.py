@@ -108,7 +108,7 @@ def count_one_shared_class(demands, offered):
     carrying those asks to the providers. demands: {R (frozenset of
     sharing providers): Counter{max(u - o, 0) (math.inf when the shape is c
     alone): trees}}; offered: {sharing provider: slots of c}. Equal to
-    count_fits (tests/test_fits.py), with sums the caller keeps tree by tree."""
+    count_fits (tests/providers/test_fits.py), with sums the caller keeps tree by tree."""
     asks = {}
     for reached, counted in demands.items():
         pool = sum(offered.get(provider, 0) for provider in reached)

@@ -41,7 +41,7 @@ group serves is summed as it changes; the trees sharing providers serve
 with the sharing providers' slots when asked. Inside one, the database:
 one query of the slots and free per tree, class and sharing provider (the
 capacity rule's SQL, providers.rules.slots_sql), the trees the sharing
-providers serve, then Python. tests/test_stranded.py holds both to a
+providers serve, then Python. tests/providers/test_stranded.py holds both to a
 claim-by-claim recount.
 """
 import collections

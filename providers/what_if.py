@@ -21,7 +21,7 @@ providers.fits' max flows): before is the fold as it stands, after a copy
 of it moved along by the changed trees, as the ledger moves it when the
 change is really made. So "after" is what GET /capacity (and the claims a
 candidate search grants one after another) answers once the change is
-made: tests/test_what_if.py makes it for real to check.
+made: tests/providers/test_what_if.py makes it for real to check.
 """
 import collections
 import contextlib

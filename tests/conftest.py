@@ -56,7 +56,7 @@ def make_api(db):
 def _sign_in_unthrottled(settings):
     """Django's test client signs in without a request, which django-axes
     refuses: sign-in throttling is off in-process except where a test turns
-    it on (tests/test_signin_security.py). Servers the tests start keep it."""
+    it on (tests/placement_site/test_signin_security.py). Servers the tests start keep it."""
     settings.AXES_ENABLED = False
 
 

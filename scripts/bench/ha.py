@@ -16,7 +16,7 @@ do not balance, nodes that disagree, a full state transfer.
   .venv/bin/python -m scripts.bench.ha                       # all three, 60 s each
   .venv/bin/python -m scripts.bench.ha multi --seconds 20 --clients 20
 
-tests/test_galera.py runs the same functions for a few seconds each and
+tests/system/test_galera.py runs the same functions for a few seconds each and
 asserts on their results (scripts/ci/galera-tests.sh, CI's stage).
 
 A Deployment is the cluster (scripts/harness/galera.py), Debian's HAProxy in

@@ -1,6 +1,6 @@
 """A throw-away MariaDB Galera cluster on one machine, with HAProxy in front
 of it as kolla-ansible deploys it, for the high-availability tests
-(tests/test_galera.py) and runs (scripts/bench/ha.py; docs/ha.md).
+(tests/system/test_galera.py) and runs (scripts/bench/ha.py; docs/ha.md).
 
 Each node is Debian's mariadbd with galera-4, in a private directory under
 /tmp with its own ports (`base + 10 * i`: SQL, then Galera's replication,

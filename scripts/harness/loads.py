@@ -1,6 +1,6 @@
 """Clients writing to Placement from several threads, and the books read
 back straight from the database afterwards: the resilience tests
-(tests/test_resilience.py: claims while the database crashes, restarts or
+(tests/placement_site/test_resilience.py: claims while the database crashes, restarts or
 fails over and the server's processes are killed) and the high-availability
 runs (scripts/bench/ha.py: a mix of writes through several API servers on
 a Galera cluster) share these.

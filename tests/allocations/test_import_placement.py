@@ -29,7 +29,7 @@ from scripts.harness import placement
 from tests.support.api import PlacementClient
 from tests.support.state import snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

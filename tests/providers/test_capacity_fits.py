@@ -6,7 +6,7 @@ claims is found by asking the real GET /allocation_candidates, claiming
 each distinct candidate with PUT /allocations, recursing and deleting the
 claim again; `fits` must equal it, for the cloud and per aggregate
 (member_of=). The slot rule the database applies is checked on its own
-below; the counting on its own, in tests/test_fits.py."""
+below; the counting on its own, in tests/providers/test_fits.py."""
 
 import pytest
 

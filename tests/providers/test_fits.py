@@ -1,6 +1,6 @@
 """providers.fits.count_fits on its own: synthetic trees and sharing
 pools, against the true maximum found by trying every claim count per tree
-(the brute force against the real API is tests/test_capacity_fits.py)."""
+(the brute force against the real API is tests/providers/test_capacity_fits.py)."""
 import collections
 import itertools
 import math

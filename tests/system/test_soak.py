@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = os.environ.get('DATABASE_URL', '')
 WORKERS = 2
 BUCKETS = 3

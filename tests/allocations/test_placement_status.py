@@ -26,7 +26,7 @@ from tests.support.api import new_uuid
 from tests.support.factories import add_allocation, add_provider
 from tests.support.state import command_result
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHECK_NAMES = [name for name, _check in status.CHECKS]
 PLACEHOLDER = '00000000-0000-0000-0000-000000000000'
 

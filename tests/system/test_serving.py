@@ -31,7 +31,7 @@ from placement_site.serving import front as front_conf
 from scripts.harness.api import send
 from scripts.harness.process import Process, children, free_port, wait_for
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- the client's address ------------------------------------------------------

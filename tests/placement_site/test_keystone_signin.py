@@ -114,7 +114,7 @@ def test_a_project_reader_is_not_staff_by_placements_policy(signin, keystone):
     assert answer.status_code == 302
     account = Account.objects.get(first_name=keystone.reader_name)
     assert account.is_staff is False
-    # Its project's page, and nothing of the whole cloud (tests/test_viewers.py).
+    # Its project's page, and nothing of the whole cloud (tests/placement_site/test_viewers.py).
     assert client.get('/ui/')['Location'] == f'/ui/projects/{keystone.project_id}/'
     assert client.get('/ui/providers/').status_code == 403
 

@@ -16,7 +16,7 @@ import pytest
 
 from scripts.harness.process import free_port
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

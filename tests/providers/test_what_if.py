@@ -7,7 +7,7 @@ hosts' consumers deleted, then their providers; inventories updated with
 the new ratio or reserved), and `before` must equal GET /capacity before,
 `after` GET /capacity after, for the cloud and every pool; on the smallest
 clouds `after` must also equal the exhaustive claim search of
-tests/test_capacity_fits.py."""
+tests/providers/test_capacity_fits.py."""
 import random
 
 import pytest

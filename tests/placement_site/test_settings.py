@@ -12,7 +12,7 @@ from placement_site import config
 
 pytestmark = pytest.mark.any_database
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 SQLITE_OPTIONS = {'transaction_mode': 'IMMEDIATE', 'timeout': 30,

@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATABASE_URL = os.environ.get('DATABASE_URL', '')
 BACKEND = {'postgresql': 'postgresql', 'postgres': 'postgresql', 'mysql': 'mariadb',
            'mariadb': 'mariadb'}.get(urllib.parse.urlsplit(DATABASE_URL).scheme.split('+')[0])
