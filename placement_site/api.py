@@ -53,7 +53,7 @@ class MicroversionVersioning(BaseVersioning):
 def exception_handler(exc, context):
     """DRF's single error path: Placement errors in Placement's format."""
     request = context['request']._request
-    if isinstance(exc, errors.PlacementError):
+    if isinstance(exc, errors.PlacementError):   # domain errors included
         error = conditional.stale_write(request, exc)
     elif isinstance(exc, drf_exceptions.MethodNotAllowed):
         view = context['view']
@@ -63,11 +63,6 @@ def exception_handler(exc, context):
             headers={'allow': ', '.join(allowed)} if allowed else None)
     elif isinstance(exc, (drf_exceptions.NotFound,)):
         error = errors.not_found()
-    elif isinstance(exc, exceptions.PlacementDomainError):
-        # A refusal the view did not word itself: its own status and code.
-        error = conditional.stale_write(request, errors.PlacementError(
-            exc.status, str(exc), code=exc.code,
-            stale=isinstance(exc, exceptions.ConcurrentUpdate)))
     elif outages.is_unavailable(exc):
         return None  # the database is away: DatabaseOutageMiddleware answers 503
     elif isinstance(exc, OperationalError) and is_retryable(exc):

@@ -80,17 +80,29 @@ class PlacementError(Exception):
     `vary` is False for the few answers Placement sends without a Vary
     header (unknown routes, missing providers); `stale` marks a generation
     conflict, answered 412 instead when the request carried If-Match.
-    """
 
-    def __init__(self, status, detail='', *, code=DEFAULT, headers=None, vary=True,
-                 stale=False):
+    The domain errors (placement_site.exceptions) are PlacementErrors too,
+    carrying their status and code as class attributes: whatever is not
+    given here stays the class's.
+    """
+    status = 500
+    code = DEFAULT
+    vary = True
+    stale = False
+
+    def __init__(self, status=None, detail='', *, code=None, headers=None, vary=None,
+                 stale=None):
         super().__init__(detail)
-        self.status = status
         self.detail = detail
-        self.code = code
         self.headers = headers or {}
-        self.vary = vary
-        self.stale = stale
+        for name, value in (('status', status), ('code', code), ('vary', vary),
+                            ('stale', stale)):
+            if value is not None:
+                setattr(self, name, value)
+
+    @property
+    def title(self):
+        return _STATUSES.get(self.status, _STATUSES[500])[0]
 
 
 def bad_request(detail, **kwargs):

@@ -1,23 +1,21 @@
 """Domain errors raised by the services and selectors of both apps.
 
 Messages read like OpenStack Placement's, because the API embeds them in
-error details that clients and operators match on. Each carries the status
-and error code Placement answers it with: the API's one error handler
-(placement_site.api.exception_handler) translates any that a view lets
-through; a view catches one only where Placement words it differently
-there. The admin shows the message.
+error details that clients and operators match on. Each is a PlacementError
+carrying the status and error code Placement answers it with, so the API
+answers any a view lets through as it is; a handler words one differently
+only where Placement does. The admin shows the message.
 """
 from placement_site import errors
 
 
-class PlacementDomainError(Exception):
+class PlacementDomainError(errors.PlacementError):
     message = 'An unknown error occurred.'
     status = 400
-    code = errors.DEFAULT
 
     def __init__(self, message=None, **kwargs):
         self.kwargs = kwargs
-        super().__init__(message or self.message % kwargs)
+        super().__init__(detail=message or self.message % kwargs)
 
 
 class NotFound(PlacementDomainError):
@@ -50,6 +48,7 @@ class ConcurrentUpdate(PlacementDomainError):
     message = 'Another thread concurrently updated the data. Please retry your update'
     status = 409
     code = errors.CONCURRENT_UPDATE
+    stale = True
 
 
 class ProviderConcurrentUpdate(ConcurrentUpdate):
@@ -72,7 +71,8 @@ class DuplicateProvider(PlacementDomainError):
 
 
 class InvalidInventory(PlacementDomainError):
-    message = "Inventory for '%(resource_class)s' on resource provider '%(resource_provider)s' invalid."
+    message = ("Inventory for '%(resource_class)s' on resource provider "
+               "'%(resource_provider)s' invalid.")
 
 
 class InvalidInventoryCapacity(InvalidInventory):
@@ -86,7 +86,8 @@ class InvalidInventoryCapacityReservedCanBeTotal(InvalidInventoryCapacity):
 
 
 class InventoryInUse(InvalidInventory):
-    message = "Inventory for '%(resource_classes)s' on resource provider '%(resource_provider)s' in use."
+    message = ("Inventory for '%(resource_classes)s' on resource provider "
+               "'%(resource_provider)s' in use.")
     status = 409
     code = errors.INVENTORY_INUSE
 
