@@ -13,7 +13,6 @@ from urllib.parse import unquote_to_bytes
 
 import jsonschema
 import orjson
-from django.db import OperationalError
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -24,10 +23,9 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.versioning import BaseVersioning
 from rest_framework.views import set_rollback
 
-from placement_site import conditional, errors, exceptions, microversion, outages, policy
-from placement_site.middleware import render_error
+from placement_site import conditional, errors, microversion, policy
+from placement_site.middleware import error_for
 from placement_site.queries import batched
-from placement_site.retries import is_retryable
 from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
 
 CACHE_HEADERS_MICROVERSION = (1, 15)
@@ -51,30 +49,22 @@ class MicroversionVersioning(BaseVersioning):
 
 
 def exception_handler(exc, context):
-    """DRF's single error path: Placement errors in Placement's format."""
+    """DRF's way into the API's one error path (middleware.error_for): DRF's
+    own 405 and 404 as Placement words them; what has no answer there (an
+    outage, a fault) is raised on to the middleware."""
     request = context['request']._request
-    if isinstance(exc, errors.PlacementError):   # domain errors included
-        error = conditional.stale_write(request, exc)
-    elif isinstance(exc, drf_exceptions.MethodNotAllowed):
-        view = context['view']
-        allowed = [m.upper() for m in getattr(view, 'action_map', {}) if m != 'head']
-        error = errors.PlacementError(
+    if isinstance(exc, drf_exceptions.MethodNotAllowed):
+        allowed = [m.upper() for m in getattr(context['view'], 'action_map', {}) if m != 'head']
+        exc = errors.PlacementError(
             405, 'The method specified is not allowed for this resource.',
             headers={'allow': ', '.join(allowed)} if allowed else None)
-    elif isinstance(exc, (drf_exceptions.NotFound,)):
-        error = errors.not_found()
-    elif outages.is_unavailable(exc):
-        return None  # the database is away: DatabaseOutageMiddleware answers 503
-    elif isinstance(exc, OperationalError) and is_retryable(exc):
-        # A deadlock or lock wait timeout no service retried (MySQL takes
-        # locks PostgreSQL does not): a conflict to retry, as a stale
-        # generation is, not a server error.
-        error = errors.conflict(f'Update conflict: {exceptions.ConcurrentUpdate.message}',
-                                code=errors.CONCURRENT_UPDATE)
-    else:
-        return None  # unexpected: the fault wrapper answers 500
+    elif isinstance(exc, drf_exceptions.NotFound):
+        exc = errors.not_found()
+    error = error_for(request, exc)
+    if error is None:
+        return None
     set_rollback()
-    return render_error(request, error)
+    return errors.render(request, error)
 
 
 # ---- decorators, applied in the same order as Placement's ----------------

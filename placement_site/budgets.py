@@ -37,7 +37,7 @@ from django.http import HttpResponse
 from django.template.loader import render_to_string
 
 from placement_site import errors, serving
-from placement_site.middleware import is_api_path, render_error
+from placement_site.middleware import is_api_path
 
 LOG = logging.getLogger('placement.budgets')
 
@@ -260,7 +260,7 @@ def over_budget(request, exception):
     if is_api_path(path) or path == '/metrics':
         if request.META.get('HTTP_ACCEPT', '*/*') == '*/*':
             request.META['HTTP_ACCEPT'] = 'application/json'   # as the API's default
-        response = render_error(request, errors.PlacementError(
+        response = errors.render(request, errors.PlacementError(
             503, f'{what} took longer than its budget of {budget:g} s '
                  f'(PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS) and was stopped. '
                  f'{ADVICE.get(path, "")}'.strip()))

@@ -79,7 +79,9 @@ class PlacementError(Exception):
     `detail` is the human sentence; `code` the error code shown from 1.23;
     `vary` is False for the few answers Placement sends without a Vary
     header (unknown routes, missing providers); `stale` marks a generation
-    conflict, answered 412 instead when the request carried If-Match.
+    conflict, answered 412 instead when the request carried If-Match;
+    `listed` is False for the 401, which Placement's auth middleware sends
+    in WebOb's own body rather than the list of errors.
 
     The domain errors (placement_site.exceptions) are PlacementErrors too,
     carrying their status and code as class attributes: whatever is not
@@ -89,14 +91,15 @@ class PlacementError(Exception):
     code = DEFAULT
     vary = True
     stale = False
+    listed = True
 
     def __init__(self, status=None, detail='', *, code=None, headers=None, vary=None,
-                 stale=None):
+                 stale=None, listed=None):
         super().__init__(detail)
         self.detail = detail
         self.headers = headers or {}
         for name, value in (('status', status), ('code', code), ('vary', vary),
-                            ('stale', stale)):
+                            ('stale', stale), ('listed', listed)):
             if value is not None:
                 setattr(self, name, value)
 
@@ -127,22 +130,29 @@ def stale(detail):
     return PlacementError(409, detail, code=CONCURRENT_UPDATE, stale=True)
 
 
+def unauthorized():
+    """The 401 of a request without credentials, as Placement's auth
+    middleware sends it: before Placement's error formatting, so in
+    WebOb's own body."""
+    return PlacementError(401, listed=False)
+
+
 def _strip_tags(text):
     text = text.replace('\n', ' ').replace('\r', '')
     return _TAG.sub('', _BR.sub('\n', text))
 
 
-def _body_text(status, detail, meta, escape):
-    title, explanation, template = _STATUSES.get(status, _STATUSES[500])
+def _body_text(error, meta, escape):
+    _, explanation, template = _STATUSES.get(error.status, _STATUSES[500])
     values = {
         'explanation': escape(explanation),
-        'detail': escape(detail),
+        'detail': escape(error.detail),
         'html_comment': '',
         'REQUEST_METHOD': escape(meta.get('REQUEST_METHOD', '')),
         'HTTP_ACCEPT': escape(meta.get('HTTP_ACCEPT', '')),
         'CONTENT_TYPE': escape(meta.get('CONTENT_TYPE') or 'None'),
     }
-    return title, Template(template).safe_substitute(values)
+    return Template(template).safe_substitute(values)
 
 
 def quality(accept, offer):
@@ -187,33 +197,50 @@ def _preferred_format(accept):
     return 'text/plain'
 
 
-def render(request, error, *, version=None, request_id=None):
-    """The HttpResponse for a PlacementError."""
+def render(request, error):
+    """The answer to a PlacementError: the one place an error becomes a
+    response, at the request's microversion and with its request id.
+
+    The response carries the error itself (its code and cause, whatever the
+    microversion shows): placement_site.metrics counts every error from it.
+    """
     meta = request.META
+    version = getattr(request, 'placement_version', None)
+    request_id = getattr(request, 'placement_request_id', None)
     fmt = _preferred_format(meta.get('HTTP_ACCEPT', 'application/json'))
-    status = error.status
+    status, title = error.status, error.title
+    if fmt == 'text/plain' and not error.listed:
+        fmt = 'application/json'
     if fmt == 'application/json':
-        title, text = _body_text(status, error.detail, meta, escape=str)
-        entry = {'status': status, 'title': title, 'detail': _strip_tags(text)}
-        if version is not None and version.matches(ERROR_CODE_MICROVERSION):
-            entry['code'] = error.code
-        if request_id:
-            entry['request_id'] = request_id
-        if status == 406 and version is None:
-            entry['max_version'] = microversion.MAX_VERSION
-            entry['min_version'] = microversion.MIN_VERSION
-        body = json.dumps({'errors': [entry]})
+        text = _body_text(error, meta, escape=str)
+        if error.listed:
+            body = json.dumps({'errors': [_entry(error, text, version, request_id)]})
+        else:  # WebOb's own JSON body
+            body = json.dumps({'message': text, 'code': f'{status} {title}', 'title': title})
     elif fmt == 'text/html':
-        title, text = _body_text(status, error.detail, meta, escape=html.escape)
+        text = _body_text(error, meta, escape=html.escape)
         heading = f'{status} {title}'
         body = (f'<html>\n <head>\n  <title>{heading}</title>\n </head>\n'
                 f' <body>\n  <h1>{heading}</h1>\n  {text}\n </body>\n</html>')
     else:
-        title, text = _body_text(status, error.detail, meta, escape=str)
-        body = f'{status} {title}\n\n{_strip_tags(text)}'
+        body = f'{status} {title}\n\n{_strip_tags(_body_text(error, meta, escape=str))}'
     content_type = fmt if fmt == 'application/json' else f'{fmt}; charset=UTF-8'
     response = HttpResponse(body, status=status, content_type=content_type)
     for name, value in error.headers.items():
         response[name] = value
     response.placement_vary = error.vary
+    response.placement_error = error
     return response
+
+
+def _entry(error, text, version, request_id):
+    """The error in Placement's list of errors."""
+    entry = {'status': error.status, 'title': error.title, 'detail': _strip_tags(text)}
+    if version is not None and version.matches(ERROR_CODE_MICROVERSION):
+        entry['code'] = error.code
+    if request_id:
+        entry['request_id'] = request_id
+    if error.status == 406 and version is None:
+        entry['max_version'] = microversion.MAX_VERSION
+        entry['min_version'] = microversion.MIN_VERSION
+    return entry

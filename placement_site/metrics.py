@@ -60,10 +60,9 @@ class RequestMetricsMiddleware:
     """Counts and times every request, by route, method and final status.
 
     First in settings.MIDDLEWARE, so the time is the whole pipeline's and
-    the status the one the client gets. Errors answered in Placement's
-    format carry their PlacementError (placement_site.middleware.render_error),
-    whose code and cause tell conflicts and capacity refusals apart at every
-    microversion.
+    the status the one the client gets. Every error answer carries its
+    PlacementError (placement_site.errors.render), whose code and cause tell
+    conflicts and capacity refusals apart at every microversion.
     """
 
     def __init__(self, get_response):

@@ -7,17 +7,27 @@ applies to Placement's API paths only; the admin, dashboards and API docs
 below UI_PREFIXES are plain Django.
 """
 import functools
-import json
 import logging
 import uuid
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, SuspiciousOperation
+from django.db import OperationalError
 from django.http import HttpResponse
 from django.utils.cache import add_never_cache_headers
 from oslo_context import context as oslo_context
 
-from placement_site import actor, errors, microversion, outages, serving, snapshots
+from placement_site import (
+    actor,
+    conditional,
+    errors,
+    exceptions,
+    microversion,
+    outages,
+    serving,
+    snapshots,
+)
+from placement_site.retries import is_retryable
 
 LOG = logging.getLogger('placement.requests')
 
@@ -70,7 +80,7 @@ class RequestLogMiddleware:
             # a host outside DJANGO_ALLOWED_HOSTS is refused on every request.
             request.get_host()
         except DisallowedHost as exc:
-            response = render_error(request, errors.bad_request(str(exc)))
+            response = errors.render(request, errors.bad_request(str(exc)))
             response[REQUEST_ID_HEADER] = request.placement_request_id
             return response
         # Without an Accept header (or with */*) errors are JSON, as a
@@ -172,18 +182,6 @@ class CorsMiddleware:
         return response
 
 
-def unauthorized_response(request):
-    """The 401 Placement sends (WebOb's own format, not the errors list)."""
-    explanation = errors._STATUSES[401][1]
-    if errors._preferred_format(request.META.get('HTTP_ACCEPT', '')) == 'text/html':
-        body = ('<html>\n <head>\n  <title>401 Unauthorized</title>\n </head>\n <body>\n'
-                f'  <h1>401 Unauthorized</h1>\n  {explanation}<br /><br />\n\n\n\n </body>\n</html>')
-        return HttpResponse(body, status=401, content_type='text/html; charset=UTF-8')
-    body = json.dumps({'message': f'{explanation}<br /><br />\n\n\n',
-                       'code': '401 Unauthorized', 'title': 'Unauthorized'})
-    return HttpResponse(body, status=401, content_type='application/json')
-
-
 class AuthMiddleware:
     """Who is asking: noauth2 tokens or Keystone's headers -> request context.
 
@@ -206,7 +204,7 @@ class AuthMiddleware:
         if self.noauth and path != '/':
             token = meta.get('HTTP_X_AUTH_TOKEN')
             if token is None:
-                return unauthorized_response(request)
+                return errors.render(request, errors.unauthorized())
             user_id, _, project_id = token.partition(':')
             project_id = project_id or user_id
             if 'HTTP_X_ROLES' in meta:
@@ -222,7 +220,7 @@ class AuthMiddleware:
         ctx = oslo_context.RequestContext.from_environ(
             meta, request_id=request.placement_request_id)
         if ctx.user_id is None and not _is_root(path):
-            return unauthorized_response(request)
+            return errors.render(request, errors.unauthorized())
         request.placement_context = ctx
         with actor.acting(actor.Actor(request.placement_request_id, ctx.user_id,
                                       ctx.project_id)):
@@ -311,11 +309,10 @@ class MicroversionMiddleware:
         try:
             version = microversion.negotiate(request.headers)
         except ValueError as exc:
-            return errors.render(request, errors.PlacementError(406, f'Invalid microversion: {exc}'),
-                                 request_id=request.placement_request_id)
+            return errors.render(request, errors.PlacementError(
+                406, f'Invalid microversion: {exc}'))
         except TypeError as exc:
-            return errors.render(request, errors.PlacementError(400, f'Invalid microversion: {exc}'),
-                                 request_id=request.placement_request_id)
+            return errors.render(request, errors.bad_request(f'Invalid microversion: {exc}'))
         request.placement_version = version
         response = self._check_body_headers(request) or self.get_response(request)
         response[microversion.HEADER] = f'{microversion.SERVICE_TYPE} {version}'
@@ -331,29 +328,47 @@ class MicroversionMiddleware:
         try:
             has_body = int(length) > 0
         except ValueError:
-            return render_error(request, errors.bad_request(
+            return errors.render(request, errors.bad_request(
                 'content-length header must be an integer', vary=False))
         if has_body and not request.META.get('CONTENT_TYPE'):
-            return render_error(request, errors.bad_request(
+            return errors.render(request, errors.bad_request(
                 'content-type header required when content-length > 0', vary=False))
         return None
 
     def process_exception(self, request, exception):
         if not is_api_path(request.path_info):
             return None
-        if isinstance(exception, errors.PlacementError):
-            return render_error(request, exception)
-        if isinstance(exception, RequestDataTooBig):
-            return render_error(request, errors.PlacementError(
-                413, f'The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.'))
-        if isinstance(exception, SuspiciousOperation):
-            return render_error(request, errors.bad_request(str(exception)))
-        if isinstance(exception, ValueError) and 'NUL (0x00)' in str(exception):
-            # PostgreSQL cannot take a NUL character anywhere in a query.
-            return render_error(request, errors.bad_request(
-                f'Invalid input: NUL characters are not allowed ({exception})'))
-        LOG.exception('Placement API unexpected error: %s', exception)
-        return render_error(request, errors.PlacementError(500, str(exception)))
+        error = error_for(request, exception)
+        if error is None:
+            LOG.exception('Placement API unexpected error: %s', exception)
+            error = errors.PlacementError(500, str(exception))
+        return errors.render(request, error)
+
+
+def error_for(request, exception):
+    """The PlacementError answering an exception raised on an API path: the
+    API's one mapping, for DRF's handler (placement_site.api) and the fault
+    wrapper alike. None for a database that is away (DatabaseOutageMiddleware
+    answers it, once the view's transaction is over) and for anything
+    unexpected (the fault wrapper's 500)."""
+    if isinstance(exception, errors.PlacementError):   # domain errors included
+        return conditional.stale_write(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        return errors.PlacementError(
+            413, f'The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.')
+    if isinstance(exception, SuspiciousOperation):
+        return errors.bad_request(str(exception))
+    if isinstance(exception, ValueError) and 'NUL (0x00)' in str(exception):
+        # PostgreSQL cannot take a NUL character anywhere in a query.
+        return errors.bad_request(f'Invalid input: NUL characters are not allowed ({exception})')
+    if (isinstance(exception, OperationalError) and is_retryable(exception)
+            and not outages.is_unavailable(exception)):
+        # A deadlock or lock wait timeout no service retried (MySQL takes
+        # locks PostgreSQL does not): a conflict to retry, as a stale
+        # generation is, not a server error.
+        return errors.conflict(f'Update conflict: {exceptions.ConcurrentUpdate.message}',
+                               code=errors.CONCURRENT_UPDATE)
+    return None
 
 
 class DatabaseOutageMiddleware:
@@ -383,23 +398,12 @@ def database_unavailable(request, exception):
     outages.note(getattr(request, 'placement_request_id', None), request.path, exception)
     headers = {'Retry-After': str(outages.RETRY_AFTER_SECONDS)}
     if is_api_path(request.path_info):
-        response = render_error(request, errors.PlacementError(503, outages.DETAIL,
-                                                               headers=headers))
+        response = errors.render(request, errors.PlacementError(503, outages.DETAIL,
+                                                                headers=headers))
     else:
         response = HttpResponse(f'<h1>Service Unavailable</h1>\n<p>{outages.DETAIL}</p>\n',
                                 status=503, headers=headers)
     response._has_been_logged = True  # the WARNING is its log line, not Django's ERROR
-    return response
-
-
-def render_error(request, error):
-    """A PlacementError as a response for this request."""
-    response = errors.render(request, error,
-                             version=getattr(request, 'placement_version', None),
-                             request_id=getattr(request, 'placement_request_id', None))
-    # The error itself (its code and cause, whatever the microversion shows):
-    # placement_site.metrics counts conflicts and capacity refusals from it.
-    response.placement_error = error
     return response
 
 

@@ -8,7 +8,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from placement_site import errors, microversion, outages
 from placement_site.api import PlacementViewSet
-from placement_site.middleware import database_unavailable, is_api_path, render_error
+from placement_site.middleware import database_unavailable, is_api_path
 
 
 class RootViewSet(PlacementViewSet):
@@ -28,9 +28,10 @@ class RootViewSet(PlacementViewSet):
 
 @csrf_exempt
 def not_found(request, *args, **kwargs):
-    """Any path no route knows: Placement's 404 on API paths."""
+    """Any path no route knows: Placement's 404 on API paths (answered by
+    the fault wrapper, as any view's error)."""
     if is_api_path(request.path_info):
-        return render_error(request, errors.not_found(vary=False))
+        raise errors.not_found(vary=False)
     raise Http404(request.path_info)
 
 
