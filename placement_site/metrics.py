@@ -43,6 +43,11 @@ LATENCY = prometheus_client.Histogram(
     'placement_request_duration_seconds',
     'Time from receiving a request to having its answer, by route, method and status.',
     ['route', 'method', 'status'])
+ERRORS = prometheus_client.Counter(
+    'placement_errors',
+    'Requests answered with an error, by route, status and error code (the code as '
+    'microversion 1.23 and later show it, whatever the request asked for).',
+    ['route', 'status', 'code'])
 CONFLICTS = prometheus_client.Counter(
     'placement_generation_conflicts',
     'Writes refused with 409 placement.concurrent_update (a stale provider or consumer '
@@ -79,11 +84,12 @@ class RequestMetricsMiddleware:
         LATENCY.labels(route, method, status).observe(elapsed)
         error = getattr(response, 'placement_error', None)
         if error is not None:
-            count_refusal(error, route)
+            count_error(error, route, status)
         return response
 
 
-def count_refusal(error, route):
+def count_error(error, route, status):
+    ERRORS.labels(route, status, error.code).inc()
     if error.code == errors.CONCURRENT_UPDATE:
         CONFLICTS.labels(route).inc()
     elif caused_by(error, exceptions.InvalidAllocationCapacityExceeded):

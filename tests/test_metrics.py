@@ -1,7 +1,7 @@
 """GET /metrics: openstack-exporter's Placement series and ours, equal to
 what the API answers; pool and cloud sums; a fixed number of queries; who
-may scrape; request, conflict and capacity-refusal counters, in one process
-and added up over several gunicorn workers."""
+may scrape; request, error, conflict and capacity-refusal counters, in one
+process and added up over several gunicorn workers."""
 import gzip
 import os
 import signal
@@ -10,12 +10,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psycopg2
 import pytest
 import requests
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from providers import services
 from providers.models import ResourceProvider
 from scripts.harness.placement import Server
 from tests.support.api import new_uuid
@@ -339,6 +341,49 @@ def test_capacity_refusals_are_counted(api, cloud):
     assert value(after, 'openstack_placement_resource_usage', hostname='cn2',
                  resourcetype='VCPU') == 8
     assert value(after, 'placement_provider_free', hostname='cn2', resourcetype='VCPU') == 0
+
+
+def database_away(**kwargs):
+    """A service meeting a database that is away, as the driver says it."""
+    try:
+        raise psycopg2.OperationalError('server closed the connection unexpectedly')
+    except psycopg2.Error as exc:
+        raise OperationalError('server closed the connection unexpectedly') from exc
+
+
+def test_every_error_answer_is_counted_by_route_status_and_code(api, monkeypatch):
+    """Errors answered before any view (no credentials, a microversion
+    this server does not serve, a scraper from elsewhere), outages and
+    unknown paths too: every error goes through the one renderer."""
+    monkeypatch.setattr(services, 'trait_ensure', database_away)
+    before = scrape()
+    assert api.get('/resource_providers', token=False).status_code == 401
+    assert api.get('/resource_providers', version='9.99').status_code == 406
+    assert api.get('/resource_providers', version='1.abc').status_code == 400
+    assert api.put('/traits/CUSTOM_AWAY').status_code == 503
+    assert api.get(f'/no/such/path/{new_uuid()}').status_code == 404
+    assert api.put(f'/resource_providers/{new_uuid()}', {'name': 'x'}).status_code == 404
+    assert Client().get('/metrics', REMOTE_ADDR=OUTSIDE).status_code == 403
+    after = scrape()
+    count = 'placement_errors_total'
+    undefined = 'placement.undefined_code'
+    for route, status in (('/resource_providers', '401'), ('/resource_providers', '406'),
+                          ('/resource_providers', '400'), ('/traits/{name}', '503'),
+                          ('unmatched', '404'), ('/resource_providers/{uuid}', '404'),
+                          ('/metrics', '403')):
+        assert delta(before, after, count, route=route, status=status, code=undefined) == 1, (
+            route, status)
+    assert sum(of(after, count).values()) - sum(of(before, count).values()) == 7
+    # A conflict is counted by its code as well as a conflict.
+    provider = api.create_provider('cn')['uuid']
+    stale = api.put(f'/resource_providers/{provider}/traits',
+                    {'traits': [], 'resource_provider_generation': 7})
+    assert stale.status_code == 409
+    again = scrape()
+    assert delta(after, again, count, route='/resource_providers/{uuid}/traits', status='409',
+                 code='placement.concurrent_update') == 1
+    assert delta(after, again, 'placement_generation_conflicts_total',
+                 route='/resource_providers/{uuid}/traits') == 1
 
 
 # ---- several gunicorn workers -----------------------------------------------
