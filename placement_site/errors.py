@@ -6,6 +6,7 @@ request_id}]}, or HTML / plain text when the client asks only for those. The
 'detail' keeps Placement's shape, "<explanation>\\n\\n <message>  ", because
 clients and operators match on it.
 """
+import contextlib
 import html
 import json
 import re
@@ -135,6 +136,40 @@ def unauthorized():
     middleware sends it: before Placement's error formatting, so in
     WebOb's own body."""
     return PlacementError(401, listed=False)
+
+
+class Worded:
+    """How one handler words a domain error: `detail`, a str.format
+    template of {error} (the exception's own message) and the names given
+    to worded(); and, rarely, what differs from the exception's own status,
+    code, Vary or staleness (Placement answers a few errors differently
+    in different handlers)."""
+
+    def __init__(self, detail, **differences):
+        self.detail = detail
+        self.differences = differences
+
+    def error(self, exc, names):
+        fields = {'status': exc.status, 'code': exc.code, 'vary': exc.vary,
+                  'stale': exc.stale, **self.differences}
+        return PlacementError(detail=self.detail.format(error=exc, **names), **fields)
+
+
+@contextlib.contextmanager
+def worded(wording, **names):
+    """Domain errors raised inside, worded as this handler's answer says
+    them. `wording` maps exception classes (the first that matches wins)
+    to a detail template or a Worded; an error no entry matches passes
+    unchanged. The worded error is raised from the domain error, so
+    placement_site.metrics still sees its cause."""
+    try:
+        yield
+    except PlacementError as exc:
+        for kind, how in wording.items():
+            if isinstance(exc, kind):
+                how = how if isinstance(how, Worded) else Worded(how)
+                raise how.error(exc, names) from exc
+        raise
 
 
 def _strip_tags(text):

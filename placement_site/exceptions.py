@@ -4,7 +4,7 @@ Messages read like OpenStack Placement's, because the API embeds them in
 error details that clients and operators match on. Each is a PlacementError
 carrying the status and error code Placement answers it with, so the API
 answers any a view lets through as it is; a handler words one differently
-only where Placement does. The admin shows the message.
+only where Placement does (errors.worded). The admin shows the message.
 """
 from placement_site import errors
 

@@ -97,8 +97,8 @@ def count_error(error, route, status):
 
 
 def caused_by(error, kind):
-    """Whether `error` was raised while handling (or from) an exception of
-    `kind`: the views turn domain errors into PlacementErrors that way."""
+    """Whether `error` is, or was raised from, an exception of `kind`: a
+    handler's wording of a domain error (errors.worded) is raised from it."""
     seen = error
     while seen is not None:
         if isinstance(seen, kind):

@@ -8,7 +8,7 @@ resource classes; and our event log. One module per resource:
 - resource_classes: /resource_classes[/{name}]
 - traits: /traits[/{name}]
 - events: GET /events
-- shared: find_provider and the answers several of them give
+- shared: find_provider
 
 The URL map, the docs modules and the allocations app import the views from
 here.
@@ -19,12 +19,11 @@ from providers.api.views.provider_aggregates import ProviderAggregatesViewSet
 from providers.api.views.provider_traits import ProviderTraitsViewSet
 from providers.api.views.providers import RP_POLICY, ResourceProviderViewSet
 from providers.api.views.resource_classes import ResourceClassViewSet
-from providers.api.views.shared import custom_name_deletion, domain_not_found, find_provider
+from providers.api.views.shared import find_provider
 from providers.api.views.traits import TraitViewSet
 
 __all__ = [
     'INVENTORY_POLICY', 'RP_POLICY', 'EventViewSet', 'InventoryViewSet',
     'ProviderAggregatesViewSet', 'ProviderTraitsViewSet', 'ResourceClassViewSet',
-    'ResourceProviderViewSet', 'TraitViewSet', 'custom_name_deletion', 'domain_not_found',
-    'find_provider',
+    'ResourceProviderViewSet', 'TraitViewSet', 'find_provider',
 ]

@@ -2,12 +2,15 @@
 inventories."""
 from placement_site import errors, exceptions
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
+from placement_site.errors import Worded, worded
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import domain_not_found, find_provider
+from providers.api.views.shared import find_provider
 from providers.models import Inventory
 
 INVENTORY_POLICY = 'placement:resource_providers:inventories:%s'
+CREATE_REFUSED = 'Unable to create inventory for resource provider {provider}: {error}'
+UPDATE_REFUSED = 'Unable to update inventory for resource provider {provider}: {error}'
 
 
 class InventoryViewSet(PlacementViewSet):
@@ -51,15 +54,14 @@ class InventoryViewSet(PlacementViewSet):
         resource_class = data.pop('resource_class')
         data.pop('resource_provider_generation', None)
         self.check_preconditions(serializers.generation_etag(provider))
-        try:
+        with worded({
+            exceptions.ConcurrentUpdate: 'Update conflict: {error}',
+            exceptions.InvalidInventoryCapacity: CREATE_REFUSED,
+            exceptions.NotFound: Worded(CREATE_REFUSED, status=400),
+        }, provider=provider.uuid):
             inventory = services.inventory_add(
                 provider=provider, resource_class=resource_class, record=data,
                 reserved_can_be_total=self._reserved_can_be_total())
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.stale(f'Update conflict: {exc}')
-        except (exceptions.InvalidInventoryCapacity, exceptions.NotFound) as exc:
-            raise errors.bad_request(
-                f'Unable to create inventory for resource provider {provider.uuid}: {exc}')
         provider_url = serializers.provider_url(request, provider.uuid)
         location = f'{provider_url}/inventories/{resource_class}'
         return self._send_one(provider, inventory, status=201, location=location)
@@ -73,20 +75,17 @@ class InventoryViewSet(PlacementViewSet):
         self.check_preconditions(serializers.generation_etag(provider))
         if data.get('resource_provider_generation', provider.generation) != provider.generation:
             raise errors.stale('resource provider generation conflict')
-        try:
+        with worded({
+            exceptions.InvalidInventoryCapacity: UPDATE_REFUSED,
+            exceptions.ResourceClassNotFound: Worded(
+                'Unknown resource class in inventory for resource provider {provider}: {error}',
+                status=400),
+            exceptions.ConcurrentUpdate: 'update conflict: {error}',
+            exceptions.InventoryInUse: 'update conflict: {error}',
+        }, provider=provider.uuid):
             inventories = services.inventories_replace(
                 provider=provider, inventories=data['inventories'],
                 reserved_can_be_total=self._reserved_can_be_total())
-        except exceptions.InvalidInventoryCapacity as exc:
-            raise errors.bad_request(
-                f'Unable to update inventory for resource provider {provider.uuid}: {exc}')
-        except exceptions.ResourceClassNotFound as exc:
-            raise errors.bad_request(
-                f'Unknown resource class in inventory for resource provider {provider.uuid}: {exc}')
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.stale(f'update conflict: {exc}')
-        except exceptions.InventoryInUse as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
         return self._send_all(provider, inventories)
 
     @versions('1.5', status=405)
@@ -94,12 +93,11 @@ class InventoryViewSet(PlacementViewSet):
         self.authorize(INVENTORY_POLICY % 'delete')
         provider = find_provider(uuid)
         self.check_preconditions(serializers.generation_etag(provider))
-        try:
+        with worded({exceptions.ConcurrentUpdate: (
+                'Unable to delete inventory for resource provider {provider} because the '
+                'inventory was updated by another process. Please retry your request.')},
+                provider=provider.uuid):
             services.inventories_replace(provider=provider, inventories={})
-        except exceptions.ConcurrentUpdate:
-            raise errors.stale(
-                f'Unable to delete inventory for resource provider {provider.uuid} because the '
-                'inventory was updated by another process. Please retry your request.')
         return self.no_content(etag=serializers.generation_etag(provider))
 
     @accept_json
@@ -122,38 +120,30 @@ class InventoryViewSet(PlacementViewSet):
         self.check_preconditions(serializers.generation_etag(provider))
         if data.pop('resource_provider_generation', provider.generation) != provider.generation:
             raise errors.stale('resource provider generation conflict')
-        try:
+        with worded({
+            exceptions.ResourceClassNotFound: Worded('{error}', vary=False),
+            exceptions.InventoryBelowUsage: 'update conflict: {error}',
+            exceptions.ConcurrentUpdate: 'update conflict: {error}',
+            exceptions.InventoryNotFound: Worded(
+                'No inventory record with resource class for resource provider {provider}: '
+                '{error}', status=400),
+            exceptions.InvalidInventoryCapacity: UPDATE_REFUSED,
+        }, provider=provider.uuid):
             inventory = services.inventory_update(
                 provider=provider, resource_class=resource_class, record=data,
                 reserved_can_be_total=self._reserved_can_be_total())
-        except exceptions.ResourceClassNotFound as exc:
-            raise domain_not_found(exc)
-        except exceptions.InventoryBelowUsage as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.stale(f'update conflict: {exc}')
-        except exceptions.InventoryNotFound as exc:
-            raise errors.bad_request(
-                'No inventory record with resource class for resource provider '
-                f'{provider.uuid}: {exc}')
-        except exceptions.InvalidInventoryCapacity as exc:
-            raise errors.bad_request(
-                f'Unable to update inventory for resource provider {provider.uuid}: {exc}')
         return self._send_one(provider, inventory)
 
     def destroy(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'delete')
         provider = find_provider(uuid)
         self.check_preconditions(serializers.generation_etag(provider))
-        detail = f'Unable to delete inventory of class {resource_class}: {{}}'
-        try:
+        refused = 'Unable to delete inventory of class {resource_class}: {error}'
+        with worded({
+            # Placement's code here, but not a stale generation: no 412.
+            exceptions.InventoryInUse: Worded(refused, code=errors.CONCURRENT_UPDATE),
+            exceptions.ConcurrentUpdate: refused,
+            exceptions.NotFound: 'No inventory of class {resource_class} found for delete: {error}',
+        }, resource_class=resource_class):
             services.inventory_delete(provider=provider, resource_class=resource_class)
-        except exceptions.InventoryInUse as exc:
-            # Placement's code for it too, but not a stale generation: no 412.
-            raise errors.conflict(detail.format(exc), code=errors.CONCURRENT_UPDATE)
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.stale(detail.format(exc))
-        except exceptions.NotFound as exc:
-            raise errors.not_found(
-                f'No inventory of class {resource_class} found for delete: {exc}')
         return self.no_content(etag=serializers.generation_etag(provider))

@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from placement_site import errors, exceptions
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
+from placement_site.errors import worded
 from providers import schemas, services
 from providers.api import serializers
 from providers.api.views.shared import find_provider
@@ -46,11 +47,9 @@ class ProviderAggregatesViewSet(PlacementViewSet):
             aggregate_uuids = data['aggregates']
         else:
             aggregate_uuids = data
-        try:
-            # Before 1.19 Placement leaves the generation alone here; with
-            # If-Match it is claimed all the same, so a racing write is seen.
+        # Before 1.19 Placement leaves the generation alone here; with
+        # If-Match it is claimed all the same, so a racing write is seen.
+        with worded({exceptions.ConcurrentUpdate: 'Update conflict: {error}'}):
             services.aggregates_replace(provider=provider, aggregate_uuids=aggregate_uuids,
                                         bump_generation=with_generation or guarded)
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.stale(f'Update conflict: {exc}')
         return self._send(provider, aggregate_uuids)

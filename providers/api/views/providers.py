@@ -1,7 +1,7 @@
 """/resource_providers[/{uuid}]: the providers themselves."""
 import uuid as uuid_lib
 
-from placement_site import errors, exceptions
+from placement_site import exceptions
 from placement_site.api import (
     PlacementViewSet,
     accept_json,
@@ -10,6 +10,7 @@ from placement_site.api import (
     query_params,
     require_json,
 )
+from placement_site.errors import worded
 from placement_site.validation import normalize_uuid
 from providers import schemas, services
 from providers.api import serializers
@@ -43,15 +44,12 @@ class ResourceProviderViewSet(PlacementViewSet):
         self.authorize(RP_POLICY % 'create')
         data = json_body(request, schemas.PROVIDER_POST_BY_VERSION.at(self.version))
         provider_uuid = normalize_uuid(data['uuid']) if data.get('uuid') else str(uuid_lib.uuid4())
-        try:
+        with worded({exceptions.ObjectActionError:
+                     'Unable to create resource provider "{name}", {uuid}: {error}'},
+                    name=data['name'], uuid=provider_uuid):
             provider = services.provider_create(
                 name=data['name'], uuid=provider_uuid,
                 parent_provider_uuid=data.get('parent_provider_uuid'))
-        except exceptions.DuplicateProvider as exc:
-            raise errors.conflict(str(exc), code=errors.DUPLICATE_NAME)
-        except exceptions.ObjectActionError as exc:
-            raise errors.bad_request(
-                f'Unable to create resource provider "{data["name"]}", {provider_uuid}: {exc}')
         location = serializers.provider_url(request, provider.uuid)
         etag = serializers.provider_etag(provider)
         if self.version.matches((1, 20)):
@@ -74,19 +72,16 @@ class ResourceProviderViewSet(PlacementViewSet):
         provider = find_provider(uuid)
         data = json_body(request, schemas.PROVIDER_PUT_BY_VERSION.at(self.version))
         guarded = self.check_preconditions(serializers.provider_etag(provider))
-        try:
+        with worded({
+            # Only as_read raises ProviderConcurrentUpdate.
+            exceptions.ProviderConcurrentUpdate: 'Unable to save resource provider {uuid}: {error}',
+            exceptions.DuplicateProvider: 'Conflicting resource provider {name} already exists.',
+            exceptions.ObjectActionError: 'Unable to save resource provider {uuid}: {error}',
+        }, uuid=uuid, name=data['name']):
             provider = services.provider_update(
                 provider=provider, name=data.get('name'),
                 parent_provider_uuid=data.get('parent_provider_uuid', ...),
                 allow_reparenting=self.version.matches((1, 37)), as_read=guarded)
-        except exceptions.ProviderConcurrentUpdate as exc:  # only as_read raises it
-            raise errors.stale(f'Unable to save resource provider {uuid}: {exc}')
-        except exceptions.DuplicateProvider:
-            raise errors.conflict(
-                f'Conflicting resource provider {data["name"]} already exists.',
-                code=errors.DUPLICATE_NAME)
-        except exceptions.ObjectActionError as exc:
-            raise errors.bad_request(f'Unable to save resource provider {uuid}: {exc}')
         return self.respond(serializers.provider(request, provider, self.version),
                             last_modified=provider.last_modified,
                             etag=serializers.provider_etag(provider))
@@ -96,17 +91,15 @@ class ResourceProviderViewSet(PlacementViewSet):
         provider = find_provider(uuid, 'No resource provider with uuid {uuid} found for delete',
                                  vary=True)
         guarded = self.check_preconditions(serializers.provider_etag(provider))
-        try:
+        with worded({
+            # Only as_read raises ProviderConcurrentUpdate.
+            exceptions.ProviderConcurrentUpdate:
+                'Unable to delete resource provider {uuid}: {error}',
+            exceptions.ProviderInUse: 'Unable to delete resource provider {uuid}: {error}',
+            exceptions.CannotDeleteParentProvider:
+                'Unable to delete parent resource provider {uuid}: It has child resource '
+                'providers.',
+            exceptions.NotFound: 'No resource provider with uuid {uuid} found for delete',
+        }, uuid=uuid):
             services.provider_delete(provider=provider, as_read=guarded)
-        except exceptions.ProviderConcurrentUpdate as exc:  # only as_read raises it
-            raise errors.stale(f'Unable to delete resource provider {uuid}: {exc}')
-        except exceptions.ProviderInUse as exc:
-            raise errors.conflict(f'Unable to delete resource provider {uuid}: {exc}',
-                                  code=errors.PROVIDER_IN_USE)
-        except exceptions.CannotDeleteParentProvider:
-            raise errors.conflict(
-                f'Unable to delete parent resource provider {uuid}: It has child resource '
-                'providers.', code=errors.PROVIDER_CANNOT_DELETE_PARENT)
-        except exceptions.NotFound:
-            raise errors.not_found(f'No resource provider with uuid {uuid} found for delete')
         return self.no_content()

@@ -9,10 +9,10 @@ from placement_site.api import (
     validate,
     versions,
 )
+from placement_site.errors import Worded, worded
 from placement_site.queries import storable
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import custom_name_deletion, domain_not_found
 from providers.models import ResourceClass
 
 
@@ -23,7 +23,8 @@ class ResourceClassViewSet(PlacementViewSet):
     def _find(self, name):
         found = ResourceClass.objects.filter(name=name).first() if storable(name) else None
         if found is None:
-            raise domain_not_found(exceptions.ResourceClassNotFound(name=name))
+            # Placement's generic 404, without Vary.
+            raise errors.not_found(str(exceptions.ResourceClassNotFound(name=name)), vary=False)
         return found
 
     @versions('1.2')
@@ -39,14 +40,14 @@ class ResourceClassViewSet(PlacementViewSet):
     def create(self, request):
         self.authorize(self.POLICY % 'create')
         data = json_body(request, schemas.RESOURCE_CLASS_POST)
-        try:
-            rc = services.resource_class_create(name=data['name'])
-        except exceptions.ResourceClassExists:
-            raise errors.conflict(f'Conflicting resource class already exists: {data["name"]}')
-        except exceptions.ConcurrentUpdate:
-            raise errors.conflict(
+        with worded({
+            exceptions.ResourceClassExists: 'Conflicting resource class already exists: {name}',
+            # Retries ran out: Placement's plain conflict, no code, never a 412.
+            exceptions.ConcurrentUpdate: Worded(
                 'Max retries of DB transaction exceeded attempting to create resource class: '
-                f'{data["name"]}, please try again.')
+                '{name}, please try again.', code=errors.DEFAULT, stale=False),
+        }, name=data['name']):
+            rc = services.resource_class_create(name=data['name'])
         return self.no_content(status=201,
                                location=serializers.resource_class_url(request, rc.name))
 
@@ -70,12 +71,12 @@ class ResourceClassViewSet(PlacementViewSet):
         self.authorize(self.POLICY % 'update')
         data = json_body(request, schemas.RESOURCE_CLASS_PUT_BY_VERSION.at(self.version))
         rc = self._find(name)
-        try:
+        with worded({
+            exceptions.ResourceClassExists: 'Resource class already exists: {new_name}',
+            exceptions.ResourceClassCannotUpdateStandard:
+                'Cannot update standard resource class {name}',
+        }, name=name, new_name=data['name']):
             rc = services.resource_class_rename(resource_class=rc, name=data['name'])
-        except exceptions.ResourceClassExists:
-            raise errors.conflict(f'Resource class already exists: {data["name"]}')
-        except exceptions.ResourceClassCannotUpdateStandard:
-            raise errors.bad_request(f'Cannot update standard resource class {name}')
         return self.respond(serializers.resource_class(request, rc), cache_headers=False)
 
     def _ensure(self, request, name):
@@ -93,6 +94,8 @@ class ResourceClassViewSet(PlacementViewSet):
     def destroy(self, request, name):
         self.authorize(self.POLICY % 'delete')
         rc = self._find(name)
-        with custom_name_deletion('Error in delete resource class: '):
+        refused = 'Error in delete resource class: {error}'
+        with worded({exceptions.ResourceClassCannotDeleteStandard: refused,
+                     exceptions.ResourceClassInUse: refused}):
             services.resource_class_delete(resource_class=rc)
         return self.no_content()

@@ -4,7 +4,6 @@ from placement_site.api import PlacementViewSet, accept_json, query_params, vali
 from placement_site.queries import storable
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import custom_name_deletion
 from providers.models import Trait
 
 
@@ -45,7 +44,7 @@ class TraitViewSet(PlacementViewSet):
     def _find(self, name):
         trait = Trait.objects.filter(name=name).first() if storable(name) else None
         if trait is None:
-            raise errors.not_found(str(exceptions.TraitNotFound(names=name)))
+            raise exceptions.TraitNotFound(names=name)
         return trait
 
     @versions('1.6')
@@ -57,13 +56,10 @@ class TraitViewSet(PlacementViewSet):
     @versions('1.6')
     def update(self, request, name):
         self.authorize(self.POLICY % 'update')
-        try:
-            validate(name, schemas.CUSTOM_TRAIT_NAME, '{}')
-        except errors.PlacementError:
-            raise errors.bad_request(
-                'The trait is invalid. A valid trait must be no longer than 255 characters, '
-                'start with the prefix "CUSTOM_" and use following characters: "A"-"Z", '
-                '"0"-"9" and "_"')
+        validate(name, schemas.CUSTOM_TRAIT_NAME,
+                 'The trait is invalid. A valid trait must be no longer than 255 characters, '
+                 'start with the prefix "CUSTOM_" and use following characters: "A"-"Z", '
+                 '"0"-"9" and "_"')
         trait, created = services.trait_ensure(name=name)
         return self.no_content(status=201 if created else 204,
                                location=serializers.trait_url(request, trait.name),
@@ -73,6 +69,5 @@ class TraitViewSet(PlacementViewSet):
     def destroy(self, request, name):
         self.authorize(self.POLICY % 'delete')
         trait = self._find(name)
-        with custom_name_deletion():
-            services.trait_delete(trait=trait)
+        services.trait_delete(trait=trait)   # standard: 400, in use: 409
         return self.no_content()
