@@ -14,6 +14,7 @@ from placement_site.api import (
     require_json,
     versions,
 )
+from placement_site.errors import Worded, worded
 from placement_site.validation import is_uuid_like, normalize_uuid
 from providers.api import serializers as provider_serializers
 from providers.api.views import find_provider
@@ -87,20 +88,19 @@ def request_for_consumer(consumer_uuid, data, version):
 
 def write(requests, not_found_message):
     """Run the write and word its failures as Placement does."""
-    try:
+    with worded({
+        # As they are (before the broader classes below).
+        exceptions.ConsumerGenerationConflict: '{error}',
+        exceptions.ProviderForAllocationNotFound: '{error}',
+        exceptions.NotFound: Worded(not_found_message, status=400),
+        exceptions.InvalidInventory: Worded('Unable to allocate inventory: {error}', status=409),
+        # A provider changed under the write, not the consumer the
+        # preconditions were about: a conflict, never a 412.
+        exceptions.ConcurrentUpdate: Worded(
+            'Inventory and/or allocations changed while attempting to allocate: {error}',
+            stale=False),
+    }):
         services.allocations_replace(requests)
-    except exceptions.ConsumerGenerationConflict as exc:
-        raise errors.stale(str(exc))
-    except exceptions.ProviderForAllocationNotFound as exc:
-        raise errors.bad_request(str(exc))
-    except exceptions.NotFound as exc:
-        raise errors.bad_request(not_found_message.format(error=exc))
-    except exceptions.InvalidInventory as exc:
-        raise errors.conflict(f'Unable to allocate inventory: {exc}')
-    except exceptions.ConcurrentUpdate as exc:
-        raise errors.conflict(
-            f'Inventory and/or allocations changed while attempting to allocate: {exc}',
-            code=errors.CONCURRENT_UPDATE)
 
 
 class AllocationViewSet(PlacementViewSet):
@@ -149,11 +149,7 @@ class AllocationViewSet(PlacementViewSet):
         if self.conditions:
             generation = querysets.consumer_generation(consumer_uuid)
             self.check_preconditions(consumer_etag(consumer_uuid, generation))
-        try:
-            deleted = services.allocations_delete(consumer_uuid=consumer_uuid,
-                                                  generation=generation)
-        except exceptions.ConsumerGenerationConflict as exc:
-            raise errors.stale(str(exc))
+        deleted = services.allocations_delete(consumer_uuid=consumer_uuid, generation=generation)
         if not deleted:
             raise errors.not_found(f"No allocations for consumer '{consumer_uuid}'")
         return self.no_content()
@@ -231,18 +227,15 @@ class ReshaperViewSet(PlacementViewSet):
             inventories[provider] = part['inventories']
         requests = [request_for_consumer(uuid, part, self.version)
                     for uuid, part in data['allocations'].items()]
-        try:
+        # The reshaper checks no preconditions: its conflicts are never 412s.
+        with worded({
+            exceptions.ConsumerGenerationConflict: Worded('{error}', stale=False),
+            exceptions.ProviderForAllocationNotFound: '{error}',
+            exceptions.ConcurrentUpdate: Worded('update conflict: {error}', stale=False),
+            exceptions.NotFound: Worded('malformed reshaper data: {error}', status=400),
+            exceptions.InventoryInUse: 'update conflict: {error}',
+            exceptions.InvalidInventory: Worded('Unable to allocate inventory: {error}',
+                                                status=409),
+        }):
             services.reshape(inventories=inventories, requests=requests)
-        except exceptions.ConsumerGenerationConflict as exc:
-            raise errors.conflict(str(exc), code=errors.CONCURRENT_UPDATE)
-        except exceptions.ProviderForAllocationNotFound as exc:
-            raise errors.bad_request(str(exc))
-        except exceptions.ConcurrentUpdate as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.CONCURRENT_UPDATE)
-        except exceptions.NotFound as exc:
-            raise errors.bad_request(f'malformed reshaper data: {exc}')
-        except exceptions.InventoryInUse as exc:
-            raise errors.conflict(f'update conflict: {exc}', code=errors.INVENTORY_INUSE)
-        except exceptions.InvalidInventory as exc:
-            raise errors.conflict(f'Unable to allocate inventory: {exc}')
         return self.no_content()
