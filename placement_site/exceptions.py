@@ -36,6 +36,13 @@ class ResourceClassNotFound(NotFound):
     message = 'No such resource class %(name)s.'
 
 
+def unknown_class_in(field):
+    """For errors.worded: a class named in the request's `field` that does
+    not exist is the request's fault, a 400, worded as Placement does."""
+    return {ResourceClassNotFound: errors.Worded(f'Invalid resource class in {field}: {{error}}',
+                                                 status=400)}
+
+
 class TraitNotFound(NotFound):
     message = 'No such trait(s): %(names)s.'
 

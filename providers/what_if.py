@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from django.db import connections
 
-from placement_site import snapshots
+from placement_site import exceptions, snapshots
 from providers import capacity, ledger, rules
 from providers.fits import Fit
 from providers.flavors import configured_flavors
@@ -44,7 +44,7 @@ CLOUD = groupings.Grouping(groupings.CLOUD)
 POOLS = groupings.Grouping(groupings.POOLS)
 
 
-class Refused(ValueError):
+class Refused(exceptions.PlacementDomainError):
     """A change that names what the cloud does not have, or that the real
     write would refuse (the API's 400)."""
 

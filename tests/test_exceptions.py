@@ -3,6 +3,9 @@ code Placement answers them with, and the API's one error path answers
 any a view lets through with them: a 4xx in Placement's format, never a
 500 (tests/api/test_pods.py: a pod in use, 409 placement.pod.inuse, which
 no view catches). A handler only words one differently (errors.worded)."""
+import ast
+from pathlib import Path
+
 import pytest
 
 from placement_site import errors, exceptions
@@ -63,3 +66,20 @@ def test_the_first_matching_wording_wins_and_others_pass_unchanged():
     assert raised(wording, unworded) is unworded
     plain = errors.bad_request('no')
     assert raised(wording, plain) is plain
+
+
+# ---- the views raise, the one error path answers --------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+VIEWS = sorted([*ROOT.glob('providers/api/**/*.py'), *ROOT.glob('allocations/api/*.py'),
+                ROOT / 'providers/pods/views.py'])
+
+
+@pytest.mark.parametrize('path', VIEWS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_api_view_catches_an_error_to_restate_it(path):
+    """A view lets errors through (their own status and code), wording one
+    with errors.worded where Placement's handler does."""
+    caught = [ast.unparse(handler.type) for handler in ast.walk(ast.parse(path.read_text()))
+              if isinstance(handler, ast.ExceptHandler) and handler.type is not None]
+    assert [name for name in caught if 'exceptions.' in name or 'errors.' in name
+            or name.endswith(('Error', 'Refused', 'NotFound'))] == []

@@ -1,8 +1,6 @@
 """GET /allocation_candidates and GET /explain/allocation_candidates: the
 views and their answers. Parsing and the search itself live in
 providers.candidates."""
-import contextlib
-
 from django.utils import timezone
 
 from placement_site import errors, exceptions, microversion, replicas
@@ -13,6 +11,7 @@ from placement_site.api import (
     compact_json,
     versions,
 )
+from placement_site.errors import Worded, worded
 from providers.candidates import explain, parse, select_candidates
 from providers.candidates.selector import no_cycle_collection
 
@@ -23,15 +22,10 @@ def parsed_query(request, version):
     return parse(request.GET, version)
 
 
-@contextlib.contextmanager
 def unknown_names_refused():
     """Unknown resource classes and traits in the query are Placement's 400s."""
-    try:
-        yield
-    except exceptions.ResourceClassNotFound as exc:
-        raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
-    except exceptions.TraitNotFound as exc:
-        raise errors.bad_request(str(exc))
+    return worded({**exceptions.unknown_class_in('resources parameter'),
+                   exceptions.TraitNotFound: Worded('{error}', status=400)})
 
 
 # ---- the answer ------------------------------------------------------------------

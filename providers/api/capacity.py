@@ -11,6 +11,7 @@ from django.http import StreamingHttpResponse
 
 from placement_site import downloads, errors, exceptions, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
+from placement_site.errors import worded
 from providers import capacity, querysets, querystring, stranded
 from providers.flavors import configured_flavors
 
@@ -172,16 +173,12 @@ def requested(params):
     shape = wanted = class_ids = None
     if params.get('resources') is not None:
         shape = querystring.parse_resources(params['resources'])
-    try:
-        if shape is not None:
+    if shape is not None:
+        with worded(exceptions.unknown_class_in('resources parameter')):
             ids = querysets.resource_class_ids(list(shape))
-            wanted = {ids[name]: amount for name, amount in shape.items()}
-    except exceptions.ResourceClassNotFound as exc:
-        raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
-    try:
-        if params.get('resource_class') is not None:
-            names = [n.strip() for n in params['resource_class'].split(',')]
+        wanted = {ids[name]: amount for name, amount in shape.items()}
+    if params.get('resource_class') is not None:
+        names = [n.strip() for n in params['resource_class'].split(',')]
+        with worded(exceptions.unknown_class_in('resource_class parameter')):
             class_ids = set(querysets.resource_class_ids(names).values())
-    except exceptions.ResourceClassNotFound as exc:
-        raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
     return Asked(params.get('group_by') or capacity.CLOUD, shape, wanted, class_ids)

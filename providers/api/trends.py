@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from placement_site import downloads, errors, exceptions, snapshots
 from placement_site.api import CSV, PlacementViewSet, answer_format, moment, query_params, timestamp
+from placement_site.errors import worded
 from placement_site.queries import storable
 from providers import querysets, trends
 from providers.models import Aggregate
@@ -70,11 +71,9 @@ def _class_ids(names):
     """The ids of the comma-separated class names; None for every class."""
     if names is None:
         return None
-    try:
+    with worded(exceptions.unknown_class_in('resource_class parameter')):
         return list(querysets.resource_class_ids(
             [name.strip() for name in names.split(',')]).values())
-    except exceptions.ResourceClassNotFound as exc:
-        raise errors.bad_request(f'Invalid resource class in resource_class parameter: {exc}')
 
 
 def _since(params):

@@ -5,8 +5,9 @@ ratios and reserved amounts changed; nothing is written
 (providers.what_if). Admin or service, as GET /capacity."""
 import copy
 
-from placement_site import errors, exceptions, snapshots
+from placement_site import exceptions, snapshots
 from placement_site.api import PlacementViewSet, json_body
+from placement_site.errors import worded
 from placement_site.validation import (
     MAX_INT,
     NAME_PATTERN,
@@ -117,10 +118,8 @@ def shapes_of(body):
     if text is None:
         return None
     shape = querystring.parse_resources(text)
-    try:
+    with worded(exceptions.unknown_class_in('resources')):
         querysets.resource_class_ids(list(shape))
-    except exceptions.ResourceClassNotFound as exc:
-        raise errors.bad_request(f'Invalid resource class in resources: {exc}')
     return [(text, shape)]
 
 
@@ -145,10 +144,7 @@ def outcome_body(outcome):
 def answer(body):
     """outcome_body of a validated body; a 400 for a change the cloud does
     not allow (the dashboards' page asks through it too)."""
-    try:
-        return outcome_body(what_if.what_if(change_of(body), shapes_of(body)))
-    except what_if.Refused as exc:
-        raise errors.bad_request(str(exc))
+    return outcome_body(what_if.what_if(change_of(body), shapes_of(body)))
 
 
 class WhatIfViewSet(PlacementViewSet):

@@ -11,6 +11,7 @@ from placement_site.api import (
     require_json,
     timestamp,
 )
+from placement_site.errors import Worded, worded
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
 from providers.pods import schemas, selection, services
@@ -86,7 +87,7 @@ def find_pod(uuid, pods=Pod.objects):
     if storable(uuid):
         pod = pods.with_aggregate().filter(uuid=uuid).first()
     if pod is None:
-        raise errors.not_found(str(exceptions.PodNotFound(uuid=uuid)))
+        raise exceptions.PodNotFound(uuid=uuid)
     return pod
 
 
@@ -95,18 +96,16 @@ def find_binding(uuid):
     if storable(uuid):
         binding = PodBinding.objects.select_related('pod__aggregate').filter(uuid=uuid).first()
     if binding is None:
-        raise errors.not_found(str(exceptions.PodBindingNotFound(uuid=uuid)))
+        raise exceptions.PodBindingNotFound(uuid=uuid)
     return binding
 
 
-def pod_refusal(exc):
-    """The 4xx of a refused pod write: a conflict, but for what says
-    otherwise itself (a duplicate name's code) or a class in thresholds."""
-    if isinstance(exc, exceptions.DuplicatePod):
-        return exc
-    if isinstance(exc, exceptions.ResourceClassNotFound):
-        return errors.bad_request(f'Invalid resource class in thresholds: {exc}')
-    return errors.conflict(str(exc))
+# A refused pod write: an unknown class in thresholds is the body's fault;
+# retries that ran out a plain conflict (no code, never a 412).
+POD_REFUSALS = {
+    **exceptions.unknown_class_in('thresholds'),
+    exceptions.ConcurrentUpdate: Worded('{error}', code=errors.DEFAULT, stale=False),
+}
 
 
 class PodViewSet(PlacementViewSet):
@@ -141,14 +140,12 @@ class PodViewSet(PlacementViewSet):
     def create(self, request):
         self.authorize(POD_POLICY % 'create')
         data = json_body(request, schemas.POD_POST)
-        try:
+        with worded(POD_REFUSALS):
             pod = services.pod_create(
                 name=data['name'], uuid=data.get('uuid'), aggregate_uuid=data.get('aggregate'),
                 availability_zone=data.get('availability_zone', 'nova'),
                 affinity_tags=data.get('affinity_tags'), thresholds=data.get('thresholds'),
                 state=data.get('state', Pod.ENABLED))
-        except exceptions.PlacementDomainError as exc:
-            raise pod_refusal(exc)
         (body,) = self._respond_pods([pod])
         return self.respond(body, status=201, location=pod_url(pod), cache_headers=False)
 
@@ -164,10 +161,8 @@ class PodViewSet(PlacementViewSet):
         pod = find_pod(uuid)
         data = json_body(request, schemas.POD_PUT)
         aggregate_uuid = data.pop('aggregate', None)
-        try:
+        with worded(POD_REFUSALS):
             pod = services.pod_update(pod=pod, aggregate_uuid=aggregate_uuid, **data)
-        except exceptions.PlacementDomainError as exc:
-            raise pod_refusal(exc)
         (body,) = self._respond_pods([pod])
         return self.respond(body, cache_headers=False)
 
@@ -205,7 +200,7 @@ class PodBindingViewSet(PlacementViewSet):
         self.authorize(BINDING_POLICY % 'create')
         data = json_body(request, schemas.BINDING_POST)
         affinity = data.get('affinity') or GENERAL_PURPOSE
-        try:
+        with worded(exceptions.unknown_class_in('resources')):
             if 'pod' in data:
                 answer = self._bind_explicitly(data, affinity)
             else:
@@ -213,8 +208,6 @@ class PodBindingViewSet(PlacementViewSet):
                     project_id=data['project_id'], affinity=affinity,
                     availability_zone=data.get('availability_zone') or None,
                     resources=data.get('resources') or {}))
-        except exceptions.ResourceClassNotFound as exc:   # a 400 here, worded for the field
-            raise errors.bad_request(f'Invalid resource class in resources: {exc}')
         body = binding_body(answer.binding)
         body['replaced'] = binding_body(answer.replaced) if answer.replaced else None
         if answer.created:
