@@ -93,8 +93,8 @@ def tree_fits(using, grouping, shapes):
     """(total [Fit per shape], {root: [count per shape]}) over the trees of
     a CLOUD grouping, as providers.capacity.tree_fit_counts counts them."""
     def answer(fold, image):
-        found = fold.value(image).get(groupings.CLOUD)
-        return found or [Fit(0) for _ in shapes], fold.tree_counts(image)
+        fits = fold.value(image).get(groupings.CLOUD)
+        return fits or [Fit(0) for _ in shapes], fold.tree_counts(image)
     return ledger(using).read(('tree fits', grouping, _shapes_key(shapes)),
                               lambda: FitsFold(grouping, shapes, per_tree=True), answer)
 

@@ -98,7 +98,7 @@ class BooksFold(_TreeByTree):
         """{group: {class name: ClassUsage}} in class order, as
         books.scope_books: of the groups `groups` (None: all) with
         inventory of the classes `classes` (None: any)."""
-        found = {}
+        books_by_group = {}
         for group, held in (self.sums.items() if groups is None else (
                 (group, self.sums[group]) for group in groups if group in self.sums)):
             books = {image.class_name(class_id): the_books.ClassUsage(
@@ -106,8 +106,8 @@ class BooksFold(_TreeByTree):
                 class_id) for class_id, (total, reserved, capacity, used, providers) in sorted(
                     held.items()) if classes is None or class_id in classes}
             if books:
-                found[group] = books
-        return found
+                books_by_group[group] = books
+        return books_by_group
 
 
 class _Shape:
@@ -150,11 +150,12 @@ class FitsFold(_TreeByTree):
                 tree = image.trees[image.sharing[provider]]
                 classes.update(i.resource_class for i in tree.inventories
                                if i.provider == provider)
-            found = []
+            shared_classes = []
             for shape in self.shapes:
                 shared = [c for c in shape if c in classes]
-                found.append(None if not shared else shared[0] if len(shared) == 1 else GENERAL)
-            offered[group] = found
+                shared_classes.append(None if not shared
+                                      else shared[0] if len(shared) == 1 else GENERAL)
+            offered[group] = shared_classes
         return sharing, offered
 
     def build(self, image):
@@ -177,7 +178,7 @@ class FitsFold(_TreeByTree):
     def _own_slots(self, tree, providers, excluded):
         """[{class id: slots}] per shape of the providers' inventories
         (those of `excluded` left out)."""
-        found = [collections.Counter() for _ in self.shapes]
+        own_slots = [collections.Counter() for _ in self.shapes]
         for inventory in tree.inventories:
             if ((providers is None or inventory.provider in providers)
                     and inventory.provider not in excluded
@@ -185,8 +186,8 @@ class FitsFold(_TreeByTree):
                 for index, shape in enumerate(self.shapes):
                     amount = shape.get(inventory.resource_class)
                     if amount is not None:
-                        found[index][inventory.resource_class] += inventory.slots(amount)
-        return found
+                        own_slots[index][inventory.resource_class] += inventory.slots(amount)
+        return own_slots
 
     def _add(self, image, tree, sign):
         reach = image.reach.get(tree.root)
@@ -247,10 +248,10 @@ class FitsFold(_TreeByTree):
                     del counted.demands[reached]
 
     def _shapes(self, group):
-        found = self.groups.get(group)
-        if found is None:
-            found = self.groups[group] = [_Shape() for _ in self.shapes]
-        return found
+        shapes = self.groups.get(group)
+        if shapes is None:
+            shapes = self.groups[group] = [_Shape() for _ in self.shapes]
+        return shapes
 
     def _drop_if_empty(self, group):
         """A group stays while some tree has rows in it (a group with rows
@@ -288,10 +289,10 @@ class FitsFold(_TreeByTree):
             for provider in pools:
                 for root in image.served.get(provider, ()):
                     reach[root] = reach.get(root, frozenset()) | {provider}
-            found = fitting.count_fits(own, collections.defaultdict(collections.Counter, pools),
-                                       {root: {p for p in providers if p in pools}
-                                        for root, providers in reach.items()}, list(shape))
-            return Fit(counted.n + found.count, found.exact)
+            fit = fitting.count_fits(own, collections.defaultdict(collections.Counter, pools),
+                                     {root: {p for p in providers if p in pools}
+                                      for root, providers in reach.items()}, list(shape))
+            return Fit(counted.n + fit.count, fit.exact)
         offered = {provider: slots[shared] for provider, slots in supply.items()}
         return Fit(counted.n + fitting.count_one_shared_class(counted.demands, offered))
 
@@ -316,22 +317,22 @@ class FitsFold(_TreeByTree):
         every = frozenset(p for providers in self.sharing.values() for p in providers)
         supply = [self._supply(image, every, set(shape), shape) for shape in self.shapes]
         pooled = {}   # (sharing providers, shape) -> what they offer together
-        found = {}
+        counts_by_root = {}
         for root, counts in self.trees.items():
             if counts and counts[0] == 'reached':
                 reached = image.reach.get(root, frozenset()) & every
-                found[root] = []
+                counts_by_root[root] = []
                 for index, shape in enumerate(self.shapes):
                     offered = pooled.get((reached, index))
                     if offered is None:
                         offered = pooled[reached, index] = collections.Counter()
                         for provider in reached:
                             offered.update(supply[index][provider])
-                    found[root].append(fitting.count_lone_tree(counts[1][index], offered,
-                                                               list(shape)))
+                    counts_by_root[root].append(fitting.count_lone_tree(
+                        counts[1][index], offered, list(shape)))
             else:
-                found[root] = counts
-        return found
+                counts_by_root[root] = counts
+        return counts_by_root
 
 
 class _Levels(_TreeByTree):
@@ -403,13 +404,13 @@ class FullestFold(_Levels):
         least `wanted` of them; whether that is every provider with a
         utilization): the distinct providers of the inventories read from
         the fullest, each where its fullest one comes."""
-        found = {}
+        providers = {}
         for utilization in reversed(self.levels):
             for _name, provider, _class in sorted(self.at[utilization], key=_by_provider):
-                found.setdefault(provider)
-            if len(found) >= wanted:
-                return list(found), False
-        return list(found), True
+                providers.setdefault(provider)
+            if len(providers) >= wanted:
+                return list(providers), False
+        return list(providers), True
 
 
 class FullestTreesFold(_Levels):
@@ -444,12 +445,12 @@ class FullestTreesFold(_Levels):
         """([(root, fullest class id)] of at least `wanted` trees, fullest
         (or emptiest) first, then by root; whether that is every tree with
         capacity)."""
-        found = []
+        trees = []
         for fraction in (reversed(self.levels) if fullest else self.levels):
-            found += sorted(self.at[fraction])
-            if len(found) >= wanted:
-                return found, False
-        return found, True
+            trees += sorted(self.at[fraction])
+            if len(trees) >= wanted:
+                return trees, False
+        return trees, True
 
     def without_capacity(self):
         return sorted(self.unknown)

@@ -71,7 +71,7 @@ class Grouping:
 
     def sharing(self, image):
         """{group: frozenset of the sharing providers sharing within it}."""
-        found = collections.defaultdict(set)
+        providers_by_group = collections.defaultdict(set)
         for pk, root in image.sharing.items():
             tree = image.trees.get(root)
             if tree is None or not self.included(image, tree):
@@ -79,8 +79,8 @@ class Grouping:
             provider = tree.provider(pk)
             for group in self.groups_of(image, tree, provider):
                 if self.shares_in(image, tree, provider, group):
-                    found[group].add(pk)
-        return {group: frozenset(providers) for group, providers in found.items()}
+                    providers_by_group[group].add(pk)
+        return {group: frozenset(providers) for group, providers in providers_by_group.items()}
 
     def parts(self, image, tree):
         """[(groups, provider ids)]: the tree's providers split by the

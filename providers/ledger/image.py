@@ -148,12 +148,12 @@ class Interned:
 
     def trait_ids(self, mask):
         """The trait ids of a mask."""
-        found = []
+        trait_ids = []
         while mask:
             low = mask & -mask
-            found.append(self.trait_of_bit[low.bit_length() - 1])
+            trait_ids.append(self.trait_of_bit[low.bit_length() - 1])
             mask ^= low
-        return found
+        return trait_ids
 
     def traits(self, trait_ids):
         mask = 0
@@ -162,8 +162,8 @@ class Interned:
         return self.values.setdefault(('t', mask), mask)
 
     def aggregates(self, aggregate_ids):
-        found = frozenset(aggregate_ids)
-        return self.values.setdefault(('a', found), found)
+        aggregates = frozenset(aggregate_ids)
+        return self.values.setdefault(('a', aggregates), aggregates)
 
 
 def facets():
@@ -177,11 +177,11 @@ def facets():
 def _facets(paths):
     """({key: facet}, {key: its place in Tree.facets}): imported once, not
     at each of the thousands of trees a fold or a what-if reads."""
-    found = {}
+    by_key = {}
     for path in paths:
         facet = import_string(path)
-        found[facet.key] = facet
-    return found, {key: place for place, key in enumerate(found)}
+        by_key[facet.key] = facet
+    return by_key, {key: place for place, key in enumerate(by_key)}
 
 
 def facet_data(tree, key):
@@ -255,9 +255,9 @@ def read_trees(rows, roots, interned, with_facets=True):
     loaded = [facet.read(rows, roots, providers) if with_facets else {}
               for facet in facets().values()]
     trees = {}
-    for root, found in providers.items():
-        found.sort(key=lambda p: (p.id != root, p.id))   # the root first
-        trees[root] = Tree(root, tuple(found), tuple(inventories.pop(root, ())),
+    for root, tree_providers in providers.items():
+        tree_providers.sort(key=lambda p: (p.id != root, p.id))   # the root first
+        trees[root] = Tree(root, tuple(tree_providers), tuple(inventories.pop(root, ())),
                            tuple(data.get(root) for data in loaded), *names.get(root, (None, None)))
     return trees
 
@@ -414,8 +414,8 @@ class Image:
         for provider, root in self.sharing.items():
             tree = self.trees.get(root)
             roots = {root}
-            found = tree.provider(provider) if tree is not None else None
-            for aggregate_id in found.aggregates if found is not None else ():
+            sharing_provider = tree.provider(provider) if tree is not None else None
+            for aggregate_id in sharing_provider.aggregates if sharing_provider is not None else ():
                 roots.update(self.members.get(aggregate_id, ()))
             served[provider] = frozenset(roots)
         return served

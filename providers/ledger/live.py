@@ -270,10 +270,10 @@ _ledgers_lock = threading.Lock()
 
 def ledger(using='default'):
     with _ledgers_lock:
-        found = _ledgers.get(using)
-        if found is None:
-            found = _ledgers[using] = Ledger(using)
-        return found
+        db_ledger = _ledgers.get(using)
+        if db_ledger is None:
+            db_ledger = _ledgers[using] = Ledger(using)
+        return db_ledger
 
 
 def forget():

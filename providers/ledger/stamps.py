@@ -101,9 +101,9 @@ def _postgresql(watched):
                 changed = triggers.changed('postgresql', w.columns, old='o', new='n')
                 sources = [f'(SELECT {side}.* FROM old_rows o JOIN new_rows n ON o.id = n.id '
                            f'WHERE {changed})' for side in ('o', 'n')]
-            found = ' UNION '.join(w.roots_of_rows(source) for source in sources)
+            roots_query = ' UNION '.join(w.roots_of_rows(source) for source in sources)
             body = ''.join(f'{sql}; ' for sql in [
-                (f'INSERT INTO tree_stamps (root_id, stamp) SELECT root_id, 1 FROM ({found}) '
+                (f'INSERT INTO tree_stamps (root_id, stamp) SELECT root_id, 1 FROM ({roots_query}) '
                  'found ON CONFLICT (root_id) DO UPDATE SET stamp = tree_stamps.stamp + 1'),
                 *_forget_deleted_root(w, event, 'old_rows')])
             statements += [
