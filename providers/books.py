@@ -82,11 +82,11 @@ def _summed_books(scope):
         capacity_sum=Sum(capacity_sql()), used_sum=Sum('used'),
         provider_count=Count('resource_provider', distinct=True)).order_by()
         for part in scope.parts]
-    found = scopes.union_sql(parts)
+    union = scopes.union_sql(parts)
     books = collections.defaultdict(dict)
-    if found is None:
+    if union is None:
         return {}
-    sql, params = found
+    sql, params = union
     # A group's inventories are in one part or several, never twice: the
     # parts' sums (provider counts too) add up.
     for grp, class_id, name, total, reserved, capacity, used, providers in scopes.fetch(
@@ -114,21 +114,21 @@ def hosts_by_fullness(wanted, *, fullest=True, roots=None):
     writing transaction (a claim moves its tree, no sort of the cloud);
     else, or for the trees `roots` (ids, or a query of them), their books
     are summed in one query."""
-    found, complete, _ = _ranked_hosts(wanted, fullest, roots)
-    return found, complete
+    ranked, complete, _ = _ranked_hosts(wanted, fullest, roots)
+    return ranked, complete
 
 
 def fullest_hosts(limit):
     """[(root id, ClassUsage of its fullest class summed over the tree)] of
     the `limit` fullest hosts (hosts_by_fullness): from the ledger's image,
     or one query."""
-    found, _, books = _ranked_hosts(limit, True, None)
-    found = found[:limit]
+    ranked, _, books = _ranked_hosts(limit, True, None)
+    ranked = ranked[:limit]
     if books is None:
-        books = ledger.tree_books(scopes.trees().db, [root for root, _ in found])
+        books = ledger.tree_books(scopes.trees().db, [root for root, _ in ranked])
     by_id = {root: {usage.class_id: usage for usage in books.get(root, {}).values()}
-             for root, _ in found}
-    return [(root, by_id[root][class_id]) for root, class_id in found
+             for root, _ in ranked}
+    return [(root, by_id[root][class_id]) for root, class_id in ranked
             if class_id in by_id[root]]
 
 
@@ -137,8 +137,8 @@ def _ranked_hosts(wanted, fullest, roots):
     summed here (None from the ledger)."""
     scope = scopes.trees()
     if roots is None and _from_ledger(scope):
-        found, complete, _ = ledger.fullest_trees(scope.db, wanted, fullest)
-        return found, complete, None
+        ranked, complete, _ = ledger.fullest_trees(scope.db, wanted, fullest)
+        return ranked, complete, None
     if roots is not None:
         scope = scope.narrowed(resource_provider__root_provider_id__in=roots)
     books, ranked = scope_books(scope), []
@@ -155,5 +155,5 @@ def pool_books(aggregate_ids):
     every pool (aggregate) given, empty for a pool without inventory. One
     query, whatever the number of pools and providers."""
     aggregate_ids = list(aggregate_ids)
-    found = scope_books(scopes.pools(aggregate_ids)) if aggregate_ids else {}
-    return {aggregate_id: found.get(aggregate_id, {}) for aggregate_id in aggregate_ids}
+    books_by_pool = scope_books(scopes.pools(aggregate_ids)) if aggregate_ids else {}
+    return {aggregate_id: books_by_pool.get(aggregate_id, {}) for aggregate_id in aggregate_ids}
