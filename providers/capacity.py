@@ -155,20 +155,20 @@ def fit_counts(scope, shapes):
         counted = remembered.remembered(
             scope.db, ('fits', scope.key(), tuple(tuple(sorted(s.items())) for s in shapes)),
             lambda: _counted_fits(scope, shapes))
-    found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
-    found.update(counted)
-    return found
+    fits_by_group = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
+    fits_by_group.update(counted)
+    return fits_by_group
 
 
 def _counted_fits(scope, shapes):
     classes = sorted({class_id for shape in shapes for class_id in shape})
-    found = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
+    fits_by_group = collections.defaultdict(lambda: [Fit(0) for _ in shapes])
     if not classes:
         return {}
     scope = scope.narrowed(resource_class_id__in=classes)
     for grp, *counts in _per_tree_minimum_sums(
             scope.excluding_trees(*scopes.reached_roots()), shapes):
-        found[grp] = [Fit(int(count or 0)) for count in counts]
+        fits_by_group[grp] = [Fit(int(count or 0)) for count in counts]
     reached = reached_tree_sums(scope.narrowed_to_trees(*scopes.reached_roots()), shapes)
     served = scopes.served_trees() if any(row[2] is not None for row in reached) else {}
     by_group = collections.defaultdict(list)
@@ -178,9 +178,9 @@ def _counted_fits(scope, shapes):
         sharing = scope.sharing.get(grp, set())
         for index, shape in enumerate(shapes):
             fit = _count_reached(rows, index, shape, sharing, served)
-            found[grp][index] = Fit(found[grp][index].count + fit.count,
-                                    found[grp][index].exact and fit.exact)
-    return dict(found)
+            fits_by_group[grp][index] = Fit(fits_by_group[grp][index].count + fit.count,
+                                            fits_by_group[grp][index].exact and fit.exact)
+    return dict(fits_by_group)
 
 
 def _slot_sums(scope, shapes, *keys):
@@ -373,10 +373,10 @@ class CapacityPages:
 
 
 def _capacity_of(scope, groups, wanted, class_ids):
-    found_books = books.scope_books(
+    books_by_group = books.scope_books(
         scope if class_ids is None else scope.narrowed(resource_class_id__in=list(class_ids)))
     fits = fit_counts(scope, [wanted]) if wanted is not None else {}
-    return [GroupCapacity(group, found_books.get(group.grp, {}),
+    return [GroupCapacity(group, books_by_group.get(group.grp, {}),
                           fits[group.grp][0] if wanted is not None else None)
             for group in groups]
 
@@ -387,11 +387,11 @@ def flavor_fits(flavors, scope, groups):
     nobody has fits nowhere."""
     counted, shapes = flavor_shapes(flavors)
     fits = fit_counts(scope, shapes)
-    found = {}
+    fits_by_group = {}
     for group in groups:
         counts = dict(zip((f.name for f in counted), fits[group.grp]))
-        found[group.key] = {f.name: counts.get(f.name, Fit(0)) for f in flavors}
-    return found
+        fits_by_group[group.key] = {f.name: counts.get(f.name, Fit(0)) for f in flavors}
+    return fits_by_group
 
 
 def flavor_shapes(flavors):
@@ -428,17 +428,17 @@ def why_none_fit(flavors, scope, groups, fits):
                 GreaterThanOrEqual(slots_sql(amount), 1.0))),
         })
     # A group's inventories may be in several parts: their rows combine.
-    found = collections.defaultdict(lambda: collections.defaultdict(list))
+    limit_values = collections.defaultdict(lambda: collections.defaultdict(list))
     sql, params = scopes.union_sql(
         [part.values('grp').annotate(**limits).order_by() for part in scope.parts]) or ('', ())
     for grp, *values in scopes.fetch(scope, sql, params) if sql else []:
         for key, value in zip(limits, values):
             if value is not None:
-                found[grp][key].append(value)
+                limit_values[grp][key].append(value)
     totals = {'has': sum, 'takes': sum, 'room': sum, 'max': max, 'min': min}
     why = collections.defaultdict(dict)
     for group, flavor in zero:
-        seen = found[group.grp]
+        seen = limit_values[group.grp]
 
         def limit(kind, index):
             values = seen.get(f'{kind}{index}')
