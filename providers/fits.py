@@ -81,9 +81,9 @@ def count_fits(own, pools, reach, classes):
         return Fit(0)
     total, exact = 0, True
     for trees, providers in _components(set(own) | set(reach), reach):
-        found = _ComponentFit(trees, providers, own, pools, reach, list(classes)).solve()
-        total += found.count
-        exact = exact and found.exact
+        fit = _ComponentFit(trees, providers, own, pools, reach, list(classes)).solve()
+        total += fit.count
+        exact = exact and fit.exact
     return Fit(total, exact)
 
 
