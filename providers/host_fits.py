@@ -63,22 +63,22 @@ def host_fits(root_id, flavors=None):
             continue    # another provider of a sharing provider's tree
         for index, slots in enumerate(sums):
             (own if sharing is None else pooled)[index][class_id] += int(slots or 0)
-    found = {}
+    fits_by_flavor = {}
     for index, (shape, flavor) in enumerate(zip(shapes, counted)):
         allows = {name: own[index][class_id] + pooled[index][class_id]
                   for name, class_id in zip(flavor.resources, shape)}
-        found[flavor.name] = HostFit(flavor, count_lone_tree(own[index], pooled[index], shape),
-                                     allows)
-    return [found.get(flavor.name) or HostFit(flavor, 0, {}) for flavor in flavors]
+        fits_by_flavor[flavor.name] = HostFit(
+            flavor, count_lone_tree(own[index], pooled[index], shape), allows)
+    return [fits_by_flavor.get(flavor.name) or HostFit(flavor, 0, {}) for flavor in flavors]
 
 
 def unusable(tree_books, fits):
     """[Unusable] of the classes the flavors ask for, from a host's books
     ({class name: books.ClassUsage}) and its [HostFit]."""
-    found = []
+    classes = []
     for name, usage in tree_books.items():
         takers = [fit.count * fit.flavor.resources[name] for fit in fits
                   if name in fit.flavor.resources]
         if takers:
-            found.append(Unusable(name, int(usage.free), max(takers)))
-    return found
+            classes.append(Unusable(name, int(usage.free), max(takers)))
+    return classes
