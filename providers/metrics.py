@@ -122,12 +122,12 @@ def read_catalogue(gzip=True):
                   for name, usage in books.scope_books(scopes.cloud()).get(
                       scopes.CLOUD, {}).items()]
     stranded_rows = {
-        'cloud': [(labels(resourcetype=name), found.stranded) for name, found in
+        'cloud': [(labels(resourcetype=name), class_stranded.stranded) for name, class_stranded in
                   stranded.stranded(capacity.CLOUD)[0].classes.items()],
-        'pool': [(labels(aggregate=group.group.key, resourcetype=name), found.stranded)
+        'pool': [(labels(aggregate=group.group.key, resourcetype=name), class_stranded.stranded)
                  for group in stranded.stranded_in(scopes.pools(), [
                      capacity.Group(uuid, grp=pk) for pk, uuid in sorted(pools.items())])
-                 for name, found in group.classes.items()]}
+                 for name, class_stranded in group.classes.items()]}
     flavor_capacity = os_capacity.read() if settings.PLACEMENT_METRICS_OS_CAPACITY else None
     hypervisors = flavor_capacity.hypervisors if flavor_capacity else {}
     if ledger.serves(using):
@@ -176,9 +176,9 @@ class Rendering:
                             for _, members in self.buckets.values())
 
     def families(self):
-        found = [(name, help_text) for name, help_text, _, compat in INVENTORY_FAMILIES
-                 if self.os_capacity or not compat]
-        return found + ([(HYPERVISOR_FLAVORS, '')] if self.os_capacity else [])
+        families = [(name, help_text) for name, help_text, _, compat in INVENTORY_FAMILIES
+                    if self.os_capacity or not compat]
+        return families + ([(HYPERVISOR_FLAVORS, '')] if self.os_capacity else [])
 
     def members(self, image, hypervisors):
         """{family name: [gzip member per bucket]}; hypervisors: os-capacity's
@@ -188,7 +188,7 @@ class Rendering:
         by_bucket = collections.defaultdict(list)
         for root in image.trees:
             by_bucket[root % BUCKETS].append(root)
-        found = collections.defaultdict(list)
+        members = collections.defaultdict(list)
         for bucket in range(BUCKETS):
             roots = sorted(by_bucket.get(bucket, ()))
             samples = tuple((root, hypervisors[root]) for root in roots if root in hypervisors)
@@ -196,9 +196,9 @@ class Rendering:
             if bucket in self.dirty or held is None or held[0] != samples:
                 held = self.buckets[bucket] = (samples, self._render(image, roots, samples))
             for name, _ in self.families():
-                found[name].append(held[1][name])
+                members[name].append(held[1][name])
         self.dirty.clear()
-        return dict(found)
+        return dict(members)
 
     def _render(self, image, roots, samples):
         lines = collections.defaultdict(list)
@@ -263,11 +263,11 @@ def answer(request_text, catalogue, gzip):
             'could still take of it; a sharing provider counted once (GET '
             '/capacity?view=stranded).',
             ((label, number(amount)) for label, amount in catalogue.stranded_rows[kind])))
-    found = catalogue.flavor_capacity
-    if found is not None:
-        yield text(os_capacity.flavor_totals(found))
+    flavor_capacity = catalogue.flavor_capacity
+    if flavor_capacity is not None:
+        yield text(os_capacity.flavor_totals(flavor_capacity))
         yield from kept(HYPERVISOR_FLAVORS, os_capacity.HYPERVISOR_FLAVORS_HELP)
-        yield text(os_capacity.project_filters(found))
+        yield text(os_capacity.project_filters(flavor_capacity))
         for name, help_text, _, _compat in INVENTORY_FAMILIES[6:]:
             yield from kept(name, help_text)
     for chunks in catalogue.others:
