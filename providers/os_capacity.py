@@ -74,14 +74,14 @@ def read():
     """FlavorCapacity of the configured flavors over the enabled trees."""
     flavors = configured_flavors()
     counted, shapes = capacity.flavor_shapes(flavors)   # a flavor of unknown classes fits none
-    found = capacity.tree_fit_counts(
+    tree_fits = capacity.tree_fit_counts(
         scopes.trees().without_trees_whose_root_has(os_traits.COMPUTE_STATUS_DISABLED), shapes)
     totals = {flavor.name: 0 for flavor in flavors}
-    totals.update(zip((flavor.name for flavor in counted), (fit.count for fit in found.total)))
+    totals.update(zip((flavor.name for flavor in counted), (fit.count for fit in tree_fits.total)))
     flavor_names = [flavor.name for flavor in counted]
     zones, pods = _pods_of_roots()
     hypervisors = {}
-    for root, counts in found.trees.items():
+    for root, counts in tree_fits.trees.items():
         fits = {flavor: n for flavor, n in zip(flavor_names, counts) if n}
         if fits:
             bound = pods.get(root, ())
@@ -128,19 +128,20 @@ HYPERVISOR_FLAVORS_HELP = ('Free capacity for each hypervisor if you fill remain
                            'full of each flavor')
 
 
-def flavor_totals(found):
+def flavor_totals(flavor_capacity):
     """openstack_free_capacity_by_flavor_total, in chunks (the hypervisors'
     samples and the per-provider ones are providers.metrics' to write)."""
     return family(
         'openstack_free_capacity_by_flavor_total',
         'Free capacity if you fill the cloud full of each flavor',
         ((labels(flavor_name=flavor.name, public='True'),
-          str(found.totals[flavor.name])) for flavor in found.flavors))
+          str(flavor_capacity.totals[flavor.name])) for flavor in flavor_capacity.flavors))
 
 
-def project_filters(found):
+def project_filters(flavor_capacity):
     """openstack_project_filter_aggregate, in chunks."""
     return family(
         'openstack_project_filter_aggregate',
         'Mapping of project_ids to aggregates in the host free capacity info.',
-        ((labels(project_id=project, aggregate=pod), '1') for project, pod in found.bindings))
+        ((labels(project_id=project, aggregate=pod), '1')
+         for project, pod in flavor_capacity.bindings))
