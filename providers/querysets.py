@@ -59,23 +59,23 @@ def _linked(link, field, values):
 
 def resource_class_ids(names):
     """{name: id} for the names; ResourceClassNotFound for the first unknown."""
-    found = dict(_model('ResourceClass').objects.filter(
+    ids_by_name = dict(_model('ResourceClass').objects.filter(
         name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
     for name in names:
-        if name not in found:
+        if name not in ids_by_name:
             raise exceptions.ResourceClassNotFound(name=name)
-    return found
+    return ids_by_name
 
 
 def trait_ids(names):
     """{name: id}; TraitNotFound naming every unknown trait."""
     names = list(names)
-    found = dict(_model('Trait').objects.filter(
+    ids_by_name = dict(_model('Trait').objects.filter(
         name__in=[n for n in names if storable(n)]).values_list('name', 'id'))
-    missing = [name for name in names if name not in found]
+    missing = [name for name in names if name not in ids_by_name]
     if missing:
         raise exceptions.TraitNotFound(names=', '.join(missing))
-    return found
+    return ids_by_name
 
 
 def ids_in_aggregates(aggregate_uuids):
