@@ -128,12 +128,12 @@ def pools(aggregate_ids=None):
              for part in in_pools(Inventory.objects.all(), aggregate_ids)]
 
     def sharing():
-        found = collections.defaultdict(set)
+        providers_by_pool = collections.defaultdict(set)
         for aggregate_id, provider_id in ProviderAggregate.objects.filter(
                 aggregate_id__in=aggregate_ids, resource_provider_id__in=sharing_ids(),
         ).values_list('aggregate_id', 'resource_provider_id'):
-            found[aggregate_id].add(provider_id)
-        return found
+            providers_by_pool[aggregate_id].add(provider_id)
+        return providers_by_pool
     return Scope(parts, sharing, grouping)
 
 
@@ -149,12 +149,12 @@ def traits():
     """A group per trait (key: the trait's id): the providers having it,
     not their trees."""
     def sharing():
-        found = collections.defaultdict(set)
+        providers_by_trait = collections.defaultdict(set)
         for trait_id, provider_id in ProviderTrait.objects.filter(
                 resource_provider_id__in=sharing_ids()).values_list(
                 'trait_id', 'resource_provider_id'):
-            found[trait_id].add(provider_id)
-        return found
+            providers_by_trait[trait_id].add(provider_id)
+        return providers_by_trait
     return Scope([Inventory.objects.annotate(grp=F('resource_provider__providertrait__trait_id'))
                   .filter(grp__isnull=False)], sharing, groupings.Grouping(groupings.TRAITS))
 
@@ -173,13 +173,13 @@ def unions_of_pools(pools_of):
             keys_of[aggregate_id].add(key)
 
     def sharing():
-        found = collections.defaultdict(set)
+        providers_by_key = collections.defaultdict(set)
         for aggregate_id, provider_id in ProviderAggregate.objects.filter(
                 aggregate_id__in=list(keys_of), resource_provider_id__in=sharing_ids(),
         ).values_list('aggregate_id', 'resource_provider_id'):
             for key in keys_of[aggregate_id]:
-                found[key].add(provider_id)
-        return found
+                providers_by_key[key].add(provider_id)
+        return providers_by_key
     zones = tuple(sorted((key, frozenset(ids)) for key, ids in pools_of.items()))
     return Scope(parts, sharing, groupings.Grouping(groupings.ZONES, zones=zones))
 
