@@ -91,10 +91,10 @@ def stranded_in(scope, groups, *, class_ids=None, flavors=None):
     counted, shapes = capacity.flavor_shapes(flavors)
     names = {shape_id: name for flavor, shape in zip(counted, shapes)
              for name, shape_id in zip(flavor.resources, shape)}
-    found = stranded_sums(scope, shapes) if shapes else {}
+    sums_by_group = stranded_sums(scope, shapes) if shapes else {}
     answer = []
     for group in groups:
-        sums = found.get(group.grp, {})
+        sums = sums_by_group.get(group.grp, {})
         answer.append(GroupStranded(group, {
             names[class_id]: ClassStranded(names[class_id], _number(free), _number(lost))
             for class_id, (free, lost) in sorted(sums.items())
@@ -130,13 +130,13 @@ def tree_stranded(free, own, pooled, shapes):
     sharing providers serving it."""
     counts = [count_lone_tree(own[index], pooled[index], shape)
               for index, shape in enumerate(shapes)]
-    found = {}
+    lost = {}
     for class_id, amount in free.items():
         takes = [count * shape[class_id] for count, shape in zip(counts, shapes)
                  if class_id in shape]
         if takes:
-            found[class_id] = max(amount - max(takes), 0)
-    return found
+            lost[class_id] = max(amount - max(takes), 0)
+    return lost
 
 
 def group_stranded(sums, trees, pools, shapes):
@@ -215,17 +215,17 @@ def pools_stranded(sums, served, pools, shapes):
     """Add to sums the Served ({reach: Served}) and the sharing providers
     ({provider: (free, [{class id: slots}])}), each counted once: its free
     beyond the most one flavor could take of it across the trees it serves."""
-    for found in served.values():
-        for class_id, (free, lost, parts) in found.sums.items():
+    for reached_trees in served.values():
+        for class_id, (free, lost, parts) in reached_trees.sums.items():
             held = sums.setdefault(class_id, [0, 0, 0])
             held[0] += free
             held[1] += lost
             held[2] += parts
     for provider, (free, slots) in pools.items():
         without = collections.Counter()
-        for reach, found in served.items():
+        for reach, reached_trees in served.items():
             if provider in reach:
-                without.update(found.without)
+                without.update(reached_trees.without)
         lost = {}
         for class_id, amount in free.items():
             takes = [min(slots[index].get(class_id, 0),
@@ -398,21 +398,21 @@ class StrandedFold(_TreeByTree):
             if not trees:
                 del self.reached[group][reached]
                 self.served.pop((group, reached), None)
-        found = self.served.get((group, reached))
-        if found is not None:
-            found.add(free, own, self.shapes, sign)
+        reached_trees = self.served.get((group, reached))
+        if reached_trees is not None:
+            reached_trees.add(free, own, self.shapes, sign)
 
     def _served(self, group, reached, trees, pools):
         pooled = pooled_slots(reached, pools, self.shapes)
-        found = self.served.get((group, reached))
-        if found is not None and found.pooled != pooled and found.still_counts(
-                pooled, self.shapes):
-            found.pooled = pooled   # every tree's count as it was (a share's claim)
-        if found is None or found.pooled != pooled:
-            found = self.served[group, reached] = Served(pooled)
+        reached_trees = self.served.get((group, reached))
+        if (reached_trees is not None and reached_trees.pooled != pooled
+                and reached_trees.still_counts(pooled, self.shapes)):
+            reached_trees.pooled = pooled   # every tree's count as it was (a share's claim)
+        if reached_trees is None or reached_trees.pooled != pooled:
+            reached_trees = self.served[group, reached] = Served(pooled)
             for (free, own), times in trees.items():
-                found.add(dict(free), [dict(slots) for slots in own], self.shapes, times)
-        return found
+                reached_trees.add(dict(free), [dict(slots) for slots in own], self.shapes, times)
+        return reached_trees
 
     def _pool(self, image, provider):
         tree = image.trees[image.sharing[provider]]
@@ -423,7 +423,7 @@ class StrandedFold(_TreeByTree):
             400 * len(trees) for held in self.reached.values() for trees in held.values())
 
     def value(self, image, groups=None):
-        found = {}
+        sums_by_group = {}
         for group in set(self.sums) | set(self.reached) | set(self.sharing):
             if groups is not None and group not in groups:
                 continue
@@ -434,5 +434,5 @@ class StrandedFold(_TreeByTree):
                       for reached, trees in self.reached.get(group, {}).items()}
             pools_stranded(sums, served, pools, self.shapes)
             if sums:
-                found[group] = {c: (free, lost) for c, (free, lost, _) in sums.items()}
-        return found
+                sums_by_group[group] = {c: (free, lost) for c, (free, lost, _) in sums.items()}
+        return sums_by_group
