@@ -130,12 +130,12 @@ def series(*, aggregate=None, class_ids=None, since=None):
         rows = rows.filter(resource_class_id__in=class_ids)
     if since is not None:
         rows = rows.filter(taken_at__gte=since)
-    found = {}
+    points_by_class = {}
     for row in rows.order_by('resource_class_id', 'taken_at', 'id').values_list(
             'resource_class__name', 'taken_at', 'total', 'reserved', 'capacity', 'used',
             'providers'):
-        found.setdefault(row[0], []).append(Point(*row[1:]))
-    return found
+        points_by_class.setdefault(row[0], []).append(Point(*row[1:]))
+    return points_by_class
 
 
 def class_trends(*, aggregate=None, class_ids=None, since=None):
