@@ -140,13 +140,13 @@ def what_if(change, shapes=None, using='default'):
     # Moving a fold costs each changed tree twice (its old part out, its
     # new one in); counting afresh, each tree of the cloud once.
     afresh = 2 * len(affected) > len(after.trees)
-    found = {}
+    fits_by_kind = {}
     for grouping, fold in before_folds.items():
         before = fold.value(image)
         if affected and (afresh or not fold.update(image, after, affected)):
             fold = _MovedFits.built(grouping, shape_ids, memo, after)
-        found[grouping.kind] = (before, fold.value(after))
-    return _outcome(shapes, counted, found, edit)
+        fits_by_kind[grouping.kind] = (before, fold.value(after))
+    return _outcome(shapes, counted, fits_by_kind, edit)
 
 
 @dataclass(frozen=True)
@@ -155,17 +155,17 @@ class _Named:
     resources: dict
 
 
-def _outcome(shapes, counted, found, edit):
+def _outcome(shapes, counted, fits_by_kind, edit):
     index = {flavor.name: position for position, flavor in enumerate(counted)}
 
     def per_shape(fits):
         return [fits[index[name]] if name in index and fits else Fit(0)
                 for name, _ in shapes]
 
-    cloud_before, cloud_after = found[groupings.CLOUD]
+    cloud_before, cloud_after = fits_by_kind[groupings.CLOUD]
     groups = [GroupOutcome(capacity.CLOUD, None, per_shape(cloud_before.get(groupings.CLOUD)),
                            per_shape(cloud_after.get(groupings.CLOUD)))]
-    pools_before, pools_after = found[groupings.POOLS]
+    pools_before, pools_after = fits_by_kind[groupings.POOLS]
     ids = set(pools_before) | set(pools_after)
     named = {pk: (uuid, name) for pk, uuid, name in Aggregate.objects.with_names().filter(
         pk__in=[pk for pk in ids if pk > 0]).values_list('pk', 'uuid', 'name')}
@@ -234,10 +234,10 @@ class _MovedFits(FitsFold):
         if providers is not None and len(providers) == len(tree.providers):
             providers = None   # the whole tree, as the cloud's fold asks it
         key = (tree, providers, excluded)   # the tree itself: kept while remembered
-        found = self.memo.get(key)
-        if found is None:
-            found = self.memo[key] = super()._own_slots(tree, providers, excluded)
-        return found
+        own_slots = self.memo.get(key)
+        if own_slots is None:
+            own_slots = self.memo[key] = super()._own_slots(tree, providers, excluded)
+        return own_slots
 
 
 def _copied(fold, memo):
@@ -253,12 +253,12 @@ def _copied(fold, memo):
 
 
 def _copied_shape(counted):
-    found = _Shape()
-    found.n = counted.n
+    shape_count = _Shape()
+    shape_count.n = counted.n
     for reached, demands in counted.demands.items():
-        found.demands[reached] = collections.Counter(demands)
-    found.trees = dict(counted.trees)
-    return found
+        shape_count.demands[reached] = collections.Counter(demands)
+    shape_count.trees = dict(counted.trees)
+    return shape_count
 
 
 # ---- making the change in memory ----------------------------------------------------------
@@ -437,7 +437,7 @@ class _Edit:
         return self.next_id
 
     def _records(self, inventories, name):
-        found = {}
+        records = {}
         for class_name, record in inventories.items():
             record = {**INVENTORY_DEFAULTS, **record}
             if rules.whole_capacity(record['total'], record['reserved'],
@@ -445,8 +445,8 @@ class _Edit:
                 raise Refused(f'{class_name} of {name}: reserved {record["reserved"]} and '
                               f'allocation_ratio {record["allocation_ratio"]} leave a capacity '
                               f'below zero (total {record["total"]}).')
-            found[self._class(class_name)] = record
-        return found
+            records[self._class(class_name)] = record
+        return records
 
     def _add(self, hosts):
         root_records = self._records(hosts.inventories, hosts.name)
