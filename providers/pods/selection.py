@@ -78,14 +78,14 @@ def _fitting(pods, resources):
     wanted = {class_id: resources[name] for class_id, name in ids.items()}
     if not wanted:
         return {}
-    found = {}
+    classes_by_pool = {}
     fits = Inventory.objects.able_to_fit_any(wanted)
     first, second = in_pools(fits, [p.aggregate_id for p in pods])
     rows = first.values_list('pool', 'resource_class_id').order_by().union(
         second.values_list('pool', 'resource_class_id').order_by())
     for aggregate_id, class_id in rows:
-        found.setdefault(aggregate_id, set()).add(ids[class_id])
-    return found
+        classes_by_pool.setdefault(aggregate_id, set()).add(ids[class_id])
+    return classes_by_pool
 
 
 # ---- filters --------------------------------------------------------------------

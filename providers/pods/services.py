@@ -101,10 +101,10 @@ def _refuse_duplicates(pod_uuid, name, exclude_pk=None):
         clashes = clashes | Pod.objects.filter(uuid=pod_uuid)
     if exclude_pk is not None:
         clashes = clashes.exclude(pk=exclude_pk)
-    found = list(clashes.values('uuid', 'name'))
-    if any(row['uuid'] == pod_uuid for row in found):
+    clashing = list(clashes.values('uuid', 'name'))
+    if any(row['uuid'] == pod_uuid for row in clashing):
         raise exceptions.DuplicatePod(duplicate=f'uuid: {pod_uuid}')
-    if found:
+    if clashing:
         raise exceptions.DuplicatePod(duplicate=f'name: {name}')
 
 
