@@ -60,11 +60,11 @@ def _refuse_duplicates(provider_uuid, name, exclude_pk=None):
         ResourceProvider.objects.filter(name=name)
     if exclude_pk is not None:
         clashes = clashes.exclude(pk=exclude_pk)
-    found = list(clashes.values('uuid', 'name'))
+    clashing = list(clashes.values('uuid', 'name'))
     # Like Placement, name the uuid when both clash.
-    if any(row['uuid'] == provider_uuid for row in found):
+    if any(row['uuid'] == provider_uuid for row in clashing):
         raise exceptions.DuplicateProvider(duplicate=f'uuid: {provider_uuid}')
-    if any(row['name'] == name for row in found):
+    if any(row['name'] == name for row in clashing):
         raise exceptions.DuplicateProvider(duplicate=f'name: {name}')
 
 
@@ -139,12 +139,12 @@ def subtree_provider_ids(provider):
     for pk, parent_id in ResourceProvider.objects.filter(
             root_provider_id=provider.root_provider_id).values_list('pk', 'parent_provider_id'):
         children.setdefault(parent_id, []).append(pk)
-    found, pending = [], [provider.pk]
+    subtree_ids, pending = [], [provider.pk]
     while pending:
         pk = pending.pop()
-        found.append(pk)
+        subtree_ids.append(pk)
         pending.extend(children.get(pk, ()))
-    return found
+    return subtree_ids
 
 
 @retried_write
