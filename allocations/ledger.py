@@ -81,25 +81,25 @@ class Allocations:
         if roots is not None:
             where = f' WHERE rp.root_provider_id IN ({", ".join(["%s"] * len(roots))})'
             params = list(roots)
-        found = {}
+        allocations = {}
         # A share's tree holds thousands of allocations, read again after
         # each claim on it: the loop keeps to local names and dict lookups.
-        known, owner_of, found_get = cls.owners, cls.owner, found.get
+        known, owner_of, allocations_of = cls.owners, cls.owner, allocations.get
         for root, consumer, project, user, consumer_type, provider, class_id, used in rows(
                 'SELECT rp.root_provider_id, a.consumer_id, c.project_id, c.user_id, '
                 'COALESCE(c.consumer_type_id, -1), a.resource_provider_id, a.resource_class_id, '
                 'a.used FROM allocations a JOIN consumers c ON c.id = a.consumer_id '
                 f'JOIN resource_providers rp ON rp.id = a.resource_provider_id{where}', params):
-            held = found_get(root)
+            held = allocations_of(root)
             if held is None:
                 if root not in present:
                     continue
-                held = found[root] = array.array('q')
+                held = allocations[root] = array.array('q')
             owner = known.get((project, user, consumer_type))
             if owner is None:
                 owner = owner_of(project, user, consumer_type)
             held.extend((consumer, owner, provider, class_id, used))
-        return found
+        return allocations
 
 
 def _allocations(tree):
@@ -223,15 +223,15 @@ class TopHolders(_TreeFold):
         for consumer, owner, _provider, class_id, used in rows:
             if class_id != self.class_id:
                 continue
-            found = self.held.get(consumer)
-            if found is None:
-                found = self.held[consumer] = [0, owner]
+            holding = self.held.get(consumer)
+            if holding is None:
+                holding = self.held[consumer] = [0, owner]
             else:
-                self._unfile(consumer, found[0])
-            found[0] += sign * used
-            found[1] = owner
-            if found[0]:
-                self.by_amount.setdefault(found[0], set()).add(consumer)
+                self._unfile(consumer, holding[0])
+            holding[0] += sign * used
+            holding[1] = owner
+            if holding[0]:
+                self.by_amount.setdefault(holding[0], set()).add(consumer)
             else:
                 del self.held[consumer]
 
@@ -249,14 +249,14 @@ class TopHolders(_TreeFold):
         owners `wanted` accepts, the older consumer first on a tie."""
         owners = Allocations.owner_list
         accepted = {index for index, owner in enumerate(owners) if wanted(owner)}
-        found = []
+        holders = []
         for used in sorted(self.by_amount, reverse=True):
             for consumer in sorted(self.by_amount[used]):
                 if self.held[consumer][1] in accepted:
-                    found.append((-used, consumer))
-                    if len(found) == limit:
-                        return found
-        return found
+                    holders.append((-used, consumer))
+                    if len(holders) == limit:
+                        return holders
+        return holders
 
 
 class ProjectTrees(_TreeFold):
@@ -274,8 +274,9 @@ class ProjectTrees(_TreeFold):
         for _consumer, owner, provider, _class, _used in rows:
             if owners[owner][0] != self.project_id:
                 continue
-            found = tree.provider(provider)
-            for aggregate_id in tree.aggregates_of(found) if found is not None else ():
+            holding_provider = tree.provider(provider)
+            for aggregate_id in (tree.aggregates_of(holding_provider)
+                                 if holding_provider is not None else ()):
                 self.pools[aggregate_id] += sign
                 if not self.pools[aggregate_id]:
                     del self.pools[aggregate_id]
