@@ -58,9 +58,9 @@ class Finding:
     fields: tuple
     rows: QuerySet
     deleted: str = ''
-    # What the rows are found among, without the joins their columns take:
+    # The selector the rows are found among, without the joins their columns take:
     # counted rather than the rows (the same number).
-    found: QuerySet = None
+    selector: QuerySet = None
 
     @property
     def columns(self):
@@ -68,7 +68,7 @@ class Finding:
 
     def count(self):
         """How many rows there are (one query)."""
-        return (self.rows if self.found is None else self.found).count()
+        return (self.rows if self.selector is None else self.selector).count()
 
     def listed(self, rows):
         """`rows` (some of self.rows) under the output's column names."""
@@ -252,7 +252,7 @@ def findings(live_uuids=None, listed_at=None, from_ledger=False):
     among = None
     if from_ledger and allocation_ledger.serves(Allocation.objects.db):
         among = held_on_several_trees(Allocation.objects.db)
-    found = [
+    findings = [
         Finding(SEVERAL_TREES, 'Consumers on more than one tree',
                 'Consumers that are not migrations hold allocations in more than one '
                 'provider tree (sharing providers aside): a move or evacuation that went '
@@ -261,7 +261,7 @@ def findings(live_uuids=None, listed_at=None, from_ledger=False):
                 'alone (PUT /allocations/{uuid} at its generation).',
                 CONSUMER_FIELDS + (('trees', 'trees'),),
                 _consumer_rows(consumers_on_several_trees(among), 'trees'),
-                found=consumers_on_several_trees(among)),
+                selector=consumers_on_several_trees(among)),
         Finding(WITHOUT_INVENTORY, 'Allocations without inventory',
                 'Allocations of a resource class their provider has no inventory of any '
                 'more: the database was changed behind Placement or a reshape was cut '
@@ -276,13 +276,13 @@ def findings(live_uuids=None, listed_at=None, from_ledger=False):
                     'resource_provider__name', 'resource_class__name', 'used',
                 ).order_by('consumer_id', 'pk'),
                 deleted='these allocations (the consumer keeps its others)',
-                found=lacking_inventory()),
+                selector=lacking_inventory()),
         Finding(WITHOUT_OWNER, 'Consumers without project or user',
                 'Consumers whose project or user id is empty: their usage counts for no '
                 'project (GET /usages, quotas). Write their allocations again with the '
                 'right project_id and user_id.',
                 CONSUMER_FIELDS, _consumer_rows(consumers_without_owner()),
-                found=consumers_without_owner()),
+                selector=consumers_without_owner()),
         Finding(OVER_CAPACITY, 'Usage over capacity',
                 'Inventories whose allocations exceed (total - reserved) * '
                 'allocation_ratio, after an inventory change Placement accepted: nothing '
@@ -296,10 +296,10 @@ def findings(live_uuids=None, listed_at=None, from_ledger=False):
                     'resource_provider__uuid', 'resource_provider__name',
                     'resource_class__name', 'used', 'capacity', 'total', 'reserved',
                     'allocation_ratio').order_by('resource_provider_id', 'resource_class_id'),
-                found=inventories_over_capacity()),
+                selector=inventories_over_capacity()),
     ]
     if live_uuids is not None:
-        found.append(Finding(
+        findings.append(Finding(
             NOT_LIVE, 'Instances not in the live list',
             'INSTANCE consumers holding allocations that the given list of live servers '
             'does not name: servers deleted, or moved away, while nova could not free '
@@ -309,8 +309,8 @@ def findings(live_uuids=None, listed_at=None, from_ledger=False):
                 allocation_count=count_of(Allocation, 'consumer')),
                 'allocation_count', 'created_at'),
             deleted="all the consumer's allocations, and the consumer",
-            found=instances_not_live(live_uuids, listed_at)))
-    return found
+            selector=instances_not_live(live_uuids, listed_at)))
+    return findings
 
 
 # ---- the live list ------------------------------------------------------------------------
@@ -324,14 +324,14 @@ def read_live_list(lines):
     `#` comments ignored. Anything else is refused (BadLiveList naming the
     line), and so is a list without a uuid: a list of names, or an empty
     one, would make every instance an orphan."""
-    found = set()
+    uuids = set()
     for number, line in enumerate(lines, 1):
         text = line.split('#', 1)[0].strip()
         if not text:
             continue
         if not is_uuid_like(text):
             raise BadLiveList(f'line {number} is not a uuid: {text[:80]!r}')
-        found.add(normalize_uuid(text))
-    if not found:
+        uuids.add(normalize_uuid(text))
+    if not uuids:
         raise BadLiveList('the list names no server: refusing to judge every instance an orphan')
-    return found
+    return uuids
