@@ -62,16 +62,16 @@ def success():
 
 # ---- counting and naming what is wrong -----------------------------------------------
 
-def _found(rows):
+def _matches(rows):
     """(how many rows the query matched, the first few) from a query whose
-    rows carry `found`, the window count over all its matches."""
+    rows carry `match_count`, the window count over all its matches."""
     rows = list(rows[:EXAMPLES])
-    return (rows[0]['found'] if rows else 0), rows
+    return (rows[0]['match_count'] if rows else 0), rows
 
 
 def _counted(queryset, *fields):
-    """`queryset`'s rows as dicts of `fields`, each with `found` (one query)."""
-    return queryset.values(*fields).annotate(found=Window(Count('*'))).order_by('pk')
+    """`queryset`'s rows as dicts of `fields`, each with `match_count` (one query)."""
+    return queryset.values(*fields).annotate(match_count=Window(Count('*'))).order_by('pk')
 
 
 def _n(count, singular, plural=None):
@@ -101,7 +101,7 @@ def _with_problems(queryset, problems, fields, example):
     example(row) names a row of `fields`."""
     findings = []
     for one, several, problem in problems:
-        count, rows = _found(_counted(queryset.filter(problem), *fields))
+        count, rows = _matches(_counted(queryset.filter(problem), *fields))
         if count:
             findings.append((count, one if count == 1 else several, [example(r) for r in rows]))
     return findings
@@ -194,7 +194,7 @@ def check_consumers_without_allocations():
     """Every consumer holds allocations: Placement deletes a consumer with
     its last allocation."""
     empty = Consumer.objects.filter(~Exists(Allocation.objects.filter(consumer_id=OuterRef('pk'))))
-    count, rows = _found(_counted(empty, 'uuid', 'generation'))
+    count, rows = _matches(_counted(empty, 'uuid', 'generation'))
     if not count:
         return success()
     examples = [f'{row["uuid"]} (generation {row["generation"]})' for row in rows]
