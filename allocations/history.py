@@ -57,14 +57,14 @@ def tree_history(root, books, *, since):
     now = timezone.now()
     used = collections.Counter({name: usage.used for name, usage in books.items()})
     steps, starts = _replayed(changes, used, since)
-    found = []
+    class_trends = []
     for name, usage in books.items():
         points = [trends.Point(at, usage.total, usage.reserved, usage.capacity, amounts[name],
                                usage.providers) for at, amounts in steps]
         points.append(trends.Point(now, usage.total, usage.reserved, usage.capacity, usage.used,
                                    usage.providers))
-        found.append(trends.ClassTrend(name, points, trends.forecast(_hourly(points))))
-    return History(found, starts)
+        class_trends.append(trends.ClassTrend(name, points, trends.forecast(_hourly(points))))
+    return History(class_trends, starts)
 
 
 def _hourly(points):
@@ -99,7 +99,7 @@ def _changes(rows, holding):
     not concern the tree (it held nothing there before either, as an event
     names every provider the consumer held), or leaves the change UNKNOWN."""
     last = {}
-    found = []
+    changes = []
     for at, consumer, generation_before, concerns, payload in rows:
         now = holding(payload)
         if consumer in last:
@@ -110,12 +110,12 @@ def _changes(rows, holding):
             before = UNKNOWN
         last[consumer] = now
         if before is UNKNOWN:
-            found.append((at, UNKNOWN))
+            changes.append((at, UNKNOWN))
         else:
             change = collections.Counter(now)
             change.subtract(before)
-            found.append((at, change))
-    return found
+            changes.append((at, change))
+    return changes
 
 
 def _replayed(changes, used, since):
