@@ -31,10 +31,11 @@ def project_trends(project, *, since=None):
     rows = ProjectUsageSnapshot.objects.filter(project=project)
     if since is not None:
         rows = rows.filter(taken_at__gte=since)
-    found = {}
+    points_by_class = {}
     for name, taken_at, used, consumers in rows.order_by(
             'resource_class_id', 'taken_at', 'id').values_list(
             'resource_class__name', 'taken_at', 'used', 'consumers'):
-        found.setdefault(name, []).append(trends.Point(taken_at, 0, 0, None, used, consumers))
+        points_by_class.setdefault(name, []).append(
+            trends.Point(taken_at, 0, 0, None, used, consumers))
     return [trends.ClassTrend(name, points, trends.growth(points))
-            for name, points in found.items()]
+            for name, points in points_by_class.items()]
