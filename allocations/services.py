@@ -76,10 +76,11 @@ def allocations_delete(*, consumer_uuid, generation=NOT_CHECKED):
         return False
     with transaction.atomic():
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
-        found = None if consumer is None else consumer.generation
-        if generation is not NOT_CHECKED and found != generation:
+        current_generation = None if consumer is None else consumer.generation
+        if generation is not NOT_CHECKED and current_generation != generation:
             raise exceptions.ConsumerGenerationConflict(
-                expected='null' if found is None else found, got=generation)
+                expected='null' if current_generation is None else current_generation,
+                got=generation)
         if consumer is None:
             return False
         # Locked (in id order, as writers lock them) so that the generations
@@ -183,11 +184,11 @@ def reshape(*, inventories, requests, reserved_can_be_total=True):
 def _replace(requests):
     _ensure_consumers(requests)
     provider_uuids = {uuid for r in requests for uuid in r.allocations}
-    found = dict(ResourceProvider.objects.filter(
+    ids_by_uuid = dict(ResourceProvider.objects.filter(
         uuid__in=provider_uuids).values_list('uuid', 'id'))
     for request in requests:
         for provider_uuid in request.allocations:
-            if provider_uuid not in found:
+            if provider_uuid not in ids_by_uuid:
                 raise exceptions.ProviderForAllocationNotFound(uuid=provider_uuid)
     class_names = {rc for r in requests for resources in r.allocations.values() for rc in resources}
     class_ids = dict(ResourceClass.objects.filter(name__in=class_names).values_list('name', 'id'))
@@ -201,7 +202,7 @@ def _replace(requests):
     # their generation bumped (as in OpenStack Placement; a provider that
     # merely loses a consumer's allocations to another provider does not).
     emptied = {r.consumer.pk for r in requests if not r.allocations}
-    bumped_ids = set(found.values()) | {p for c, p, _, _ in previous if c in emptied}
+    bumped_ids = set(ids_by_uuid.values()) | {p for c, p, _, _ in previous if c in emptied}
     # Those it leaves are locked too, so the generations the event log
     # records for them are current until commit.
     locked = _lock_providers(bumped_ids | {p for _, p, _, _ in previous})
@@ -210,7 +211,7 @@ def _replace(requests):
     wanted = []  # (request, provider, class name, class id, amount)
     for request in requests:
         for provider_uuid, resources in request.allocations.items():
-            provider = providers[found[provider_uuid]]
+            provider = providers[ids_by_uuid[provider_uuid]]
             for class_name, amount in resources.items():
                 wanted.append((request, provider, class_name, class_ids[class_name], amount))
     # Read before the consumers' own allocations go: `used` as it stands.
@@ -233,10 +234,10 @@ def _replace(requests):
         consumer.generation += 1
     if emptied:
         Consumer.objects.filter(pk__in=emptied, allocations__isnull=True).delete()
-    _record_events(requests, providers, locked, found, previous)
+    _record_events(requests, providers, locked, ids_by_uuid, previous)
 
 
-def _record_events(requests, bumped, locked, found, previous):
+def _record_events(requests, bumped, locked, ids_by_uuid, previous):
     """One event per consumer written, naming the providers it now holds
     and those it held, with their generations: a provider bumped by the
     write shows the step once, in the first consumer's event; a provider a
@@ -251,7 +252,7 @@ def _record_events(requests, bumped, locked, found, previous):
         if request.created and not request.allocations:
             continue  # emptying a consumer that never held anything changes nothing
         providers = []
-        for provider_id in {found[uuid] for uuid in request.allocations} | held[consumer.pk]:
+        for provider_id in {ids_by_uuid[uuid] for uuid in request.allocations} | held[consumer.pk]:
             provider = locked[provider_id]
             before = provider.generation
             if provider_id in bumped and provider_id not in stepped:
@@ -332,9 +333,9 @@ def _owner(request):
 
 
 def _get_or_create(model, **lookup):
-    found = model.objects.filter(**lookup).first()
-    if found is not None:
-        return found
+    existing = model.objects.filter(**lookup).first()
+    if existing is not None:
+        return existing
     with transaction.atomic():  # an IntegrityError here retries the write
         return model.objects.create(**lookup)
 
