@@ -220,9 +220,9 @@ def check_revision(source):
                            '`placement-manage db sync`)')
     revisions = sorted(row[0] for row in source.query('SELECT version_num FROM alembic_version'))
     if len(revisions) != 1 or revisions[0] not in ACCEPTED_REVISIONS:
-        found = ', '.join(revisions) or 'none'
+        revision_names = ', '.join(revisions) or 'none'
         raise ImportRefused(
-            f'the source database is at alembic revision {found}; this importer reads the '
+            f'the source database is at alembic revision {revision_names}; this importer reads the '
             f'schema of openstack-placement 16.0.0 ({" or ".join(ACCEPTED_REVISIONS)}): '
             'upgrade the source with `placement-manage db sync` first')
     missing = sorted(SOURCE_TABLES - tables)

@@ -200,15 +200,15 @@ def target_contents():
     'N table' strings; empty when only the standard names are there."""
     books = [Pod, ResourceProvider, Inventory, Aggregate, Consumer, Allocation, Project, User,
              ConsumerType]
-    found = [f'{model.objects.count()} {model._meta.db_table}' for model in books
-             if model.objects.exists()]
+    contents = [f'{model.objects.count()} {model._meta.db_table}' for model in books
+                if model.objects.exists()]
     custom_classes = ResourceClass.objects.filter(id__gte=ResourceClass.MIN_CUSTOM_ID).count()
     if custom_classes:
-        found.append(f'{custom_classes} custom resource classes')
+        contents.append(f'{custom_classes} custom resource classes')
     custom_traits = Trait.objects.filter(name__startswith=Trait.CUSTOM_PREFIX).count()
     if custom_traits:
-        found.append(f'{custom_traits} custom traits')
-    return found
+        contents.append(f'{custom_traits} custom traits')
+    return contents
 
 
 def empty_target():
