@@ -102,10 +102,10 @@ def planned(findings):
     """What --delete removes, a step per consumer with the generation the
     audit read: consumers not live whole, then the allocations without
     inventory of other consumers."""
-    found = {finding.key: rows for finding, rows in findings}
-    whole = {row['consumer_uuid']: row['generation'] for row in found.get(audit.NOT_LIVE, [])}
+    rows_by_key = {finding.key: rows for finding, rows in findings}
+    whole = {row['consumer_uuid']: row['generation'] for row in rows_by_key.get(audit.NOT_LIVE, [])}
     trimmed = {}
-    for row in found[audit.WITHOUT_INVENTORY]:
+    for row in rows_by_key[audit.WITHOUT_INVENTORY]:
         if row['consumer_uuid'] not in whole:
             trimmed.setdefault(row['consumer_uuid'], row['generation'])
     steps = ([(uuid_, generation, 'all') for uuid_, generation in whole.items()]
