@@ -95,10 +95,10 @@ def _explored(query, params, pod=None):
         held = ledger.held_answer(using, key)
         if held is not None:
             return held
-        found, shown, wanted = _explore(query, params)
-        ledger.keep_answer(using, key, found, _spoils(shown, _class_ids(wanted)),
-                           len(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)))
-        return found
+        answer, shown, wanted = _explore(query, params)
+        ledger.keep_answer(using, key, answer, _spoils(shown, _class_ids(wanted)),
+                           len(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)))
+        return answer
     return remembered.remembered(using, key, lambda: _explore(query, params)[0])
 
 

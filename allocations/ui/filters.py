@@ -127,8 +127,8 @@ def sort_choices(classes):
 
 def _class_id(name):
     """The class's id (-1 for none: its join finds nothing)."""
-    found = ResourceClass.objects.filter(name=name.upper()).values_list('id', flat=True).first()
-    return -1 if found is None else found
+    class_id = ResourceClass.objects.filter(name=name.upper()).values_list('id', flat=True).first()
+    return -1 if class_id is None else class_id
 
 
 def _class_value(kind, capacity, used):
@@ -281,12 +281,12 @@ class ProviderPages:
 
     def _ranked_hosts(self, low, high):
         """The roots at positions low..high-1 ranked as hosts."""
-        found, complete = books.hosts_by_fullness(high, fullest=self.descending,
-                                                  roots=self.hosts)
-        page = [root for root, _ in found[low:high]]
+        ranked_hosts, complete = books.hosts_by_fullness(high, fullest=self.descending,
+                                                         roots=self.hosts)
+        page = [root for root, _ in ranked_hosts[low:high]]
         if not complete or len(page) == high - low:
             return page
-        ranked = [root for root, _ in found]
+        ranked = [root for root, _ in ranked_hosts]
         start, stop = max(low - len(ranked), 0), high - len(ranked)
         return page + list(self.matching.exclude(pk__in_ids=ranked).order_by('id').values_list(
             'id', flat=True)[start:stop])
@@ -303,14 +303,14 @@ class ProviderPages:
         if self.fullest and high <= WALKED_ROWS:
             if not self.matching.query.where and ledger.serves(Inventory.objects.db):
                 # Every provider: the walk is the ledger's, no sort of the cloud's inventories.
-                found, complete = ledger.fullest_providers(Inventory.objects.db, high)
+                fullest_ids, complete = ledger.fullest_providers(Inventory.objects.db, high)
             else:
                 walked = _with_utilization(self._inventories()).order_by(
                     F('utilization').desc(nulls_last=True), 'resource_provider_id')
-                found, complete = self._fullest(
+                fullest_ids, complete = self._fullest(
                     walked.values_list('resource_provider_id', flat=True), high)
-            page = found[low:high]
-            return page + self._unvalued(len(found), low, high) if complete else page
+            page = fullest_ids[low:high]
+            return page + self._unvalued(len(fullest_ids), low, high) if complete else page
         # One value per provider (or tree): a row is a provider.
         valued = self.valued(self._inventories())
         order = F('sort_value').desc() if self.descending else F('sort_value').asc()
@@ -331,11 +331,11 @@ class ProviderPages:
         rows = per_provider * high + more
         while True:
             read = list(walked[:rows])
-            found = list(dict.fromkeys(read))
+            fullest_ids = list(dict.fromkeys(read))
             if len(read) < rows:
-                return found, True
-            if len(found) >= high:
-                return found, False
+                return fullest_ids, True
+            if len(fullest_ids) >= high:
+                return fullest_ids, False
             rows *= 4
 
     def _unvalued(self, valued_count, low, high):
@@ -351,9 +351,9 @@ class ProviderPages:
 
     @staticmethod
     def _providers(ids):
-        found = ResourceProvider.objects.select_related(
+        providers_by_id = ResourceProvider.objects.select_related(
             'parent_provider', 'root_provider').in_bulk(ids)
-        return [found[pk] for pk in ids if pk in found]
+        return [providers_by_id[pk] for pk in ids if pk in providers_by_id]
 
 
 def _tree_values(inventories, kind, class_id):

@@ -50,9 +50,9 @@ def usage(request, aggregate=None):
     the forecast in words. One query, whatever the number of classes. The
     chart data go into the page as JSON (json_script) for static/js/charts.js."""
     days = _trend_days(request)
-    found = trends.class_trends(aggregate=aggregate,
-                                since=timezone.now() - timedelta(days=days))
-    return _trends_shown(request, days, found,
+    class_trends = trends.class_trends(aggregate=aggregate,
+                                       since=timezone.now() - timedelta(days=days))
+    return _trends_shown(request, days, class_trends,
                          'this pool' if aggregate is not None else 'the whole cloud')
 
 
@@ -61,9 +61,9 @@ def capacity(request, aggregate=None, class_ids=None):
     snapshots of the classes it shows (ids; None: all), over the last
     ?days= of CAPACITY_TREND_RANGES (CAPACITY_TREND_DAYS unless asked)."""
     days = _trend_days(request, CAPACITY_TREND_RANGES, CAPACITY_TREND_DAYS)
-    found = trends.class_trends(aggregate=aggregate, class_ids=class_ids,
-                                since=timezone.now() - timedelta(days=days))
-    return _trends_shown(request, days, found,
+    class_trends = trends.class_trends(aggregate=aggregate, class_ids=class_ids,
+                                       since=timezone.now() - timedelta(days=days))
+    return _trends_shown(request, days, class_trends,
                          f'pool {aggregate.uuid}' if aggregate is not None else 'the whole cloud',
                          ranges=CAPACITY_TREND_RANGES)
 
@@ -73,23 +73,23 @@ def tree(request, root, classes):
     (allocations.history), against its capacity now; `classes` its books
     ({class name: ClassUsage})."""
     days = _trend_days(request)
-    found = history.tree_history(root, classes, since=timezone.now() - timedelta(days=days))
-    return _trends_shown(request, days, found.trends,
-                         'this tree, replayed from the event log', starts=found.starts)
+    tree_history = history.tree_history(root, classes, since=timezone.now() - timedelta(days=days))
+    return _trends_shown(request, days, tree_history.trends,
+                         'this tree, replayed from the event log', starts=tree_history.starts)
 
 
 def project(request, project):
     """The project's use per class over the last ?days=, from its usage
     snapshots (allocations.project_trends), with its growth in words."""
     days = _trend_days(request)
-    found = allocation_project_trends.project_trends(
+    class_trends = allocation_project_trends.project_trends(
         project, since=timezone.now() - timedelta(days=days))
-    return _trends_shown(request, days, found, 'this project',
+    return _trends_shown(request, days, class_trends, 'this project',
                          describe=trends.describe_growth)
 
 
-def _trends_shown(request, days, found, scope, starts=None, describe=trends.describe_forecast,
-                  ranges=TREND_RANGES):
+def _trends_shown(request, days, class_trends, scope, starts=None,
+                  describe=trends.describe_forecast, ranges=TREND_RANGES):
     choices, ranges = ranges, []
     for choice in choices:
         query = request.GET.copy()
@@ -101,14 +101,14 @@ def _trends_shown(request, days, found, scope, starts=None, describe=trends.desc
         # Growth (a project's) has no capacity to fill: no urgency.
         'trends': [(trend, describe(trend.forecast),
                     urgency(trend.forecast) if describe is trends.describe_forecast else 'neutral')
-                   for trend in found],
+                   for trend in class_trends],
         'chart_data': [{
             'name': trend.name,
             'points': [[_ms(p.taken_at), p.capacity, p.used] for p in trend.points],
             'forecast': {'status': trend.forecast.status,
                          'slope_per_day': trend.forecast.slope_per_day,
                          'full_at': _ms(trend.forecast.full_at)},
-        } for trend in found],
+        } for trend in class_trends],
     }
 
 

@@ -293,9 +293,9 @@ def capacity_report(request):
         return render(request, 'ui/capacity.html', {'form': form}, status=400)
     asked = form.cleaned_data['asked']
     if exports.wanted(request):
-        found = capacity.capacity(asked.group_by, wanted=asked.wanted, class_ids=asked.class_ids)
+        groups = capacity.capacity(asked.group_by, wanted=asked.wanted, class_ids=asked.class_ids)
         return exports.streamed(request, f'capacity-by-{asked.group_by}', capacity_api.CSV_COLUMNS,
-                                (row for group in found
+                                (row for group in groups
                                  for row in capacity_api.group_rows(asked.group_by, group)))
     page = page_of(request, capacity.CapacityPages(asked.group_by, wanted=asked.wanted,
                                                    class_ids=asked.class_ids))

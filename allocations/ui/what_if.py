@@ -20,16 +20,16 @@ def _listed(text):
 
 def _pairs(text, kind, what):
     """{CLASS: kind(value)} of 'CLASS:value,CLASS:value'."""
-    found = {}
+    pairs = {}
     for part in _listed(text):
         name, sep, value = part.partition(':')
         try:
-            found[name.strip()] = kind(value.strip())
+            pairs[name.strip()] = kind(value.strip())
         except ValueError:
             raise forms.ValidationError(f'{what}: {part!r} is not CLASS:{kind.__name__}') from None
         if not sep:
             raise forms.ValidationError(f'{what}: {part!r} is not CLASS:{kind.__name__}')
-    return found
+    return pairs
 
 
 class WhatIfForm(forms.Form):
@@ -91,23 +91,23 @@ class WhatIfForm(forms.Form):
 def what_if(request):
     """The form, and once asked, the before/after table."""
     form = WhatIfForm(request.GET or None)
-    found, problem = None, None
+    outcome, problem = None, None
     if form.is_bound:
         try:
             if not form.is_valid():
                 raise forms.ValidationError([e for errs in form.errors.values() for e in errs])
             body = form.body()
             validate(body, what_if_api.WHAT_IF_BODY, 'The change is not valid: {}')
-            found = what_if_api.answer(body)
+            outcome = what_if_api.answer(body)
         except forms.ValidationError as exc:
             problem = '; '.join(exc.messages)
         except errors.PlacementError as exc:
             problem = exc.detail
     rows = []
-    for group in (found or {}).get('groups', ()):
+    for group in (outcome or {}).get('groups', ()):
         rows.append({'group': group['group'], 'name': group['name'],
                      'fits': [dict(fits, name=name, delta=fits['after'] - fits['before'])
                               for name, fits in group['fits'].items()]})
     return render(request, 'ui/what_if.html', {
-        'form': form, 'found': found, 'rows': rows, 'problem': problem,
+        'form': form, 'found': outcome, 'rows': rows, 'problem': problem,
     }, status=400 if problem else 200)
