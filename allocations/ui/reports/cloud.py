@@ -38,10 +38,10 @@ def flavor_fits(scope, groups):
     where none does. Four queries (one more per part of the scope when a flavor fits none),
     whatever the number of groups."""
     flavors = configured_flavors()
-    found = capacity.flavor_fits(flavors, scope, groups)
-    why = capacity.why_none_fit(flavors, scope, groups, found)
+    fits_by_group = capacity.flavor_fits(flavors, scope, groups)
+    why = capacity.why_none_fit(flavors, scope, groups, fits_by_group)
     return {key: [FlavorFit(f, fits[f.name], why.get(key, {}).get(f.name, ''))
-                  for f in flavors] for key, fits in found.items()}
+                  for f in flavors] for key, fits in fits_by_group.items()}
 
 
 def cloud_flavor_fits():
@@ -66,10 +66,10 @@ def fullest_hosts(limit=10):
     """[Host] of the `limit` fullest hosts (books.fullest_hosts; trees
     without capacity are never among them): their roots read, one query
     more."""
-    found = books.fullest_hosts(limit)
-    roots = ResourceProvider.objects.in_bulk([root for root, _ in found])
+    fullest_classes = books.fullest_hosts(limit)
+    roots = ResourceProvider.objects.in_bulk([root for root, _ in fullest_classes])
     # A tree the ledger holds may be gone from this page's snapshot.
-    return [Host(roots[root], fullest) for root, fullest in found if root in roots]
+    return [Host(roots[root], fullest) for root, fullest in fullest_classes if root in roots]
 
 
 def cloud_counts():
