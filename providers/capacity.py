@@ -438,10 +438,10 @@ def why_none_fit(flavors, scope, groups, fits):
     totals = {'has': sum, 'takes': sum, 'room': sum, 'max': max, 'min': min}
     why = collections.defaultdict(dict)
     for group, flavor in zero:
-        seen = limit_values[group.grp]
+        group_limits = limit_values[group.grp]
 
         def limit(kind, index):
-            values = seen.get(f'{kind}{index}')
+            values = group_limits.get(f'{kind}{index}')
             return totals[kind](values) if values else 0
         reasons = []
         for name, amount in flavor.resources.items():
