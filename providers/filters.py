@@ -78,10 +78,8 @@ class ProviderFilterSet(django_filters.FilterSet):
     def with_room(self, queryset, values):
         """Providers whose own inventory can take each amount more."""
         wanted = querystring.parse_resources(values[-1])
-        try:
+        with errors.worded(exceptions.unknown_class_in('resources parameter')):
             ids = querysets.resource_class_ids(list(wanted))
-        except exceptions.ResourceClassNotFound as exc:
-            raise errors.bad_request(f'Invalid resource class in resources parameter: {exc}')
         for name, amount in wanted.items():
             queryset = queryset.having_capacity(ids[name], amount)
         return queryset

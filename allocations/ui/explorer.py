@@ -10,7 +10,7 @@ from django.shortcuts import render
 
 from allocations.ui import reports
 from allocations.ui.forms import ExplorerForm
-from placement_site import budgets, errors, exceptions, microversion, replicas
+from placement_site import budgets, errors, microversion, replicas
 from placement_site.viewers import cloud_pages
 from providers import candidates, ledger, remembered
 from providers.candidates import combine, matching
@@ -46,10 +46,8 @@ def explorer(request):
         try:
             with budgets.search_time(budgets.operator_seconds(), SEARCH_MODULES):
                 context.update(_explored(query, request.GET, pod=context.get('placed')))
-        except errors.PlacementError as exc:
+        except errors.PlacementError as exc:   # domain errors too: they are PlacementErrors
             context['error'] = exc.detail
-        except exceptions.PlacementDomainError as exc:
-            context['error'] = str(exc)
         except budgets.OverBudget as exc:
             return _over_budget(request, context, exc)
     return _sized(request, context)
