@@ -93,11 +93,16 @@ def _scopes(access, method):
     return projects, bool(_listed(access.auth_token, 'system', 'system'))
 
 
+def now():
+    """The time the sign-in's bounds are counted in (a test moves it on)."""
+    return datetime.now(UTC)
+
+
 def _held(access, method, projects, system_allowed):
     """What the session keeps of a Keystone sign-in: Keystone has just
     issued the token, which counts as its first check."""
     return {
-        'checked_at': datetime.now(UTC).timestamp(),
+        'checked_at': now().timestamp(),
         'token': access.auth_token, 'expires_at': access.expires.isoformat(),
         'user_id': access.user_id, 'user': access.username,
         'domain': access.user_domain_name, 'project_id': access.project_id,
@@ -277,7 +282,7 @@ def token_valid(token):
     return answer.status_code == 200
 
 
-def _still_valid(request, held, now):
+def _still_valid(request, held, moment):
     """token_valid, asked at most every PLACEMENT_UI_TOKEN_RECHECK_SECONDS
     (0: on every page): the session keeps when Keystone last said yes, so
     every process serving the session shares the answer, and signing out
@@ -285,12 +290,12 @@ def _still_valid(request, held, now):
     interval = settings.PLACEMENT_UI_TOKEN_RECHECK_SECONDS
     checked = held.get('checked_at')
     # A time ahead of ours (another server's clock) does not stretch the bound.
-    if interval and checked and 0 <= now.timestamp() - checked < interval:
+    if interval and checked and 0 <= moment.timestamp() - checked < interval:
         return True
     if not token_valid(held['token']):
         return False
     if interval:
-        held['checked_at'] = now.timestamp()
+        held['checked_at'] = moment.timestamp()
         request.session.modified = True
     return True
 
@@ -310,9 +315,9 @@ class KeystoneSessionMiddleware:
         held = (request.session.get(SESSION_KEY)
                 if settings.SESSION_COOKIE_NAME in request.COOKIES else None)
         if held and request.user.is_authenticated:
-            now = datetime.now(UTC)
-            expired = datetime.fromisoformat(held['expires_at']) <= now
-            if expired or not _still_valid(request, held, now):
+            moment = now()
+            expired = datetime.fromisoformat(held['expires_at']) <= moment
+            if expired or not _still_valid(request, held, moment):
                 LOG.info('Keystone session of %s ended: token %s', held['user'],
                          'expired' if expired else 'no longer valid')
                 logout(request)
