@@ -109,5 +109,5 @@ def what_if(request):
                      'fits': [dict(fits, name=name, delta=fits['after'] - fits['before'])
                               for name, fits in group['fits'].items()]})
     return render(request, 'ui/what_if.html', {
-        'form': form, 'found': outcome, 'rows': rows, 'problem': problem,
+        'form': form, 'outcome': outcome, 'rows': rows, 'problem': problem,
     }, status=400 if problem else 200)
