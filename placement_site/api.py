@@ -70,16 +70,19 @@ def exception_handler(exc, context):
 # ---- decorators, applied in the same order as Placement's ----------------
 
 def versions(min_version, max_version=None, status=404):
-    """Serve the handler only at microversions min..max, else `status`."""
-    low = microversion.parse(min_version)
-    high = microversion.parse(max_version or microversion.MAX_VERSION)
+    """Serve the handler only at microversions min..max (of the view's
+    `version`), else `status`. The span stays on the handler
+    (microversion.span), where the OpenAPI document reads it."""
+    served = microversion.Span(microversion.parse(min_version),
+                               microversion.parse(max_version or microversion.MAX_VERSION))
 
     def decorator(handler):
         @functools.wraps(handler)
         def wrapped(self, request, *args, **kwargs):
-            if not low <= request.version <= high:
+            if self.version not in served:
                 raise errors.PlacementError(status)
             return handler(self, request, *args, **kwargs)
+        wrapped.microversions = served
         return wrapped
     return decorator
 

@@ -3,7 +3,19 @@
 Parsing follows microversion-parse, the library OpenStack services share, so
 'latest', malformed values (400) and out-of-range values (406) behave as in
 OpenStack Placement.
+
+Version facts are written once, in one idiom, and both the views and the
+OpenAPI document read them:
+- the microversions a handler serves: placement_site.api.versions on the
+  handler (`@versions('1.5', status=405)`), recorded as a Span (span());
+- a value that changes with the microversion (a body's or a query string's
+  JSON Schema, an answer's field): a ByVersion table, or since() / before()
+  for one that is there from a version on / only below one (None: absent).
+Small differences inside a handler branch inline on the request's version
+(`version.matches((1, 28))`), as Placement's handlers do.
 """
+import dataclasses
+
 import microversion_parse
 
 SERVICE_TYPE = 'placement'
@@ -104,3 +116,40 @@ class ByVersion:
         """(first version, value) pairs, oldest first."""
         return [(self.since, self.oldest)] + [
             (minimum, value) for minimum, value in reversed(self.choices)]
+
+    def map(self, function):
+        """The table of function(value) for each value (None stays None)."""
+        def apply(value):
+            return None if value is None else function(value)
+        return ByVersion([(minimum, apply(value)) for minimum, value in self.choices],
+                         apply(self.oldest), self.since)
+
+
+def since(version, value):
+    """`value` from `version` on (a (major, minor) tuple), nothing before."""
+    return ByVersion([(version, value)], None)
+
+
+def before(version, value):
+    """`value` below `version`, nothing from it on."""
+    return ByVersion([(version, None)], value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """The microversions from `first` to `last` (Versions), both included:
+    those a handler serves."""
+    first: Version
+    last: Version
+
+    def __contains__(self, version):
+        return self.first <= tuple(version) <= self.last
+
+
+EVERY = Span(parse(MIN_VERSION), parse(MAX_VERSION))
+
+
+def span(handler):
+    """The microversions `handler` serves: those placement_site.api.versions
+    gave it, else every one."""
+    return getattr(handler, 'microversions', EVERY)
