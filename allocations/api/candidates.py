@@ -3,7 +3,7 @@ views and their answers. Parsing and the search itself live in
 providers.candidates."""
 from django.utils import timezone
 
-from placement_site import errors, exceptions, microversion, replicas
+from placement_site import exceptions, microversion, replicas
 from placement_site.api import (
     PlacementViewSet,
     accept_json,
@@ -195,14 +195,19 @@ class ExplainViewSet(PlacementViewSet):
     constraint and, when nothing fits, what eliminated them. Without an
     OpenStack-API-Version header the latest microversion's rules apply."""
 
+    @property
+    def version(self):
+        """The request's microversion; without an OpenStack-API-Version header
+        the latest, not 1.0 as everywhere else (@versions reads this one)."""
+        if microversion.HEADER not in {k.lower() for k in self.request.headers}:
+            return microversion.parse(microversion.MAX_VERSION)
+        return self.request.version
+
     @replicas.advisory
     @accept_json
+    @versions('1.10')
     def list(self, request):
         version = self.version
-        if microversion.HEADER not in {k.lower() for k in request.headers}:
-            version = microversion.parse(microversion.MAX_VERSION)
-        if not version.matches((1, 10)):
-            raise errors.not_found()
         self.authorize('placement:allocation_candidates:list')
         candidate_query = parsed_query(request, version)
         with unknown_names_refused():

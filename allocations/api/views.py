@@ -15,6 +15,7 @@ from placement_site.api import (
     versions,
 )
 from placement_site.errors import Worded, worded
+from placement_site.microversion import ByVersion
 from placement_site.validation import is_uuid_like, normalize_uuid
 from providers.api import serializers as provider_serializers
 from providers.api.views import find_provider
@@ -181,6 +182,11 @@ class ProviderUsagesViewSet(PlacementViewSet):
         return self.respond(body, last_modified=timezone.now())
 
 
+# GET /usages: consumer_type from 1.38.
+USAGES_QUERY = ByVersion([((1, 38), schemas.USAGES_QUERY_1_38)], schemas.USAGES_QUERY_1_9,
+                         since=(1, 9))
+
+
 class UsageViewSet(PlacementViewSet):
     """/usages"""
 
@@ -190,9 +196,8 @@ class UsageViewSet(PlacementViewSet):
         project_id = request.GET.get('project_id')
         user_id = request.GET.get('user_id')
         self.authorize('placement:usages', target={'project_id': project_id})
-        by_type = self.version.matches((1, 38))
-        query_params(request, schemas.USAGES_QUERY_1_38 if by_type else schemas.USAGES_QUERY_1_9)
-        if by_type:
+        query_params(request, USAGES_QUERY.at(self.version))
+        if self.version.matches((1, 38)):
             usages = querysets.project_usages_by_consumer_type(
                 project_id, user_id, request.GET.get('consumer_type'))
         else:
