@@ -9,11 +9,14 @@ from drf_spectacular.utils import extend_schema_view
 
 from allocations import schemas
 from allocations.api import candidates, views
+from placement_site import microversion
+from placement_site.microversion import ByVersion
 from placement_site.openapi import (
     GENERATION,
     MEMBER_OF_GRAMMAR,
     PROVIDER_UUID,
     REQUIRED_GRAMMAR,
+    RESOURCES,
     RESOURCES_GRAMMAR,
     ROOT_REQUIRED_GRAMMAR,
     UUID,
@@ -21,12 +24,13 @@ from placement_site.openapi import (
     Component,
     closed,
     link,
+    member_of_parameter,
     operation,
     path,
     query,
     request_body,
+    required_parameter,
     resources_map,
-    versioned,
 )
 from placement_site.validation import (
     CONSUMER_TYPE_QUERY_PATTERN,
@@ -35,8 +39,9 @@ from placement_site.validation import (
     MAX_INT,
     NAME_PATTERN,
 )
-from providers.api.docs import NO_PROVIDER, RESOURCES, member_of_parameter, required_parameter
+from providers.api.docs import NO_PROVIDER
 from providers.candidates.explain import STAGE_LABELS
+from providers.candidates.query import QUERY_BY_VERSION
 
 # ---- answers ----------------------------------------------------------------------
 
@@ -62,11 +67,11 @@ CONSUMER_ALLOCATIONS = Component('ConsumerAllocations', closed({
             }},
             'additionalProperties': False,
         },
-        'project_id': {'type': 'string', 'x-since': '1.12', 'description': 'From 1.12.'},
-        'user_id': {'type': 'string', 'x-since': '1.12', 'description': 'From 1.12.'},
-        'consumer_generation': {**CONSUMER_GENERATION, 'x-since': '1.28'},
-        'consumer_type': {'type': 'string', 'x-since': '1.38',
-                          'description': 'From 1.38, e.g. INSTANCE.'},
+        'project_id': microversion.since((1, 12), {'type': 'string', 'description': 'From 1.12.'}),
+        'user_id': microversion.since((1, 12), {'type': 'string', 'description': 'From 1.12.'}),
+        'consumer_generation': microversion.since((1, 28), CONSUMER_GENERATION),
+        'consumer_type': microversion.since((1, 38), {
+            'type': 'string', 'description': 'From 1.38, e.g. INSTANCE.'}),
     },
     'required': ['allocations'],
 }), description='The allocations of one consumer. The other fields are left out while the '
@@ -82,7 +87,7 @@ PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', closed({
                 'type': 'object',
                 'properties': {
                     'resources': resources_map('The amounts allocated.'),
-                    'consumer_generation': {**CONSUMER_GENERATION, 'x-since': '1.28'},
+                    'consumer_generation': microversion.since((1, 28), CONSUMER_GENERATION),
                 },
                 'required': ['resources', 'consumer_generation'],
             },
@@ -105,9 +110,8 @@ PROVIDER_USAGES = Component('ResourceProviderUsages', closed({
 USAGES = Component('Usages', closed({
     'type': 'object',
     'properties': {
-        'usages': versioned(
-            ('1.0', resources_map('The amount used of each resource class.')),
-            ('1.38', {
+        'usages': ByVersion([
+            ((1, 38), {
                 'type': 'object',
                 'description': '{consumer type: {resource class: amount, consumer_count: '
                                'consumers}}, where the consumer type is a name, `unknown` '
@@ -119,7 +123,7 @@ USAGES = Component('Usages', closed({
                     'additionalProperties': False,
                     'required': ['consumer_count'],
                 },
-            })),
+            })], resources_map('The amount used of each resource class.')),
     },
     'required': ['usages'],
 }))
@@ -128,8 +132,15 @@ _AMOUNTS = {'resources': resources_map('The amounts to allocate.')}
 ALLOCATION_REQUEST = Component('AllocationRequest', closed({
     'type': 'object',
     'properties': {
-        'allocations': versioned(
-            ('1.0', {
+        'allocations': ByVersion([
+            ((1, 12), {
+                'type': 'object',
+                'description': 'Keyed by resource provider uuid: the body of a PUT '
+                               '/allocations/{consumer_uuid} needs this as it is.',
+                'patternProperties': {UUID_KEY: {
+                    'type': 'object', 'properties': _AMOUNTS, 'required': ['resources']}},
+                'additionalProperties': False,
+            })], {
                 'type': 'array',
                 'description': 'Before 1.12: the body of a PUT /allocations/{consumer_uuid} '
                                'needs this list as it is.',
@@ -144,21 +155,12 @@ ALLOCATION_REQUEST = Component('AllocationRequest', closed({
                     'required': ['resource_provider', 'resources'],
                 },
             }),
-            ('1.12', {
-                'type': 'object',
-                'description': 'Keyed by resource provider uuid: the body of a PUT '
-                               '/allocations/{consumer_uuid} needs this as it is.',
-                'patternProperties': {UUID_KEY: {
-                    'type': 'object', 'properties': _AMOUNTS, 'required': ['resources']}},
-                'additionalProperties': False,
-            })),
-        'mappings': {
+        'mappings': microversion.since((1, 34), {
             'type': 'object',
-            'x-since': '1.34',
             'description': 'From 1.34: the providers that satisfied each request group, keyed '
                            'by group suffix ("" for the unsuffixed group).',
             'additionalProperties': {'type': 'array', 'items': UUID},
-        },
+        }),
     },
     'required': ['allocations', 'mappings'],
 }))
@@ -172,11 +174,11 @@ PROVIDER_SUMMARY = Component('ProviderSummary', closed({
                 'properties': {'capacity': {'type': 'integer'}, 'used': {'type': 'integer'}},
                 'required': ['capacity', 'used'],
             }),
-        'traits': {'type': 'array', 'items': {'type': 'string'}, 'x-since': '1.17',
-                   'description': 'From 1.17.'},
-        'parent_provider_uuid': {**UUID, 'type': ['string', 'null'], 'x-since': '1.29',
-                                 'description': 'From 1.29.'},
-        'root_provider_uuid': {**UUID, 'x-since': '1.29', 'description': 'From 1.29.'},
+        'traits': microversion.since((1, 17), {
+            'type': 'array', 'items': {'type': 'string'}, 'description': 'From 1.17.'}),
+        'parent_provider_uuid': microversion.since((1, 29), {
+            **UUID, 'type': ['string', 'null'], 'description': 'From 1.29.'}),
+        'root_provider_uuid': microversion.since((1, 29), {**UUID, 'description': 'From 1.29.'}),
     },
     'required': ['resources', 'traits', 'parent_provider_uuid', 'root_provider_uuid'],
 }))
@@ -377,12 +379,11 @@ CONSUMER_UUID = path('consumer_uuid', 'The uuid of the consumer.', UUID)
 
 _OWNER_ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 USAGE_QUERY = [
-    query('project_id', 'The project whose usage to sum.', _OWNER_ID, required=True),
+    query('project_id', 'The project whose usage to sum.', _OWNER_ID),
     query('user_id', "Only this user's consumers.", _OWNER_ID),
-    query('consumer_type', 'From 1.38. Only this consumer type; `all` sums every type under '
-          '`all`, `unknown` only consumers without a type.',
-          {'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN, 'maxLength': 255},
-          since='1.38'),
+    query('consumer_type', 'Only this consumer type; `all` sums every type under `all`, '
+          '`unknown` only consumers without a type.',
+          {'type': 'string', 'pattern': CONSUMER_TYPE_QUERY_PATTERN, 'maxLength': 255}),
 ]
 
 SUFFIX = (f'From 1.33 a suffix is 1-64 characters matching `{GROUP_SUFFIX_1_33}`; from 1.25 '
@@ -402,35 +403,32 @@ CANDIDATE_QUERY = [
     query('resources', f'The unsuffixed request group: {RESOURCES} One provider or several in '
           'a tree or aggregate may satisfy it together. Before 1.25 required; from 1.25 '
           'there must be this or a suffixed group.',
-          {**RESOURCES_GRAMMAR, 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'},
-          required_until='1.24'),
-    required_parameter('required', '1.17'),
-    member_of_parameter('member_of', '1.21'),
-    query('in_tree', 'From 1.31. Only providers in the tree of this provider.', UUID,
-          since='1.31'),
-    query('groups', 'From 1.25. Suffixed request groups, each satisfied by a single provider: '
+          {**RESOURCES_GRAMMAR, 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'}),
+    required_parameter(),
+    member_of_parameter(),
+    query('in_tree', 'Only providers in the tree of this provider.', UUID),
+    query('groups', 'Suffixed request groups, each satisfied by a single provider: '
           '`resources{S}`, `required{S}`, `member_of{S}` and (from 1.31) `in_tree{S}`, '
           'with the same syntax as the unsuffixed parameters. '
           f'{SUFFIX} From 1.36 a group without resources is allowed when `same_subtree` '
           'names it.',
-          versioned(
-              ('1.25', _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of'))),
-              ('1.31', _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of', 'in_tree'))),
-              ('1.33', _groups(GROUP_SUFFIX_1_33,
-                               ('resources', 'required', 'member_of', 'in_tree')))),
-          since='1.25', style='form', explode=True),
-    query('limit', 'From 1.16. At most this many allocation requests.',
-          {'type': 'integer', 'minimum': 1, 'maximum': MAX_INT}, since='1.16'),
-    query('group_policy', 'From 1.25. `isolate`: suffixed groups use different providers; '
-          '`none`: they may share. Required with more than one suffixed group with resources.',
-          {'type': 'string', 'enum': ['none', 'isolate']}, since='1.25'),
-    query('root_required', 'From 1.35. Traits the root provider of every candidate must have '
-          '(or, with `!`, lack), comma-separated. At most once.', ROOT_REQUIRED_GRAMMAR,
-          since='1.35'),
-    query('same_subtree', 'From 1.36. Comma-separated group suffixes whose providers must '
-          'be in one subtree; may repeat.',
+          ByVersion([
+              ((1, 33), _groups(GROUP_SUFFIX_1_33,
+                                ('resources', 'required', 'member_of', 'in_tree'))),
+              ((1, 31), _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of', 'in_tree'))),
+          ], _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of'))),
+          stands_for='resources1', style='form', explode=True),
+    query('limit', 'At most this many allocation requests.',
+          {'type': 'integer', 'minimum': 1, 'maximum': MAX_INT}),
+    query('group_policy', '`isolate`: suffixed groups use different providers; `none`: they '
+          'may share. Required with more than one suffixed group with resources.',
+          {'type': 'string', 'enum': ['none', 'isolate']}),
+    query('root_required', 'Traits the root provider of every candidate must have (or, with '
+          '`!`, lack), comma-separated. At most once.', ROOT_REQUIRED_GRAMMAR),
+    query('same_subtree', 'Comma-separated group suffixes whose providers must be in one '
+          'subtree; may repeat.',
           {'type': 'string', 'pattern': f'^{GROUP_SUFFIX_1_33}(?:,{GROUP_SUFFIX_1_33})*$'},
-          repeatable=True, since='1.36'),
+          repeatable=True),
 ]
 
 # ---- operations --------------------------------------------------------------------
@@ -480,7 +478,7 @@ extend_schema_view(
         'manageAllocations', tag=ALLOCATIONS, summary='Replace the allocations of many consumers',
         description='Set the allocations of several consumers in one transaction, keyed by '
                     "consumer uuid; empty `allocations` remove a consumer's allocations.",
-        since='1.13', request=ALLOCATIONS_MANAGE,
+        request=ALLOCATIONS_MANAGE,
         responses={204: (None, 'The allocations are set.')}, accept_json=False,
         errors={400: WRITE_400, 409: WRITE_409},
         changes={key: BODY_CHANGES[key] for key in ('1.28', '1.34', '1.38')},
@@ -522,7 +520,7 @@ extend_schema_view(
         'listUsages', tag='Usages', summary="Show a project's usages",
         description="The resources a project's (and optionally a user's) consumers hold, "
                     'summed per resource class. Any other query parameter is a 400.',
-        since='1.9', parameters=USAGE_QUERY,
+        parameters=USAGE_QUERY, query_schema=views.USAGES_QUERY,
         responses={200: (USAGES, 'The usages.')},
         errors={400: 'Missing `project_id` or invalid query parameters.'},
         changes={'1.38': '`consumer_type`; usages grouped by consumer type, each with '
@@ -537,7 +535,7 @@ extend_schema_view(
                     'the named consumers in one transaction, e.g. to move inventory and its '
                     'allocations from a compute node to new child providers. Every provider '
                     'and consumer not named keeps what it has.',
-        since='1.30', request=RESHAPE,
+        request=RESHAPE,
         responses={204: (None, 'Reshaped.')}, accept_json=False,
         errors={400: 'An unknown provider (placement.resource_provider.not_found) or '
                      'resource class, or malformed data.',
@@ -556,7 +554,7 @@ extend_schema_view(
                     'allocation requests, each a ready-made body for PUT '
                     '/allocations/{consumer_uuid}, and a summary of every provider involved. '
                     'Any other query parameter is a 400.',
-        since='1.10', parameters=CANDIDATE_QUERY,
+        parameters=CANDIDATE_QUERY, query_schema=QUERY_BY_VERSION,
         responses={200: (ALLOCATION_CANDIDATES, 'The candidates.')},
         errors={400: 'Invalid query parameters, unknown resource classes or traits, '
                      'conflicting required and forbidden traits, or groups that need '
@@ -593,7 +591,7 @@ extend_schema_view(
                     'when a required trait belongs in `root_required`. Without an '
                     'OpenStack-API-Version header the latest microversion\'s rules apply, '
                     'unlike everywhere else.',
-        since='1.10', parameters=CANDIDATE_QUERY,
+        parameters=CANDIDATE_QUERY, query_schema=QUERY_BY_VERSION,
         responses={200: (EXPLANATION, 'The explanation.')}, cached=[],
         errors={400: 'Invalid query parameters, as for GET /allocation_candidates.'},
     ),

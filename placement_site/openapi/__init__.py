@@ -3,21 +3,25 @@ Placement's error bodies, named schemas, and `operation()`, which turns one
 Placement operation's facts into drf-spectacular's `extend_schema`.
 
 The views validate bodies against JSON Schemas and answer plain dicts, so
-the document is written, not introspected: the docs modules of the apps
-attach it to the viewsets, and the extensions of this package let
-drf-spectacular read Placement's views (microversions in a header, tokens
-checked by the middleware) and publish JSON Schemas as components.
+the document is written, not introspected: each handler carries its
+operation (`@operation(...)` above it, as drf-spectacular's `@extend_schema`
+goes on a view), and the extensions of this package let drf-spectacular read
+Placement's views (microversions in a header, tokens checked by the
+middleware) and publish JSON Schemas as components. The version facts come
+from the views: the microversions an operation exists at from its handler's
+@versions, request bodies and query parameters from the ByVersion tables
+the view validates with (placement_site.microversion).
 
-One module per idea; the names the apps' docs modules use are re-exported
-here, so they import from `placement_site.openapi`:
-- versions: one document per microversion (describing, at_version, versioned)
+One module per idea; the names the views use are re-exported here, so they
+import from `placement_site.openapi`:
+- versions: one document per microversion (describing, at_version)
 - schemas: JSON Schema in the document (Component and its extension,
   openapi_schema, keyed_maps, closed, the shared small schemas)
 - viewsets: the token and the views as the generator sees them (extensions)
 - headers: the microversion header and the answers' headers
 - errors: Placement's error answers
 - operations: one operation (operation(), OperationSchema, link)
-- parameters: path and query parameters
+- parameters: path and query parameters (and member_of, required)
 - grammars: the grammars of the structured query parameters
 - root: GET / (attached to RootViewSet on import)
 - document: serving one microversion's document (DocumentView, describe_version)
@@ -34,9 +38,19 @@ from placement_site.openapi.grammars import (
                                              ROOT_REQUIRED_GRAMMAR,
 )
 from placement_site.openapi.operations import link, operation
-from placement_site.openapi.parameters import PROVIDER_UUID, path, query
+from placement_site.openapi.parameters import (
+                                             MEMBER_OF,
+                                             PROVIDER_UUID,
+                                             REQUIRED,
+                                             RESOURCES,
+                                             member_of_parameter,
+                                             path,
+                                             query,
+                                             required_parameter,
+)
 from placement_site.openapi.schemas import (
                                              CLASS_NAME_SCHEMA,
+                                             CUSTOM_NAME_SCHEMA,
                                              GENERATION,
                                              LINKS,
                                              TRAIT_NAME_SCHEMA,
@@ -49,12 +63,13 @@ from placement_site.openapi.schemas import (
                                              request_body,
                                              resources_map,
 )
-from placement_site.openapi.versions import at_version, describing, versioned
+from placement_site.openapi.versions import at_version, describing
 
 __all__ = [
-    'CLASS_NAME_SCHEMA', 'GENERATION', 'LINKS', 'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID',
-    'REQUIRED_GRAMMAR', 'RESOURCES_GRAMMAR', 'ROOT_REQUIRED_GRAMMAR', 'TRAIT_NAME_SCHEMA',
-    'UUID', 'UUID_KEY', 'Component', 'DocumentView', 'at_version', 'closed', 'describe_version',
-    'describing', 'keyed_maps', 'link', 'openapi_schema', 'operation', 'path', 'query',
-    'request_body', 'resources_map', 'versioned',
+    'CLASS_NAME_SCHEMA', 'CUSTOM_NAME_SCHEMA', 'GENERATION', 'LINKS', 'MEMBER_OF',
+    'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID', 'REQUIRED', 'REQUIRED_GRAMMAR', 'RESOURCES',
+    'RESOURCES_GRAMMAR', 'ROOT_REQUIRED_GRAMMAR', 'TRAIT_NAME_SCHEMA', 'UUID', 'UUID_KEY',
+    'Component', 'DocumentView', 'at_version', 'closed', 'describe_version', 'describing',
+    'keyed_maps', 'link', 'member_of_parameter', 'openapi_schema', 'operation', 'path', 'query',
+    'request_body', 'required_parameter', 'resources_map',
 ]

@@ -18,35 +18,40 @@ from placement_site.openapi.headers import (
     describe_microversion_header,
     response_header,
 )
+from placement_site.openapi.parameters import QueryParameter
 from placement_site.openapi.schemas import keyed_maps, sentences
-from placement_site.openapi.versions import at_version, document_version, version_tuple
+from placement_site.openapi.versions import at_version, document_version, value_at, values
 
-_SINCE = {}  # operation id -> the first microversion that has it
+_SERVED = {}  # operation id -> the microversions that have it (microversion.Span)
 
 
 class OperationSchema(AutoSchema):
-    """One operation at the document's microversion: left out before `since`,
-    answers and headers of other microversions removed, links added; and a
-    JSON request body marked required, as Placement reads one whenever the
-    operation documents a Component as its body (drf-spectacular would infer
-    'optional' for bodies without required properties, such as maps)."""
+    """One operation at the document's microversion: left out where its
+    handler is not served, query parameters and answers of other
+    microversions removed, links added; and a JSON request body marked
+    required, as Placement reads one whenever the operation documents a
+    Component as its body (drf-spectacular would infer 'optional' for bodies
+    without required properties, such as maps)."""
     optional_body = False
-    since = microversion.MIN_VERSION
-    spans = {}   # status -> (first, last) microversion answering it, None for open
-    links = {}   # status -> OpenAPI links
+    served = microversion.EVERY
+    query_schema = None    # what the view validates the query string with (or a ByVersion)
+    query_parameters = {}  # name -> QueryParameter
+    versioned = {}         # status -> ByVersion: answered where it is not None
+    links = {}             # status -> OpenAPI links
 
     def get_operation(self, *args, **kwargs):
         version = document_version()
-        if tuple(version) < version_tuple(self.since):
-            return None   # the document of an older microversion has no such operation
+        if version not in self.served:
+            return None   # the document of another microversion has no such operation
         operation = super().get_operation(*args, **kwargs)
         if operation is None:
             return None
+        # (The microversion header is always there.)
+        operation['parameters'] = [
+            parameter for parameter in map(self._parameter_at, operation['parameters'])
+            if parameter is not None]
         operation = at_version(operation, version)
         for parameter in operation.get('parameters', ()):
-            until = parameter.pop('x-required-until', None)
-            if until:
-                parameter['required'] = tuple(version) <= version_tuple(until)
             if 'schema' in parameter:
                 parameter['schema'] = keyed_maps(parameter['schema'])
             if parameter['in'] == 'header' and parameter['name'] == MICROVERSION_HEADER.name:
@@ -59,13 +64,12 @@ class OperationSchema(AutoSchema):
                 body['required'] = True
         else:
             responses.pop('415', None)  # no body at this microversion
-        for status, (first, last) in self.spans.items():
-            if (first and tuple(version) < version_tuple(first)) or (
-                    last and tuple(version) > version_tuple(last)):
+        for status, table in self.versioned.items():
+            if value_at(table, version) is None:
                 responses.pop(str(status), None)
         for status, links in self.links.items():
             available = {name: link for name, link in links.items()
-                         if tuple(version) >= version_tuple(_SINCE[link['operationId']])}
+                         if version in _SERVED[link['operationId']]}
             if str(status) in responses and available:
                 responses[str(status)]['links'] = copy.deepcopy(available)
         if tuple(version) < (1, 15):
@@ -74,20 +78,33 @@ class OperationSchema(AutoSchema):
                     response.get('headers', {}).pop(header, None)
         return operation
 
+    def _parameter_at(self, parameter):
+        """A parameter as drf-spectacular wrote it, at the document's
+        microversion (None where it is not there)."""
+        declared = self.query_parameters.get(parameter['name'])
+        if parameter['in'] != 'query' or declared is None:
+            return parameter
+        return declared.described(parameter, self.query_schema, self.served.first)
 
-def operation(operation_id, *, tag, summary, description, responses, since='1.0',
-              changes=None, parameters=(), request=None, errors=None,
+
+def operation(operation_id, *, tag, summary, description, responses, changes=None,
+              parameters=(), query_schema=None, request=None, errors=None,
               accept_json=True, location=(), cached=None, public=False, links=None,
               conditional=None, etag=None):
-    """extend_schema for one Placement operation.
+    """extend_schema for one Placement operation, to decorate its handler.
 
+    The microversions that have the operation are those its handler serves
+    (placement_site.api.versions, applied below this decorator).
     request: a Component (a required JSON body) or a raw schema (an optional one).
-    responses: {status: (Component or None, description[, first, last])} for
-    the successes; first / last: the microversions that answer it ('X.Y' or None).
-    errors: {status: description, or (description, first, last)}; 400, 401,
+    query_schema: what the view validates the query string with (a ByVersion
+    of them where it changes): the query parameters are documented where it
+    takes them, and required where it requires them.
+    responses: {status: (Component or None, description)} for the
+    successes; a ByVersion of them for a status some microversions answer
+    (None at the others).
+    errors: {status: description, or a ByVersion of them}; 400, 401,
     403 and 406 are always there
-    (the header checks), and 415 with a JSON body. The documents of
-    microversions older than `since` leave the operation out.
+    (the header checks), and 415 with a JSON body.
     changes: {microversion: what it changed}, listed under the description.
     location / cached: the success statuses that carry a Location header /
     Last-Modified and Cache-Control (from 1.15; default: those with a body).
@@ -95,6 +112,11 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     conditional: 'read' (If-None-Match, 304) or 'write' (If-Match, If-None-Match, 412) for
     a resource with an ETag; etag: the success statuses that carry it (default: all).
     """
+    query_parameters = {p.name: p for p in parameters if isinstance(p, QueryParameter)}
+    for parameter in query_parameters.values():
+        if query_schema is None or not any(
+                parameter.taken_by(schema) for schema in values(query_schema)):
+            raise ValueError(f'{operation_id}: the query schema never takes {parameter.name}')
     texts = {status: ERROR_DESCRIPTIONS[status] for status in (400, 406)}
     if not public:
         texts.update({401: ERROR_DESCRIPTIONS[401], 403: ERROR_DESCRIPTIONS[403]})
@@ -109,23 +131,22 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     errors = dict(errors or {})
     if conditional == 'write':
         errors.setdefault(412, ERROR_DESCRIPTIONS[412])
-    answers, spans = {}, {}
+    versioned = {status: table for status, table in {**errors, **responses}.items()
+                 if isinstance(table, microversion.ByVersion)}
+    answers = {}
     for status, text in errors.items():
-        if isinstance(text, tuple):
-            text, *span = text
-            spans[status] = tuple(span)
-        texts[status] = sentences(texts.get(status) if status in (400, 406) else None, text)
-    for status, (body, text, *span) in responses.items():
+        texts[status] = sentences(texts.get(status) if status in (400, 406) else None,
+                                  _answered(text))
+    responses = {status: _answered(answer) for status, answer in responses.items()}
+    for status, (body, text) in responses.items():
         answers[status] = OpenApiResponse(body, text)
-        if span:
-            spans[status] = tuple(span)
     answers.update({status: ERRORS[status] if text == ERROR_DESCRIPTIONS[status]
                     else error(status, text) for status, text in sorted(texts.items())})
     answers[(414, 'text/html')] = URI_TOO_LONG
 
     successes = sorted(responses)
     if cached is None:
-        cached = [status for status, (body, *_) in responses.items() if body is not None]
+        cached = [status for status, (body, _) in responses.items() if body is not None]
     with_etag = list(successes if etag is None and conditional else etag or ())
     if conditional == 'read':
         # With the headers the 200 would have had, but no body.
@@ -148,29 +169,40 @@ def operation(operation_id, *, tag, summary, description, responses, since='1.0'
     conditions = {'read': [IF_NONE_MATCH], 'write': [IF_MATCH, IF_NONE_MATCH]}
     if with_etag:
         headers.append(response_header('ETag', ETAG_DESCRIPTION, with_etag))
-    _SINCE[operation_id] = since
-    schema_class = type('OperationSchema', (OperationSchema,), {
-        'optional_body': isinstance(request, dict), 'since': since, 'spans': spans,
-        'links': links or {}})
+    optional_body = isinstance(request, dict)
     if request is not None:
         request = {'application/json': request}
-    extended = extend_schema(
-        operation_id=operation_id,
-        summary=summary,
-        description=_description(description, since, changes),
-        tags=[tag],
-        parameters=[MICROVERSION_HEADER, *parameters, *conditions.get(conditional, ()),
-                    *headers],
-        request=request,
-        responses=answers,
-        auth=[] if public else None,
-    )
 
     def decorator(handler):
+        served = _SERVED[operation_id] = microversion.span(handler)
+        schema_class = type('OperationSchema', (OperationSchema,), {
+            'optional_body': optional_body, 'served': served, 'query_schema': query_schema,
+            'query_parameters': query_parameters, 'versioned': versioned,
+            'links': links or {}})
         # extend_schema builds on the schema class it finds on the handler.
         handler.kwargs = {**getattr(handler, 'kwargs', {}), 'schema': schema_class}
-        return extended(handler)
+        return extend_schema(
+            operation_id=operation_id,
+            summary=summary,
+            description=_description(description, served, changes),
+            tags=[tag],
+            parameters=[MICROVERSION_HEADER, *parameters, *conditions.get(conditional, ()),
+                        *headers],
+            request=request,
+            responses=answers,
+            auth=[] if public else None,
+        )(handler)
     return decorator
+
+
+def _answered(answer):
+    """The one answer (or description) a ByVersion gives where it is not None."""
+    if not isinstance(answer, microversion.ByVersion):
+        return answer
+    found = [value for value in values(answer) if value is not None]
+    if any(value is not found[0] for value in found):
+        raise ValueError(f'{answer!r} gives two answers: one status is described once')
+    return found[0]
 
 
 def link(operation_id, description, **parameters):
@@ -179,8 +211,10 @@ def link(operation_id, description, **parameters):
     return {'operationId': operation_id, 'parameters': parameters, 'description': description}
 
 
-def _description(text, since, changes):
-    lines = [text.strip(), '', f'**Microversions:** available since {since}.']
+def _description(text, served, changes):
+    available = (f'since {served.first}' if served.last == microversion.EVERY.last
+                 else f'{served.first} to {served.last}')
+    lines = [text.strip(), '', f'**Microversions:** available {available}.']
     for version, change in (changes or {}).items():
         lines.append(f'- {version}: {change}')
     return '\n'.join(lines)

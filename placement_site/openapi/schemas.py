@@ -21,7 +21,8 @@ class Component:
 
     `schema` is a JSON Schema, or a microversion.ByVersion of them (None
     where the operation reads no body); it may hold other Components where a
-    sub-schema goes, which become references too.
+    sub-schema goes, which become references too, and ByVersion tables where
+    a part changes with the microversion (None: absent there).
     """
 
     def __init__(self, name, schema, description=None, *, body=False):
@@ -34,12 +35,9 @@ class Component:
 
     def at(self, version):
         """The schema at `version`; {} where there is none."""
-        schema = self.schema
-        if isinstance(schema, microversion.ByVersion):
-            schema = schema.at(version)
+        schema = at_version(self.schema, version)
         if schema is None:
             return {}
-        schema = at_version(schema, version)
         if self.body:
             schema = openapi_schema(schema)
         schema = keyed_maps(schema)
@@ -65,6 +63,7 @@ CLASS_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
     {'enum': list(os_resource_classes.STANDARDS)}, {'pattern': CUSTOM_NAME_PATTERN}]}
 TRAIT_NAME_SCHEMA = {'type': 'string', 'maxLength': 255, 'anyOf': [
     {'enum': sorted(os_traits.get_traits())}, {'pattern': CUSTOM_NAME_PATTERN}]}
+CUSTOM_NAME_SCHEMA = {'type': 'string', 'pattern': CUSTOM_NAME_PATTERN, 'maxLength': 255}
 NO_NUL = '^[^\\x00]*$'
 # Canonical uuids: bodies accept any 36 hex digits and dashes as a key, as
 # Placement does, but the document asks clients for real uuids.
@@ -129,6 +128,8 @@ def keyed_maps(schema):
 def closed(schema):
     """A response schema whose objects have exactly the properties listed
     (Placement's answers have no others)."""
+    if isinstance(schema, microversion.ByVersion):
+        return schema.map(closed)
     if isinstance(schema, list):
         return [closed(value) for value in schema]
     if not isinstance(schema, dict):

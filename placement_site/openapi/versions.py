@@ -2,10 +2,11 @@
 
 Operations, parameters, bodies and answers change with the microversion, so
 the document describes one: GET /api/schema/?version=1.20 (latest without
-it). Parts of the docs that exist only in some microversions say so with
-`x-since` / `x-until` (first / last version, 'X.Y'), and parts that change
-with `versioned()`; at_version() resolves both for the version described.
-This module keeps the version being described and that resolution.
+it). The document reads the version facts where the views declare them
+(placement_site.microversion): the microversions an operation exists at from
+the handler's @versions, and what changes from ByVersion tables, which may
+stand anywhere in a schema (None where a part is absent). This module keeps
+the version being described, and at_version() resolves the tables for it.
 """
 import contextlib
 import contextvars
@@ -30,41 +31,27 @@ def describing(version):
         _DOCUMENT_VERSION.reset(token)
 
 
-def version_tuple(text):
-    """'X.Y' as (X, Y), to compare with a Version."""
-    major, minor = text.split('.')
-    return int(major), int(minor)
-
-
-def versioned(*spans):
-    """A part that changes with the microversion: ('X.Y', value) pairs, oldest
-    first, each value holding from its version on (absent before the first)."""
-    return {'x-by-version': [[since, value] for since, value in spans]}
-
-
-_MISSING = object()
+_ABSENT = object()
 
 
 def at_version(node, version):
-    """`node` (a schema, parameter or operation) as it is at `version`."""
-    version = tuple(version)
+    """`node` (a schema, or a ByVersion of them) as it is at `version` (a
+    Version or a (major, minor) tuple): each ByVersion in it replaced by its
+    value there, a property or item that is None there left out (and from
+    `required`). None when `node` itself is absent."""
+    found = _resolved(node, microversion.parse('%d.%d' % tuple(version)))
+    return None if found is _ABSENT else found
+
+
+def _resolved(node, version):
+    if isinstance(node, microversion.ByVersion):
+        value = node.at(version)
+        return _ABSENT if value is None else _resolved(value, version)
     if isinstance(node, dict):
-        if 'x-by-version' in node:
-            chosen = _MISSING
-            for since, value in node['x-by-version']:
-                if version >= version_tuple(since):
-                    chosen = value
-            return _MISSING if chosen is _MISSING else at_version(chosen, version)
-        if 'x-since' in node and version < version_tuple(node['x-since']):
-            return _MISSING
-        if 'x-until' in node and version > version_tuple(node['x-until']):
-            return _MISSING
         result = {}
         for key, value in node.items():
-            if key in ('x-since', 'x-until'):
-                continue
-            value = at_version(value, version)
-            if value is not _MISSING:
+            value = _resolved(value, version)
+            if value is not _ABSENT:
                 result[key] = value
         properties = result.get('properties')
         if isinstance(properties, dict) and isinstance(result.get('required'), list):
@@ -73,6 +60,18 @@ def at_version(node, version):
                 del result['required']
         return result
     if isinstance(node, list):
-        values = [at_version(value, version) for value in node]
-        return [value for value in values if value is not _MISSING]
+        values = [_resolved(value, version) for value in node]
+        return [value for value in values if value is not _ABSENT]
     return node
+
+
+def value_at(table, version):
+    """A ByVersion's value at `version`; anything else is the same at every one."""
+    return table.at(version) if isinstance(table, microversion.ByVersion) else table
+
+
+def values(table):
+    """Every value a ByVersion has (at some microversion), or [table]."""
+    if isinstance(table, microversion.ByVersion):
+        return [value for _, value in table.spans()]
+    return [table]

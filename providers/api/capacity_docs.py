@@ -166,6 +166,7 @@ extend_schema_view(
                           '(`free`, `stranded`, `usable`); not with `resources`.',
                   {'type': 'string', 'enum': ['books', 'stranded']}),
         ],
+        query_schema=views.CAPACITY_QUERY,
         responses={200: (CAPACITY_ANSWER, 'The groups.')}, cached=[], accept_json=False,
         errors={400: 'An unknown grouping, format or view, a malformed `resources` (or one '
                      'with view=stranded), or a resource class that does not exist.',

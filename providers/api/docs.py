@@ -6,25 +6,27 @@ microversion (providers.schemas); answers are described here.
 """
 from drf_spectacular.utils import extend_schema_view
 
+from placement_site import microversion
 from placement_site.openapi import (
     CLASS_NAME_SCHEMA,
+    CUSTOM_NAME_SCHEMA,
     GENERATION,
     LINKS,
-    MEMBER_OF_GRAMMAR,
     PROVIDER_UUID,
-    REQUIRED_GRAMMAR,
+    RESOURCES,
     RESOURCES_GRAMMAR,
     TRAIT_NAME_SCHEMA,
     UUID,
     Component,
     closed,
     link,
+    member_of_parameter,
     operation,
     path,
     query,
     request_body,
+    required_parameter,
     resources_map,
-    versioned,
 )
 from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN
 from providers import events, schemas
@@ -38,11 +40,11 @@ PROVIDER = Component('ResourceProvider', closed({
         'uuid': UUID,
         'name': {'type': 'string', 'maxLength': 200},
         'generation': GENERATION,
-        'parent_provider_uuid': {
-            **UUID, 'type': ['string', 'null'], 'x-since': '1.14',
-            'description': 'From 1.14: the parent provider, null for a root provider.'},
-        'root_provider_uuid': {**UUID, 'x-since': '1.14',
-                               'description': 'From 1.14: the root of the tree.'},
+        'parent_provider_uuid': microversion.since((1, 14), {
+            **UUID, 'type': ['string', 'null'],
+            'description': 'From 1.14: the parent provider, null for a root provider.'}),
+        'root_provider_uuid': microversion.since((1, 14), {
+            **UUID, 'description': 'From 1.14: the root of the tree.'}),
         'links': {
             **LINKS,
             'description': 'self, inventories and usages; aggregates from 1.1, traits from '
@@ -98,9 +100,8 @@ AGGREGATES = Component('ResourceProviderAggregates', closed({
     'type': 'object',
     'properties': {
         'aggregates': {'type': 'array', 'items': UUID, 'uniqueItems': True},
-        'resource_provider_generation': {
-            **GENERATION, 'x-since': '1.19',
-            'description': "From 1.19: the provider's generation."},
+        'resource_provider_generation': microversion.since((1, 19), {
+            **GENERATION, 'description': "From 1.19: the provider's generation."}),
     },
     'required': ['aggregates', 'resource_provider_generation'],
 }))
@@ -154,51 +155,20 @@ RESOURCE_CLASS_RENAME = request_body('ResourceClassRename', schemas.RESOURCE_CLA
 
 # ---- parameters --------------------------------------------------------------------
 
-_CUSTOM_NAME = {'type': 'string', 'pattern': CUSTOM_NAME_PATTERN, 'maxLength': 255}
 RESOURCE_CLASS_NAME = path('resource_class', 'The name of a resource class, e.g. VCPU.',
                            CLASS_NAME_SCHEMA)
 CLASS_NAME = path('name', 'The name of the resource class.', CLASS_NAME_SCHEMA)
-CUSTOM_CLASS_NAME = path('name', 'The name of a custom resource class.', _CUSTOM_NAME)
+CUSTOM_CLASS_NAME = path('name', 'The name of a custom resource class.', CUSTOM_NAME_SCHEMA)
 TRAIT_NAME = path('name', 'The name of the trait.', TRAIT_NAME_SCHEMA)
-CUSTOM_TRAIT_NAME = path('name', 'The name of a custom trait.', _CUSTOM_NAME)
-
-MEMBER_OF = (
-    'Aggregate uuid(s) the provider must be in: `AGG` or `in:AGG1,AGG2` (any of). From '
-    '1.24 the parameter may repeat (each must match); from 1.32 `!AGG` and `!in:AGG1,AGG2` '
-    'forbid aggregates.')
-REQUIRED = (
-    'Traits the provider must have, comma-separated. From 1.22 `!TRAIT` forbids a trait; '
-    'from 1.39 `in:T1,T2` requires any of them and the parameter may repeat. Unknown '
-    'traits are a 400.')
-RESOURCES = (
-    'Amounts the provider must have capacity for, as `CLASS:amount,...`, e.g. '
-    '`VCPU:2,MEMORY_MB:1024`. Unknown classes are a 400.')
-
-
-def member_of_parameter(name, since):
-    """`member_of`: one value before 1.24, repeatable from 1.24."""
-    return query(name, f'From {since}. {MEMBER_OF}', versioned(
-        (since, MEMBER_OF_GRAMMAR),
-        ('1.24', {'type': 'array', 'items': MEMBER_OF_GRAMMAR})), since=since,
-        style='form', explode=True)
-
-
-def required_parameter(name, since):
-    """`required`: one value before 1.39, repeatable from 1.39."""
-    return query(name, f'From {since}. {REQUIRED}', versioned(
-        (since, REQUIRED_GRAMMAR),
-        ('1.39', {'type': 'array', 'items': REQUIRED_GRAMMAR})), since=since,
-        style='form', explode=True)
-
+CUSTOM_TRAIT_NAME = path('name', 'The name of a custom trait.', CUSTOM_NAME_SCHEMA)
 
 PROVIDER_QUERY = [
     query('name', 'Only the provider with this name.', {'type': 'string', 'maxLength': 200}),
     query('uuid', 'Only the provider with this uuid.', UUID),
-    member_of_parameter('member_of', '1.3'),
-    query('resources', f'From 1.4. {RESOURCES}', RESOURCES_GRAMMAR, since='1.4'),
-    query('in_tree', 'From 1.14. Only providers in the tree of this provider.', UUID,
-          since='1.14'),
-    required_parameter('required', '1.18'),
+    member_of_parameter(),
+    query('resources', RESOURCES, RESOURCES_GRAMMAR),
+    query('in_tree', 'Only providers in the tree of this provider.', UUID),
+    required_parameter(),
 ]
 
 TRAIT_QUERY = [
@@ -250,7 +220,7 @@ extend_schema_view(
         'listResourceProviders', tag=PROVIDERS, summary='List resource providers',
         description='Resource providers, filtered by the query parameters (all must match). '
                     'Any other query parameter is a 400.',
-        parameters=PROVIDER_QUERY,
+        parameters=PROVIDER_QUERY, query_schema=schemas.PROVIDER_LIST_QUERY_BY_VERSION,
         responses={200: (PROVIDER_LIST, 'The providers.')},
         errors={400: 'Invalid query parameters, or an unknown trait or resource class.'},
         changes={
@@ -270,8 +240,8 @@ extend_schema_view(
                     'optionally the child of `parent_provider_uuid`.',
         request=PROVIDER_CREATE,
         responses={
-            200: (PROVIDER, 'From 1.20: the new provider.', '1.20', None),
-            201: (None, 'Before 1.20: created; no body.', None, '1.19'),
+            200: microversion.since((1, 20), (PROVIDER, 'From 1.20: the new provider.')),
+            201: microversion.before((1, 20), (None, 'Before 1.20: created; no body.')),
         },
         links={200: provider_links('$response.body#/uuid')},
         location=[200, 201], cached=[200], accept_json=False,
@@ -396,7 +366,7 @@ operation(
 operation(
     'deleteInventories', tag=INVENTORIES_TAG, summary="Delete a provider's inventories",
     description='Remove every inventory of the provider.',
-    parameters=[PROVIDER_UUID], since='1.5',
+    parameters=[PROVIDER_UUID],
     responses={204: (None, 'Deleted.')}, accept_json=False,
     errors={404: NO_PROVIDER,
             409: 'The provider has allocations (placement.inventory.inuse), or it '
@@ -408,7 +378,7 @@ extend_schema_view(
     retrieve=operation(
         'listProviderAggregates', tag='Aggregates', summary="List a provider's aggregates",
         description='The aggregates the provider is a member of.',
-        parameters=[PROVIDER_UUID], since='1.1',
+        parameters=[PROVIDER_UUID],
         responses={200: (AGGREGATES, 'The aggregates.')},
         errors={404: NO_PROVIDER},
         changes={'1.19': 'resource_provider_generation.'},
@@ -419,10 +389,10 @@ extend_schema_view(
         summary="Replace a provider's aggregates",
         description='Set the aggregates the provider is a member of. Before 1.19 the body '
                     'is the bare list of aggregate uuids.',
-        parameters=[PROVIDER_UUID], since='1.1', request=AGGREGATES_UPDATE,
+        parameters=[PROVIDER_UUID], request=AGGREGATES_UPDATE,
         responses={200: (AGGREGATES, 'The aggregates.')},
         accept_json=False,
-        errors={404: NO_PROVIDER, 409: (f'From 1.19: {CONFLICT}', '1.19', None)},
+        errors={404: NO_PROVIDER, 409: microversion.since((1, 19), f'From 1.19: {CONFLICT}')},
         changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
                          'against the provider; the change increments the generation.'},
         conditional='write',
@@ -433,7 +403,7 @@ extend_schema_view(
     retrieve=operation(
         'listProviderTraits', tag='Traits', summary="List a provider's traits",
         description='The traits of the provider.',
-        parameters=[PROVIDER_UUID], since='1.6',
+        parameters=[PROVIDER_UUID],
         responses={200: (PROVIDER_TRAITS, 'The traits.')},
         errors={404: NO_PROVIDER},
         conditional='read',
@@ -441,7 +411,7 @@ extend_schema_view(
     update=operation(
         'updateProviderTraits', tag='Traits', summary="Replace a provider's traits",
         description='Set the traits of the provider; every trait must exist.',
-        parameters=[PROVIDER_UUID], since='1.6', request=PROVIDER_TRAITS_UPDATE,
+        parameters=[PROVIDER_UUID], request=PROVIDER_TRAITS_UPDATE,
         responses={200: (PROVIDER_TRAITS, 'The traits.')},
         accept_json=False,
         errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: CONFLICT},
@@ -450,7 +420,7 @@ extend_schema_view(
     destroy=operation(
         'deleteProviderTraits', tag='Traits', summary="Remove a provider's traits",
         description='Remove every trait from the provider.',
-        parameters=[PROVIDER_UUID], since='1.6',
+        parameters=[PROVIDER_UUID],
         responses={204: (None, 'Removed.')}, accept_json=False,
         errors={404: NO_PROVIDER, 409: 'The provider changed meanwhile '
                                        '(placement.concurrent_update).'},
@@ -463,13 +433,13 @@ CLASSES = 'Resource classes'
 extend_schema_view(
     list=operation(
         'listResourceClasses', tag=CLASSES, summary='List resource classes',
-        description='Standard and custom resource classes.', since='1.2',
+        description='Standard and custom resource classes.',
         responses={200: (RESOURCE_CLASS_LIST, 'The resource classes.')},
     ),
     create=operation(
         'createResourceClass', tag=CLASSES, summary='Create a custom resource class',
         description='A new custom resource class; the name starts with `CUSTOM_`.',
-        since='1.2', request=RESOURCE_CLASS_CREATE,
+        request=RESOURCE_CLASS_CREATE,
         responses={201: (None, 'Created; no body.')},
         links={201: {name: link(name, text, name='$request.body#/name') for name, text in (
             ('showResourceClass', 'The class.'), ('updateResourceClass', 'Verify it.'),
@@ -479,7 +449,7 @@ extend_schema_view(
     ),
     retrieve=operation(
         'showResourceClass', tag=CLASSES, summary='Show a resource class',
-        description='One resource class.', since='1.2', parameters=[CLASS_NAME],
+        description='One resource class.', parameters=[CLASS_NAME],
         responses={200: (RESOURCE_CLASS, 'The resource class.')},
         errors={404: 'No such resource class.'},
     ),
@@ -488,23 +458,23 @@ extend_schema_view(
         description='From 1.7: create the custom class if missing (201) or confirm it exists '
                     '(204); no body. Before 1.7: rename a custom class to the name in the '
                     'body (200).',
-        since='1.2', parameters=[CUSTOM_CLASS_NAME], request=RESOURCE_CLASS_RENAME,
+        parameters=[CUSTOM_CLASS_NAME], request=RESOURCE_CLASS_RENAME,
         responses={
-            200: (RESOURCE_CLASS, 'Before 1.7: the renamed class.', None, '1.6'),
-            201: (None, 'From 1.7: created.', '1.7', None),
-            204: (None, 'From 1.7: the class exists.', '1.7', None),
+            200: microversion.before((1, 7), (RESOURCE_CLASS, 'Before 1.7: the renamed class.')),
+            201: microversion.since((1, 7), (None, 'From 1.7: created.')),
+            204: microversion.since((1, 7), (None, 'From 1.7: the class exists.')),
         },
         location=[201, 204], cached=[], accept_json=False,
         errors={400: f'The name is not a custom class name (`{CUSTOM_NAME_PATTERN}`), or '
                      '(before 1.7) names a standard class.',
-                404: ('Before 1.7: no such resource class.', None, '1.6'),
-                409: ('Before 1.7: a class with the new name exists.', None, '1.6')},
+                404: microversion.before((1, 7), 'Before 1.7: no such resource class.'),
+                409: microversion.before((1, 7), 'Before 1.7: a class with the new name exists.')},
         changes={'1.7': 'create-or-verify without a body, instead of renaming.'},
     ),
     destroy=operation(
         'deleteResourceClass', tag=CLASSES, summary='Delete a custom resource class',
         description='Delete a custom resource class no inventory uses.',
-        since='1.2', parameters=[CUSTOM_CLASS_NAME],
+        parameters=[CUSTOM_CLASS_NAME],
         responses={204: (None, 'Deleted.')}, accept_json=False,
         errors={400: 'A standard class cannot be deleted.', 404: 'No such resource class.',
                 409: 'Inventories of this class exist.'},
@@ -516,20 +486,20 @@ extend_schema_view(
         'listTraits', tag='Traits', summary='List traits',
         description='Standard and custom traits, optionally filtered. Any other query '
                     'parameter is a 400.',
-        since='1.6', parameters=TRAIT_QUERY,
+        parameters=TRAIT_QUERY, query_schema=schemas.TRAIT_LIST_QUERY,
         responses={200: (TRAIT_LIST, 'The trait names.')},
         errors={400: 'A badly formatted `name` or `associated`.'},
     ),
     retrieve=operation(
         'showTrait', tag='Traits', summary='Check a trait exists',
-        description='204 if the trait exists.', since='1.6', parameters=[TRAIT_NAME],
+        description='204 if the trait exists.', parameters=[TRAIT_NAME],
         responses={204: (None, 'The trait exists.')}, cached=[204], accept_json=False,
         errors={404: 'No such trait.'},
     ),
     update=operation(
         'updateTrait', tag='Traits', summary='Create or verify a custom trait',
         description='Create the custom trait if missing (201) or confirm it exists (204).',
-        since='1.6', parameters=[CUSTOM_TRAIT_NAME],
+        parameters=[CUSTOM_TRAIT_NAME],
         responses={201: (None, 'Created.'), 204: (None, 'The trait exists.')},
         links={status: {name: link(name, text, name='$request.path.name') for name, text in (
             ('showTrait', 'Check it exists.'), ('deleteTrait', 'Delete it.'))}
@@ -540,7 +510,7 @@ extend_schema_view(
     ),
     destroy=operation(
         'deleteTrait', tag='Traits', summary='Delete a custom trait',
-        description='Delete a custom trait no provider has.', since='1.6',
+        description='Delete a custom trait no provider has.',
         parameters=[CUSTOM_TRAIT_NAME],
         responses={204: (None, 'Deleted.')}, accept_json=False,
         errors={400: 'A standard trait cannot be deleted.', 404: 'No such trait.',
@@ -629,6 +599,7 @@ extend_schema_view(
                            f'at most {schemas.EVENT_PAGE_MAX}).',
                   {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'}),
         ],
+        query_schema=schemas.EVENT_LIST_QUERY,
         responses={200: (EVENT_LIST, 'A page of events.')}, cached=[],
         errors={400: 'An invalid uuid, event type, time or number.'},
     ),

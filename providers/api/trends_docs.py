@@ -135,6 +135,7 @@ extend_schema_view(
                             'unless it prefers text/csv).',
                   {'type': 'string', 'enum': ['json', 'csv']}),
         ],
+        query_schema=views.TRENDS_QUERY,
         responses={200: (TRENDS, 'The points and forecast of each resource class.')},
         cached=[], accept_json=False,
         errors={400: 'An invalid uuid, resource class, time or number, or both `since` and '

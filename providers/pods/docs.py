@@ -163,6 +163,7 @@ extend_schema_view(
             query('affinity', 'Only pods serving this affinity tag (empty: general-purpose '
                               'pods).', _AFFINITY),
         ],
+        query_schema=schemas.POD_LIST_QUERY,
         responses={200: (POD_LIST, 'The pods.')}, cached=[],
         errors={400: 'An invalid state or affinity tag.'},
     ),
@@ -223,6 +224,7 @@ extend_schema_view(
                            f'{schemas.BINDING_PAGE_MAX}).',
                   {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'}),
         ],
+        query_schema=schemas.BINDING_LIST_QUERY,
         responses={200: (POD_BINDING_LIST, 'A page of bindings.')}, cached=[],
         errors={400: 'An invalid uuid, affinity tag or number.'},
     ),
