@@ -6,11 +6,6 @@ from django.db.models.signals import post_migrate
 
 from placement_site import operator_groups
 
-# The modules describing this app's API views for the OpenAPI document
-# (drf-spectacular's extend_schema_view, applied to the views they name).
-CONTRACTS = ('api.docs', 'api.trends_docs', 'api.capacity_docs', 'api.pool_labels_docs',
-             'api.what_if_docs')
-
 
 class ProvidersConfig(AppConfig):
     name = 'providers'
@@ -19,8 +14,6 @@ class ProvidersConfig(AppConfig):
     def ready(self):
         post_migrate.connect(operator_groups.ensure_read_only_group,
                              dispatch_uid='placement-read-only-group')
-        for module in CONTRACTS:   # once every model is ready, as the views need
-            import_module(f'{self.name}.{module}')
         if settings.PLACEMENT_SERVING_POOL == 'operator' and settings.PLACEMENT_LEDGER:
             # The operator pool's process reads the dashboards' image of the
             # cloud as it starts, in the background: the first page need

@@ -39,7 +39,7 @@ from placement_site.validation import (
     MAX_INT,
     NAME_PATTERN,
 )
-from providers.api.docs import NO_PROVIDER
+from providers.api.views import NO_PROVIDER
 from providers.candidates.explain import STAGE_LABELS
 from providers.candidates.query import QUERY_BY_VERSION
 

@@ -4,6 +4,7 @@ and rebinds them.
 
 models.py (Pod, PodBinding), selection.py (the pipeline of filters and
 weighers over pods' live books), services.py (writes, one transaction
-each), schemas.py, views.py and docs.py (/pods and /pod_bindings),
-admin.py. The pods dashboard lives with the others in allocations/ui.
+each), schemas.py, views.py (/pods and /pod_bindings, each operation with
+its OpenAPI description), admin.py. The pods dashboard lives with the
+others in allocations/ui.
 """

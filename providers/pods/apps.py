@@ -1,5 +1,3 @@
-from importlib import import_module
-
 from django.apps import AppConfig
 
 from providers.pods import checks  # noqa: F401  (registers the system checks)
@@ -9,7 +7,3 @@ class PodsConfig(AppConfig):
     name = 'providers.pods'
     label = 'pods'
     verbose_name = 'Pods'
-
-    def ready(self):
-        # The OpenAPI descriptions of the pods' views, once every model is ready.
-        import_module(f'{self.name}.docs')

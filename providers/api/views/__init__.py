@@ -8,9 +8,10 @@ resource classes; and our event log. One module per resource:
 - resource_classes: /resource_classes[/{name}]
 - traits: /traits[/{name}]
 - events: GET /events
-- shared: find_provider
+- shared: find_provider, and words the descriptions share
 
-The URL map, the docs modules and the allocations app import the views from
+Each handler carries its OpenAPI description (placement_site.openapi's
+operation()). The URL map and the allocations app import the views from
 here.
 """
 from providers.api.views.events import EventViewSet
@@ -19,11 +20,11 @@ from providers.api.views.provider_aggregates import ProviderAggregatesViewSet
 from providers.api.views.provider_traits import ProviderTraitsViewSet
 from providers.api.views.providers import RP_POLICY, ResourceProviderViewSet
 from providers.api.views.resource_classes import ResourceClassViewSet
-from providers.api.views.shared import find_provider
+from providers.api.views.shared import NO_PROVIDER, find_provider
 from providers.api.views.traits import TraitViewSet
 
 __all__ = [
     'INVENTORY_POLICY', 'RP_POLICY', 'EventViewSet', 'InventoryViewSet',
     'ProviderAggregatesViewSet', 'ProviderTraitsViewSet', 'ResourceClassViewSet',
-    'ResourceProviderViewSet', 'TraitViewSet', 'find_provider',
+    'ResourceProviderViewSet', 'TraitViewSet', 'NO_PROVIDER', 'find_provider',
 ]

@@ -3,14 +3,85 @@ inventories."""
 from placement_site import errors, exceptions
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
 from placement_site.errors import Worded, worded
+from placement_site.openapi import (
+    CLASS_NAME_SCHEMA,
+    GENERATION,
+    PROVIDER_UUID,
+    Component,
+    closed,
+    link,
+    operation,
+    path,
+    request_body,
+    resources_map,
+)
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import find_provider
+from providers.api.views.shared import CONFLICT, NO_PROVIDER, find_provider
 from providers.models import Inventory
 
 INVENTORY_POLICY = 'placement:resource_providers:inventories:%s'
 CREATE_REFUSED = 'Unable to create inventory for resource provider {provider}: {error}'
 UPDATE_REFUSED = 'Unable to update inventory for resource provider {provider}: {error}'
+
+
+# ---- the answers, bodies and parameters the operations describe ----------------------
+
+_INVENTORY_FIELDS = {
+    'total': {'type': 'integer', 'description': 'The amount the provider has.'},
+    'reserved': {'type': 'integer', 'description': 'The amount kept back from consumers.'},
+    'min_unit': {'type': 'integer', 'description': 'The smallest amount one allocation may take.'},
+    'max_unit': {'type': 'integer', 'description': 'The largest amount one allocation may take.'},
+    'step_size': {'type': 'integer', 'description': 'Allocations take multiples of this.'},
+    'allocation_ratio': {
+        'type': 'number',
+        'description': 'Overcommit factor: capacity = (total - reserved) * allocation_ratio.'},
+}
+
+INVENTORY_RECORD = Component('InventoryRecord', closed({
+    'type': 'object',
+    'properties': _INVENTORY_FIELDS,
+    'required': list(_INVENTORY_FIELDS),
+}), description='One resource class of a provider\'s inventory.')
+
+INVENTORY = Component('Inventory', closed({
+    'type': 'object',
+    'properties': {
+        **_INVENTORY_FIELDS,
+        'resource_provider_generation': {
+            **GENERATION, 'description': "The provider's generation (left out while it is 0)."},
+    },
+    'required': list(_INVENTORY_FIELDS),
+}))
+
+INVENTORIES = Component('Inventories', closed({
+    'type': 'object',
+    'properties': {
+        'resource_provider_generation': GENERATION,
+        'inventories': resources_map('The inventory of each resource class.', INVENTORY_RECORD),
+    },
+    'required': ['resource_provider_generation', 'inventories'],
+}))
+
+INVENTORY_CREATE = request_body('InventoryCreate', schemas.INVENTORY_POST,
+                                'resource_provider_generation is accepted and not checked.')
+INVENTORY_UPDATE = request_body('InventoryUpdate', schemas.INVENTORY_PUT)
+INVENTORIES_REPLACE = request_body('InventoriesReplace', schemas.INVENTORIES_PUT,
+                                   'The inventories are keyed by resource class name.')
+
+RESOURCE_CLASS_NAME = path('resource_class', 'The name of a resource class, e.g. VCPU.',
+                           CLASS_NAME_SCHEMA)
+
+
+def inventory_links(resource_class):
+    return {
+        name: link(name, text, uuid='$request.path.uuid', resource_class=resource_class)
+        for name, text in (('showInventory', 'The inventory.'),
+                           ('updateInventory', 'Change it.'),
+                           ('deleteInventory', 'Remove it.'))}
+
+
+INVENTORIES_TAG = 'Inventories'
 
 
 class InventoryViewSet(PlacementViewSet):
@@ -39,6 +110,14 @@ class InventoryViewSet(PlacementViewSet):
     def _reserved_can_be_total(self):
         return self.version.matches((1, 26))
 
+    @operation(
+        'listInventories', tag=INVENTORIES_TAG, summary="List a provider's inventories",
+        description="The provider's inventory of every resource class.",
+        parameters=[PROVIDER_UUID],
+        responses={200: (INVENTORIES, 'The inventories.')},
+        errors={404: NO_PROVIDER},
+        conditional='read',
+    )
     @accept_json
     def list(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'list')
@@ -46,6 +125,19 @@ class InventoryViewSet(PlacementViewSet):
                                  vary=True)
         return self._send_all(provider, self._inventories(provider))
 
+    @operation(
+        'createInventory', tag=INVENTORIES_TAG, summary='Add an inventory',
+        description='Add the inventory of one resource class to the provider.',
+        parameters=[PROVIDER_UUID], request=INVENTORY_CREATE,
+        responses={201: (INVENTORY, 'The new inventory.')},
+        links={201: inventory_links('$request.body#/resource_class')},
+        location=[201], accept_json=False,
+        errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
+                409: 'The provider has an inventory of this class already, or it changed '
+                     'meanwhile (placement.concurrent_update).'},
+        changes={'1.26': '`reserved` may equal `total`.'},
+        conditional='write',
+    )
     @require_json
     def create(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'create')
@@ -66,6 +158,18 @@ class InventoryViewSet(PlacementViewSet):
         location = f'{provider_url}/inventories/{resource_class}'
         return self._send_one(provider, inventory, status=201, location=location)
 
+    @operation(
+        'updateInventories', tag=INVENTORIES_TAG, summary="Replace a provider's inventories",
+        description='Set the whole inventory: classes left out are removed.',
+        parameters=[PROVIDER_UUID], request=INVENTORIES_REPLACE,
+        responses={200: (INVENTORIES, 'The inventories.')},
+        accept_json=False,
+        errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
+                409: f'{CONFLICT} Or allocations would no longer fit '
+                     '(placement.inventory.inuse).'},
+        changes={'1.26': '`reserved` may equal `total`.'},
+        conditional='write',
+    )
     @require_json
     def replace(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'update')
@@ -88,6 +192,16 @@ class InventoryViewSet(PlacementViewSet):
                 reserved_can_be_total=self._reserved_can_be_total())
         return self._send_all(provider, inventories)
 
+    @operation(
+        'deleteInventories', tag=INVENTORIES_TAG, summary="Delete a provider's inventories",
+        description='Remove every inventory of the provider.',
+        parameters=[PROVIDER_UUID],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: NO_PROVIDER,
+                409: 'The provider has allocations (placement.inventory.inuse), or it '
+                     'changed meanwhile (placement.concurrent_update).'},
+        conditional='write',
+    )
     @versions('1.5', status=405)
     def destroy_all(self, request, uuid):
         self.authorize(INVENTORY_POLICY % 'delete')
@@ -100,6 +214,14 @@ class InventoryViewSet(PlacementViewSet):
             services.inventories_replace(provider=provider, inventories={})
         return self.no_content(etag=serializers.generation_etag(provider))
 
+    @operation(
+        'showInventory', tag=INVENTORIES_TAG, summary='Show an inventory',
+        description='The provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME],
+        responses={200: (INVENTORY, 'The inventory.')},
+        errors={404: 'No such provider, or it has no inventory of this class.'},
+        conditional='read',
+    )
     @accept_json
     def retrieve(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'show')
@@ -111,6 +233,20 @@ class InventoryViewSet(PlacementViewSet):
             raise errors.not_found(f'No inventory of class {resource_class} for {uuid}')
         return self._send_one(provider, inventory)
 
+    @operation(
+        'updateInventory', tag=INVENTORIES_TAG, summary='Update an inventory',
+        description='Change the provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME], request=INVENTORY_UPDATE,
+        responses={200: (INVENTORY, 'The inventory.')},
+        accept_json=False,
+        errors={400: 'The provider has no inventory of this class, or the amounts are '
+                     'inconsistent.',
+                404: 'No such provider or resource class.',
+                409: f'{CONFLICT} Or allocations would no longer fit '
+                     '(placement.inventory.inuse).'},
+        changes={'1.26': '`reserved` may equal `total`.'},
+        conditional='write',
+    )
     @require_json
     def update(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'update')
@@ -134,6 +270,16 @@ class InventoryViewSet(PlacementViewSet):
                 reserved_can_be_total=self._reserved_can_be_total())
         return self._send_one(provider, inventory)
 
+    @operation(
+        'deleteInventory', tag=INVENTORIES_TAG, summary='Delete an inventory',
+        description='Remove the provider\'s inventory of one resource class.',
+        parameters=[PROVIDER_UUID, RESOURCE_CLASS_NAME],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'No such provider, or it has no inventory of this class.',
+                409: 'The inventory has allocations, or the provider changed meanwhile '
+                     '(both placement.concurrent_update).'},
+        conditional='write',
+    )
     def destroy(self, request, uuid, resource_class):
         self.authorize(INVENTORY_POLICY % 'delete')
         provider = find_provider(uuid)

@@ -1,12 +1,37 @@
 """/resource_providers/{uuid}/aggregates: the aggregates a provider is in."""
 from django.utils import timezone
 
-from placement_site import errors, exceptions
+from placement_site import errors, exceptions, microversion
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
 from placement_site.errors import worded
+from placement_site.openapi import (
+    GENERATION,
+    PROVIDER_UUID,
+    UUID,
+    Component,
+    closed,
+    operation,
+    request_body,
+)
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import find_provider
+from providers.api.views.shared import CONFLICT, NO_PROVIDER, find_provider
+
+# ---- the answer and body the operations describe -------------------------------------
+
+AGGREGATES = Component('ResourceProviderAggregates', closed({
+    'type': 'object',
+    'properties': {
+        'aggregates': {'type': 'array', 'items': UUID, 'uniqueItems': True},
+        'resource_provider_generation': microversion.since((1, 19), {
+            **GENERATION, 'description': "From 1.19: the provider's generation."}),
+    },
+    'required': ['aggregates', 'resource_provider_generation'],
+}))
+
+AGGREGATES_UPDATE = request_body('ResourceProviderAggregatesUpdate',
+                                 schemas.AGGREGATES_PUT_BY_VERSION,
+                                 'Before 1.19 the bare list of aggregate uuids.')
 
 
 class ProviderAggregatesViewSet(PlacementViewSet):
@@ -21,6 +46,15 @@ class ProviderAggregatesViewSet(PlacementViewSet):
         return self.respond(body, last_modified=timezone.now(),
                             etag=serializers.aggregates_etag(provider, aggregate_uuids))
 
+    @operation(
+        'listProviderAggregates', tag='Aggregates', summary="List a provider's aggregates",
+        description='The aggregates the provider is a member of.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (AGGREGATES, 'The aggregates.')},
+        errors={404: NO_PROVIDER},
+        changes={'1.19': 'resource_provider_generation.'},
+        conditional='read',
+    )
     @accept_json
     @versions('1.1')
     def retrieve(self, request, uuid):
@@ -28,6 +62,19 @@ class ProviderAggregatesViewSet(PlacementViewSet):
         provider = find_provider(uuid)
         return self._send(provider, list(provider.aggregates.values_list('uuid', flat=True)))
 
+    @operation(
+        'updateProviderAggregates', tag='Aggregates',
+        summary="Replace a provider's aggregates",
+        description='Set the aggregates the provider is a member of. Before 1.19 the body '
+                    'is the bare list of aggregate uuids.',
+        parameters=[PROVIDER_UUID], request=AGGREGATES_UPDATE,
+        responses={200: (AGGREGATES, 'The aggregates.')},
+        accept_json=False,
+        errors={404: NO_PROVIDER, 409: microversion.since((1, 19), f'From 1.19: {CONFLICT}')},
+        changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
+                         'against the provider; the change increments the generation.'},
+        conditional='write',
+    )
     @require_json
     @versions('1.1')
     def update(self, request, uuid):

@@ -1,10 +1,31 @@
 """/resource_providers/{uuid}/traits: the traits a provider has."""
 from placement_site import errors
 from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
+from placement_site.openapi import (
+    GENERATION,
+    PROVIDER_UUID,
+    Component,
+    closed,
+    operation,
+    request_body,
+)
 from providers import schemas, services
 from providers.api import serializers
-from providers.api.views.shared import find_provider
+from providers.api.views.shared import CONFLICT, NO_PROVIDER, find_provider
 from providers.models import Trait
+
+# ---- the answer and body the operations describe -------------------------------------
+
+PROVIDER_TRAITS = Component('ResourceProviderTraits', closed({
+    'type': 'object',
+    'properties': {
+        'traits': {'type': 'array', 'items': {'type': 'string'}},
+        'resource_provider_generation': GENERATION,
+    },
+    'required': ['traits', 'resource_provider_generation'],
+}))
+
+PROVIDER_TRAITS_UPDATE = request_body('ResourceProviderTraitsUpdate', schemas.PROVIDER_TRAITS_PUT)
 
 
 class ProviderTraitsViewSet(PlacementViewSet):
@@ -17,6 +38,14 @@ class ProviderTraitsViewSet(PlacementViewSet):
         return self.respond(body, last_modified=serializers.latest(traits),
                             etag=serializers.generation_etag(provider))
 
+    @operation(
+        'listProviderTraits', tag='Traits', summary="List a provider's traits",
+        description='The traits of the provider.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER_TRAITS, 'The traits.')},
+        errors={404: NO_PROVIDER},
+        conditional='read',
+    )
     @versions('1.6')
     @accept_json
     def retrieve(self, request, uuid):
@@ -25,6 +54,15 @@ class ProviderTraitsViewSet(PlacementViewSet):
                                  vary=True)
         return self._send(provider, list(provider.traits.order_by('id')))
 
+    @operation(
+        'updateProviderTraits', tag='Traits', summary="Replace a provider's traits",
+        description='Set the traits of the provider; every trait must exist.',
+        parameters=[PROVIDER_UUID], request=PROVIDER_TRAITS_UPDATE,
+        responses={200: (PROVIDER_TRAITS, 'The traits.')},
+        accept_json=False,
+        errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: CONFLICT},
+        conditional='write',
+    )
     @versions('1.6')
     @require_json
     def update(self, request, uuid):
@@ -44,6 +82,15 @@ class ProviderTraitsViewSet(PlacementViewSet):
         services.traits_replace(provider=provider, trait_names=data['traits'], as_read=guarded)
         return self._send(provider, list(Trait.objects.filter(name__in=data['traits'])))
 
+    @operation(
+        'deleteProviderTraits', tag='Traits', summary="Remove a provider's traits",
+        description='Remove every trait from the provider.',
+        parameters=[PROVIDER_UUID],
+        responses={204: (None, 'Removed.')}, accept_json=False,
+        errors={404: NO_PROVIDER, 409: 'The provider changed meanwhile '
+                                       '(placement.concurrent_update).'},
+        conditional='write',
+    )
     @versions('1.6')
     def destroy(self, request, uuid):
         self.authorize(self.POLICY % 'delete')

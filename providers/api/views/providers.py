@@ -1,7 +1,7 @@
 """/resource_providers[/{uuid}]: the providers themselves."""
 import uuid as uuid_lib
 
-from placement_site import exceptions
+from placement_site import exceptions, microversion
 from placement_site.api import (
     PlacementViewSet,
     accept_json,
@@ -11,6 +11,22 @@ from placement_site.api import (
     require_json,
 )
 from placement_site.errors import worded
+from placement_site.openapi import (
+    GENERATION,
+    LINKS,
+    PROVIDER_UUID,
+    RESOURCES,
+    RESOURCES_GRAMMAR,
+    UUID,
+    Component,
+    closed,
+    link,
+    member_of_parameter,
+    operation,
+    query,
+    request_body,
+    required_parameter,
+)
 from placement_site.validation import normalize_uuid
 from providers import schemas, services
 from providers.api import serializers
@@ -22,8 +38,91 @@ RP_POLICY = 'placement:resource_providers:%s'
 LIST_CHUNK = 2000   # providers read and written at a time
 
 
+# ---- the answers, bodies and parameters the operations describe ----------------------
+
+PROVIDER = Component('ResourceProvider', closed({
+    'type': 'object',
+    'properties': {
+        'uuid': UUID,
+        'name': {'type': 'string', 'maxLength': 200},
+        'generation': GENERATION,
+        'parent_provider_uuid': microversion.since((1, 14), {
+            **UUID, 'type': ['string', 'null'],
+            'description': 'From 1.14: the parent provider, null for a root provider.'}),
+        'root_provider_uuid': microversion.since((1, 14), {
+            **UUID, 'description': 'From 1.14: the root of the tree.'}),
+        'links': {
+            **LINKS,
+            'description': 'self, inventories and usages; aggregates from 1.1, traits from '
+                           '1.6, allocations from 1.11.'},
+    },
+    'required': ['uuid', 'name', 'generation', 'links', 'parent_provider_uuid',
+                 'root_provider_uuid'],
+}))
+
+PROVIDER_LIST = Component('ResourceProviderList', closed({
+    'type': 'object',
+    'properties': {'resource_providers': {'type': 'array', 'items': PROVIDER}},
+    'required': ['resource_providers'],
+}))
+
+PROVIDER_CREATE = request_body('ResourceProviderCreate', schemas.PROVIDER_POST_BY_VERSION)
+PROVIDER_UPDATE = request_body('ResourceProviderUpdate', schemas.PROVIDER_PUT_BY_VERSION)
+
+PROVIDER_QUERY = [
+    query('name', 'Only the provider with this name.', {'type': 'string', 'maxLength': 200}),
+    query('uuid', 'Only the provider with this uuid.', UUID),
+    member_of_parameter(),
+    query('resources', RESOURCES, RESOURCES_GRAMMAR),
+    query('in_tree', 'Only providers in the tree of this provider.', UUID),
+    required_parameter(),
+]
+
+
+def provider_links(uuid):
+    """From an answer naming a provider (uuid: a runtime expression) to what
+    can be done with it."""
+    return {
+        'showResourceProvider': link('showResourceProvider', 'The provider.', uuid=uuid),
+        'updateResourceProvider': link('updateResourceProvider', 'Rename it.', uuid=uuid),
+        'deleteResourceProvider': link('deleteResourceProvider', 'Delete it.', uuid=uuid),
+        'listInventories': link('listInventories', 'Its inventories.', uuid=uuid),
+        'createInventory': link('createInventory', 'Add an inventory.', uuid=uuid),
+        'updateInventories': link('updateInventories', 'Set its inventories.', uuid=uuid),
+        'listProviderAggregates': link('listProviderAggregates', 'Its aggregates.', uuid=uuid),
+        'updateProviderAggregates': link('updateProviderAggregates', 'Set its aggregates.',
+                                         uuid=uuid),
+        'listProviderTraits': link('listProviderTraits', 'Its traits.', uuid=uuid),
+        'updateProviderTraits': link('updateProviderTraits', 'Set its traits.', uuid=uuid),
+        'listProviderUsages': link('listProviderUsages', 'Its usages.', uuid=uuid),
+        'listProviderAllocations': link('listProviderAllocations', 'Its allocations.',
+                                        uuid=uuid),
+    }
+
+
+PROVIDERS = 'Resource providers'
+
+
 class ResourceProviderViewSet(PlacementViewSet):
 
+    @operation(
+        'listResourceProviders', tag=PROVIDERS, summary='List resource providers',
+        description='Resource providers, filtered by the query parameters (all must match). '
+                    'Any other query parameter is a 400.',
+        parameters=PROVIDER_QUERY, query_schema=schemas.PROVIDER_LIST_QUERY_BY_VERSION,
+        responses={200: (PROVIDER_LIST, 'The providers.')},
+        errors={400: 'Invalid query parameters, or an unknown trait or resource class.'},
+        changes={
+            '1.3': '`member_of`.',
+            '1.4': '`resources`.',
+            '1.14': '`in_tree`; providers show parent_provider_uuid and root_provider_uuid.',
+            '1.18': '`required`.',
+            '1.22': 'forbidden traits (`!TRAIT`).',
+            '1.24': '`member_of` may repeat.',
+            '1.32': 'forbidden aggregates (`!AGG`, `!in:`).',
+            '1.39': '`required` may repeat and take `in:` (any of).',
+        },
+    )
     @accept_json
     def list(self, request):
         self.authorize(RP_POLICY % 'list')
@@ -39,6 +138,23 @@ class ResourceProviderViewSet(PlacementViewSet):
             list_chunks('resource_providers', listed, LIST_CHUNK),
             last_modified=lambda complete: latest.moment if complete else latest.of(providers))
 
+    @operation(
+        'createResourceProvider', tag=PROVIDERS, summary='Create a resource provider',
+        description='A new provider, with a generated uuid unless the body names one, '
+                    'optionally the child of `parent_provider_uuid`.',
+        request=PROVIDER_CREATE,
+        responses={
+            200: microversion.since((1, 20), (PROVIDER, 'From 1.20: the new provider.')),
+            201: microversion.before((1, 20), (None, 'Before 1.20: created; no body.')),
+        },
+        links={200: provider_links('$response.body#/uuid')},
+        location=[200, 201], cached=[200], accept_json=False,
+        errors={400: 'The parent provider does not exist.',
+                409: 'A provider with this name or uuid exists (placement.duplicate_name).'},
+        changes={'1.14': '`parent_provider_uuid`.',
+                 '1.20': '200 with the provider instead of 201 without a body.'},
+        etag=[200, 201],
+    )
     @require_json
     def create(self, request):
         self.authorize(RP_POLICY % 'create')
@@ -58,6 +174,16 @@ class ResourceProviderViewSet(PlacementViewSet):
                                 etag=etag)
         return self.no_content(status=201, location=location, etag=etag)
 
+    @operation(
+        'showResourceProvider', tag=PROVIDERS, summary='Show a resource provider',
+        description='One provider.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER, 'The provider.')},
+        links={200: provider_links('$response.body#/uuid')},
+        errors={404: 'No provider has this uuid.'},
+        changes={'1.14': 'parent_provider_uuid and root_provider_uuid.'},
+        conditional='read',
+    )
     @accept_json
     def retrieve(self, request, uuid):
         self.authorize(RP_POLICY % 'show')
@@ -66,6 +192,21 @@ class ResourceProviderViewSet(PlacementViewSet):
                             last_modified=provider.last_modified,
                             etag=serializers.provider_etag(provider))
 
+    @operation(
+        'updateResourceProvider', tag=PROVIDERS, summary='Update a resource provider',
+        description='Rename the provider and/or change its parent. Moving a provider moves '
+                    'its subtree; a provider cannot become its own descendant.',
+        parameters=[PROVIDER_UUID], request=PROVIDER_UPDATE,
+        responses={200: (PROVIDER, 'The updated provider.')},
+        accept_json=False,
+        errors={400: 'The parent does not exist, the change would create a loop, or (before '
+                     '1.37) it would re-parent or un-parent the provider.',
+                404: 'No provider has this uuid.',
+                409: 'Another provider has this name (placement.duplicate_name).'},
+        changes={'1.14': '`parent_provider_uuid`: a provider without a parent may gain one.',
+                 '1.37': 're-parenting, and un-parenting with `null`.'},
+        conditional='write',
+    )
     @require_json
     def update(self, request, uuid):
         self.authorize(RP_POLICY % 'update')
@@ -86,6 +227,17 @@ class ResourceProviderViewSet(PlacementViewSet):
                             last_modified=provider.last_modified,
                             etag=serializers.provider_etag(provider))
 
+    @operation(
+        'deleteResourceProvider', tag=PROVIDERS, summary='Delete a resource provider',
+        description='Delete the provider with its inventories, traits and aggregate '
+                    'memberships.',
+        parameters=[PROVIDER_UUID],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'No provider has this uuid.',
+                409: 'The provider has allocations (placement.resource_provider.inuse) or '
+                     'children (placement.resource_provider.cannot_delete_parent).'},
+        conditional='write', etag=(),
+    )
     def destroy(self, request, uuid):
         self.authorize(RP_POLICY % 'delete')
         provider = find_provider(uuid, 'No resource provider with uuid {uuid} found for delete',

@@ -1,10 +1,13 @@
 """What several of the catalogue's views share: finding the provider a path
-names (or Placement's 404). The allocations app's views find providers with
-find_provider too.
+names (or Placement's 404), and the words their descriptions share. The
+allocations app's views find providers with find_provider too.
 """
 from placement_site import errors
 from placement_site.queries import storable
 from providers.models import ResourceProvider
+
+NO_PROVIDER = 'No provider has this uuid.'
+CONFLICT = 'The generation is stale (placement.concurrent_update).'
 
 
 def find_provider(uuid, detail='{error}', vary=False):
