@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from allocations.api import candidates as candidate_views
+from allocations.api import explain as explain_views
 from allocations.api import views as allocation_views
 from placement_site import keystone_signin, openapi
 from placement_site import views as site_views
@@ -62,7 +63,7 @@ urlpatterns = [
     route('allocation_candidates', candidate_views.AllocationCandidatesViewSet,
           {'get': 'list'}, 'allocation-candidates'),
     # Not part of OpenStack Placement: why a request does or does not fit.
-    route('explain/allocation_candidates', candidate_views.ExplainViewSet,
+    route('explain/allocation_candidates', explain_views.ExplainViewSet,
           {'get': 'list'}, 'explain-allocation-candidates'),
     # Not part of OpenStack Placement: usage trends (before any other capacity/ path).
     route('capacity/trends', trend_views.UsageTrendViewSet, {'get': 'list'}, 'capacity-trends'),

@@ -1,6 +1,6 @@
-"""GET /allocation_candidates and GET /explain/allocation_candidates: the
-views and their answers. Parsing and the search itself live in
-providers.candidates."""
+"""GET /allocation_candidates: the view and its answer. Parsing and the
+search itself live in providers.candidates; GET /explain/allocation_candidates
+(allocations.api.explain) takes the same query string."""
 from django.utils import timezone
 
 from placement_site import exceptions, microversion, replicas
@@ -12,7 +12,26 @@ from placement_site.api import (
     versions,
 )
 from placement_site.errors import Worded, worded
-from providers.candidates import explain, parse, select_candidates
+from placement_site.microversion import ByVersion
+from placement_site.openapi import (
+    MEMBER_OF_GRAMMAR,
+    REQUIRED_GRAMMAR,
+    RESOURCES,
+    RESOURCES_GRAMMAR,
+    ROOT_REQUIRED_GRAMMAR,
+    UUID,
+    UUID_KEY,
+    Component,
+    closed,
+    member_of_parameter,
+    operation,
+    query,
+    required_parameter,
+    resources_map,
+)
+from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33, MAX_INT
+from providers.candidates import parse, select_candidates
+from providers.candidates.query import QUERY_BY_VERSION
 from providers.candidates.selector import no_cycle_collection
 
 
@@ -168,9 +187,159 @@ def summaries_fragments(summaries, by_id, groups, version):
         yield '%s:%s' % (compact_json(summary.uuid), compact_json(entry))
 
 
+# ---- the answer and parameters the operation describes -------------------------------
+
+_AMOUNTS = {'resources': resources_map('The amounts to allocate.')}
+ALLOCATION_REQUEST = Component('AllocationRequest', closed({
+    'type': 'object',
+    'properties': {
+        'allocations': ByVersion([
+            ((1, 12), {
+                'type': 'object',
+                'description': 'Keyed by resource provider uuid: the body of a PUT '
+                               '/allocations/{consumer_uuid} needs this as it is.',
+                'patternProperties': {UUID_KEY: {
+                    'type': 'object', 'properties': _AMOUNTS, 'required': ['resources']}},
+                'additionalProperties': False,
+            })], {
+                'type': 'array',
+                'description': 'Before 1.12: the body of a PUT /allocations/{consumer_uuid} '
+                               'needs this list as it is.',
+                'items': {
+                    'type': 'object',
+                    'properties': {
+                        'resource_provider': {
+                            'type': 'object', 'properties': {'uuid': UUID},
+                            'required': ['uuid']},
+                        **_AMOUNTS,
+                    },
+                    'required': ['resource_provider', 'resources'],
+                },
+            }),
+        'mappings': microversion.since((1, 34), {
+            'type': 'object',
+            'description': 'From 1.34: the providers that satisfied each request group, keyed '
+                           'by group suffix ("" for the unsuffixed group).',
+            'additionalProperties': {'type': 'array', 'items': UUID},
+        }),
+    },
+    'required': ['allocations', 'mappings'],
+}))
+
+PROVIDER_SUMMARY = Component('ProviderSummary', closed({
+    'type': 'object',
+    'properties': {
+        'resources': resources_map(
+            'The requested classes; from 1.27 every class of the provider\'s inventory.', {
+                'type': 'object',
+                'properties': {'capacity': {'type': 'integer'}, 'used': {'type': 'integer'}},
+                'required': ['capacity', 'used'],
+            }),
+        'traits': microversion.since((1, 17), {
+            'type': 'array', 'items': {'type': 'string'}, 'description': 'From 1.17.'}),
+        'parent_provider_uuid': microversion.since((1, 29), {
+            **UUID, 'type': ['string', 'null'], 'description': 'From 1.29.'}),
+        'root_provider_uuid': microversion.since((1, 29), {**UUID, 'description': 'From 1.29.'}),
+    },
+    'required': ['resources', 'traits', 'parent_provider_uuid', 'root_provider_uuid'],
+}))
+
+ALLOCATION_CANDIDATES = Component('AllocationCandidates', closed({
+    'type': 'object',
+    'properties': {
+        'allocation_requests': {'type': 'array', 'items': ALLOCATION_REQUEST},
+        'provider_summaries': {
+            'type': 'object',
+            'description': 'Every provider in an allocation request (from 1.29 with the rest '
+                           'of their trees), keyed by uuid.',
+            'patternProperties': {UUID_KEY: PROVIDER_SUMMARY},
+            'additionalProperties': False,
+        },
+    },
+    'required': ['allocation_requests', 'provider_summaries'],
+}))
+
+
+SUFFIX = (f'From 1.33 a suffix is 1-64 characters matching `{GROUP_SUFFIX_1_33}`; from 1.25 '
+          'to 1.32 a positive integer.')
+
+
+def _groups(suffix, kinds):
+    grammars = {'resources': RESOURCES_GRAMMAR, 'required': REQUIRED_GRAMMAR,
+                'member_of': MEMBER_OF_GRAMMAR, 'in_tree': UUID}
+    return {'type': 'object',
+            'patternProperties': {f'^{kind}{suffix}$': grammars[kind] for kind in kinds},
+            'additionalProperties': False,
+            'example': {'resources1': 'SRIOV_NET_VF:1', 'required1': 'HW_NIC_SRIOV'}}
+
+
+CANDIDATE_QUERY = [
+    query('resources', f'The unsuffixed request group: {RESOURCES} One provider or several in '
+          'a tree or aggregate may satisfy it together. Before 1.25 required; from 1.25 '
+          'there must be this or a suffixed group.',
+          {**RESOURCES_GRAMMAR, 'example': 'VCPU:4,MEMORY_MB:2048,DISK_GB:64'}),
+    required_parameter(),
+    member_of_parameter(),
+    query('in_tree', 'Only providers in the tree of this provider.', UUID),
+    query('groups', 'Suffixed request groups, each satisfied by a single provider: '
+          '`resources{S}`, `required{S}`, `member_of{S}` and (from 1.31) `in_tree{S}`, '
+          'with the same syntax as the unsuffixed parameters. '
+          f'{SUFFIX} From 1.36 a group without resources is allowed when `same_subtree` '
+          'names it.',
+          ByVersion([
+              ((1, 33), _groups(GROUP_SUFFIX_1_33,
+                                ('resources', 'required', 'member_of', 'in_tree'))),
+              ((1, 31), _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of', 'in_tree'))),
+          ], _groups(GROUP_SUFFIX, ('resources', 'required', 'member_of'))),
+          stands_for='resources1', style='form', explode=True),
+    query('limit', 'At most this many allocation requests.',
+          {'type': 'integer', 'minimum': 1, 'maximum': MAX_INT}),
+    query('group_policy', '`isolate`: suffixed groups use different providers; `none`: they '
+          'may share. Required with more than one suffixed group with resources.',
+          {'type': 'string', 'enum': ['none', 'isolate']}),
+    query('root_required', 'Traits the root provider of every candidate must have (or, with '
+          '`!`, lack), comma-separated. At most once.', ROOT_REQUIRED_GRAMMAR),
+    query('same_subtree', 'Comma-separated group suffixes whose providers must be in one '
+          'subtree; may repeat.',
+          {'type': 'string', 'pattern': f'^{GROUP_SUFFIX_1_33}(?:,{GROUP_SUFFIX_1_33})*$'},
+          repeatable=True),
+]
+
+
 class AllocationCandidatesViewSet(PlacementViewSet):
     """/allocation_candidates"""
 
+    @operation(
+        'listAllocationCandidates', tag='Allocation candidates',
+        summary='List allocation candidates',
+        description='Ways to satisfy the requested resources and traits from the providers: '
+                    'allocation requests, each a ready-made body for PUT '
+                    '/allocations/{consumer_uuid}, and a summary of every provider involved. '
+                    'Any other query parameter is a 400.',
+        parameters=CANDIDATE_QUERY, query_schema=QUERY_BY_VERSION,
+        responses={200: (ALLOCATION_CANDIDATES, 'The candidates.')},
+        errors={400: 'Invalid query parameters, unknown resource classes or traits, '
+                     'conflicting required and forbidden traits, or groups that need '
+                     '`group_policy` or `same_subtree`.'},
+        changes={
+            '1.12': 'allocations in allocation requests keyed by provider uuid.',
+            '1.16': '`limit`.',
+            '1.17': '`required`; traits in provider summaries.',
+            '1.21': '`member_of`.',
+            '1.22': 'forbidden traits (`!TRAIT`).',
+            '1.24': '`member_of` may repeat.',
+            '1.25': 'suffixed request groups and `group_policy`.',
+            '1.27': 'provider summaries show every resource class of the provider.',
+            '1.29': 'nested providers; parent and root uuids in provider summaries.',
+            '1.31': '`in_tree` and `in_tree{S}`.',
+            '1.32': 'forbidden aggregates (`!AGG`, `!in:`).',
+            '1.33': 'named group suffixes.',
+            '1.34': '`mappings` in allocation requests.',
+            '1.35': '`root_required`.',
+            '1.36': '`same_subtree`; groups without resources.',
+            '1.39': '`required` may repeat and take `in:` (any of).',
+        },
+    )
     @replicas.advisory
     @versions('1.10')
     @accept_json
@@ -187,66 +356,3 @@ class AllocationCandidatesViewSet(PlacementViewSet):
         return self.respond_chunks(
             answer_chunks(result, candidate_query.groups, self.version),
             last_modified=timezone.now())
-
-
-class ExplainViewSet(PlacementViewSet):
-    """/explain/allocation_candidates: the same query string as
-    GET /allocation_candidates, answered with how many providers survive each
-    constraint and, when nothing fits, what eliminated them. Without an
-    OpenStack-API-Version header the latest microversion's rules apply."""
-
-    @property
-    def version(self):
-        """The request's microversion; without an OpenStack-API-Version header
-        the latest, not 1.0 as everywhere else (@versions reads this one)."""
-        if microversion.HEADER not in {k.lower() for k in self.request.headers}:
-            return microversion.parse(microversion.MAX_VERSION)
-        return self.request.version
-
-    @replicas.advisory
-    @accept_json
-    @versions('1.10')
-    def list(self, request):
-        version = self.version
-        self.authorize('placement:allocation_candidates:list')
-        candidate_query = parsed_query(request, version)
-        with unknown_names_refused():
-            explanation = explain.explain_candidates(
-                candidate_query, suggest_root_required=version.matches((1, 35)))
-        result = explanation.result
-        body = {
-            'microversion': str(version),
-            'allocation_candidates': len(result.allocation_requests),
-            'groups': [{
-                'suffix': funnel.group,
-                'unit': funnel.unit,
-                'total': funnel.total,
-                'funnel': [{'constraint': step.constraint, 'remaining': step.remaining,
-                            'eliminated': step.eliminated,
-                            **({'causes': [{'limit': limit, 'count': count, 'text': text}
-                                           for limit, count, text in explain.cause_rows(
-                                               step.causes)]} if step.causes else {})}
-                           for step in funnel.steps],
-            } for funnel in explanation.funnels],
-            'search_stages': [{'group': record.group, 'stage': explain.STAGE_LABELS[record.stage],
-                               'detail': record.detail, 'remaining': record.remaining}
-                              for record in result.stages],
-            'explanation': explanation.sentences,
-            'suggestions': [{
-                'text': suggestion.text,
-                'traits': suggestion.traits,
-                'from': 'required',
-                'to': 'root_required',
-                'query': suggestion.rewrite(request.GET).urlencode(safe=':,!'),
-                'trees': suggestion.trees,
-                'trees_now': suggestion.trees_now,
-            } for suggestion in explanation.suggestions],
-            'near_misses': [{
-                'group': miss.group, 'tree': miss.tree, 'tree_uuid': miss.tree_uuid,
-                'provider': miss.provider, 'provider_uuid': miss.provider_uuid,
-                'resource_class': miss.resource_class, 'requested': miss.requested,
-                'lacking': miss.lacking, 'limit': miss.limit, 'text': miss.text,
-                'change': miss.change,
-            } for miss in explanation.near_misses],
-        }
-        return self.respond(body, cache_headers=False)

@@ -71,7 +71,7 @@ def test_the_first_matching_wording_wins_and_others_pass_unchanged():
 # ---- the views raise, the one error path answers --------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
-VIEWS = sorted([*ROOT.glob('providers/api/**/*.py'), *ROOT.glob('allocations/api/*.py'),
+VIEWS = sorted([*ROOT.glob('providers/api/**/*.py'), *ROOT.glob('allocations/api/**/*.py'),
                 ROOT / 'providers/pods/views.py'])
 
 

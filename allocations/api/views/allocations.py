@@ -1,25 +1,33 @@
-"""Placement API: allocations of consumers, allocations on providers, and
-usages of providers and projects."""
+"""/allocations[/{consumer_uuid}] and /resource_providers/{uuid}/allocations:
+the allocations of consumers, and those on a provider."""
 import collections
 
-from django.utils import timezone
-
 from allocations import querysets, schemas, services
-from placement_site import conditional, errors, exceptions
+from placement_site import conditional, errors, exceptions, microversion
 from placement_site.api import (
     PlacementViewSet,
     accept_json,
     json_body,
-    query_params,
     require_json,
     versions,
 )
 from placement_site.errors import Worded, worded
-from placement_site.microversion import ByVersion
+from placement_site.openapi import (
+    GENERATION,
+    PROVIDER_UUID,
+    UUID,
+    UUID_KEY,
+    Component,
+    closed,
+    link,
+    operation,
+    path,
+    request_body,
+    resources_map,
+)
 from placement_site.validation import is_uuid_like, normalize_uuid
 from providers.api import serializers as provider_serializers
-from providers.api.views import find_provider
-from providers.models import ResourceProvider
+from providers.api.views import NO_PROVIDER, find_provider
 
 POLICY = 'placement:allocations:%s'
 
@@ -104,9 +112,97 @@ def write(requests, not_found_message):
         services.allocations_replace(requests)
 
 
+# ---- the answers, bodies and parameters the operations describe ----------------------
+
+CONSUMER_GENERATION = {
+    'type': 'integer',
+    'description': "From 1.28: the consumer's generation, incremented by every change to its "
+                   'allocations. Writers send the value they read (null for a new consumer).',
+}
+
+CONSUMER_ALLOCATIONS = Component('ConsumerAllocations', closed({
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'description': 'Keyed by resource provider uuid.',
+            'patternProperties': {UUID_KEY: {
+                'type': 'object',
+                'properties': {
+                    'resources': resources_map('The amounts allocated.'),
+                    'generation': GENERATION,
+                },
+                'required': ['resources', 'generation'],
+            }},
+            'additionalProperties': False,
+        },
+        'project_id': microversion.since((1, 12), {'type': 'string', 'description': 'From 1.12.'}),
+        'user_id': microversion.since((1, 12), {'type': 'string', 'description': 'From 1.12.'}),
+        'consumer_generation': microversion.since((1, 28), CONSUMER_GENERATION),
+        'consumer_type': microversion.since((1, 38), {
+            'type': 'string', 'description': 'From 1.38, e.g. INSTANCE.'}),
+    },
+    'required': ['allocations'],
+}), description='The allocations of one consumer. The other fields are left out while the '
+               'consumer has no allocations.')
+
+PROVIDER_ALLOCATIONS = Component('ResourceProviderAllocations', closed({
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'description': 'Keyed by consumer uuid.',
+            'additionalProperties': {
+                'type': 'object',
+                'properties': {
+                    'resources': resources_map('The amounts allocated.'),
+                    'consumer_generation': microversion.since((1, 28), CONSUMER_GENERATION),
+                },
+                'required': ['resources', 'consumer_generation'],
+            },
+        },
+        'resource_provider_generation': GENERATION,
+    },
+    'required': ['allocations', 'resource_provider_generation'],
+}))
+
+ALLOCATIONS_UPDATE = request_body(
+    'ConsumerAllocationsUpdate', schemas.ALLOCATIONS_PUT_BY_VERSION,
+    'From 1.12 `allocations` is keyed by resource provider uuid.')
+ALLOCATIONS_MANAGE = request_body(
+    'AllocationsManage', schemas.ALLOCATIONS_POST_BY_VERSION, 'Keyed by consumer uuid.')
+
+CONSUMER_UUID = path('consumer_uuid', 'The uuid of the consumer.', UUID)
+
+ALLOCATIONS = 'Allocations'
+WRITE_400 = 'A malformed consumer uuid, or an unknown resource provider or resource class.'
+WRITE_409 = ('A stale consumer generation or a provider changed meanwhile '
+             '(placement.concurrent_update); or a provider has no inventory of a class, or the '
+             'amounts exceed its capacity or break its min_unit, max_unit or step_size.')
+BODY_CHANGES = {
+    '1.8': '`project_id` and `user_id` required.',
+    '1.12': '`allocations` keyed by provider uuid instead of a list of '
+            '{"resource_provider": {"uuid"}, "resources"}.',
+    '1.28': '`consumer_generation` required (null for a new consumer); empty `allocations` '
+            'remove the consumer\'s allocations.',
+    '1.34': '`mappings` accepted.',
+    '1.38': '`consumer_type` required.',
+}
+
+
 class AllocationViewSet(PlacementViewSet):
     """/allocations and /allocations/{consumer_uuid}"""
 
+    @operation(
+        'showConsumerAllocations', tag=ALLOCATIONS, summary="List a consumer's allocations",
+        description='The allocations a consumer holds, by provider. A consumer without '
+                    'allocations gets empty `allocations`, not a 404 (and no ETag).',
+        parameters=[CONSUMER_UUID],
+        responses={200: (CONSUMER_ALLOCATIONS, 'The allocations.')},
+        changes={'1.12': 'project_id and user_id.', '1.28': 'consumer_generation.',
+                 '1.38': 'consumer_type.'},
+        conditional='read',
+    )
     @accept_json
     def retrieve(self, request, consumer_uuid):
         self.authorize(POLICY % 'list')
@@ -116,6 +212,21 @@ class AllocationViewSet(PlacementViewSet):
                             last_modified=latest(allocations),
                             etag=consumer_etag(consumer_uuid, generation))
 
+    @operation(
+        'updateConsumerAllocations', tag=ALLOCATIONS, summary="Replace a consumer's allocations",
+        description='Set every allocation of the consumer, atomically, after checking each '
+                    "provider's capacity.",
+        parameters=[CONSUMER_UUID], request=ALLOCATIONS_UPDATE,
+        responses={204: (None, 'The allocations are set.')}, accept_json=False,
+        links={204: {name: link(name, text, consumer_uuid='$request.path.consumer_uuid')
+                     for name, text in (
+                         ('showConsumerAllocations', "The consumer's allocations."),
+                         ('updateConsumerAllocations', 'Change them.'),
+                         ('deleteConsumerAllocations', 'Delete them.'))}},
+        errors={400: WRITE_400, 409: WRITE_409},
+        changes=BODY_CHANGES,
+        conditional='write',
+    )
     @require_json
     def update(self, request, consumer_uuid):
         self.authorize(POLICY % 'update')
@@ -134,6 +245,15 @@ class AllocationViewSet(PlacementViewSet):
         return self.no_content(etag=consumer_etag(
             consumer_uuid, wanted.consumer.generation if wanted.allocations else None))
 
+    @operation(
+        'manageAllocations', tag=ALLOCATIONS, summary='Replace the allocations of many consumers',
+        description='Set the allocations of several consumers in one transaction, keyed by '
+                    "consumer uuid; empty `allocations` remove a consumer's allocations.",
+        request=ALLOCATIONS_MANAGE,
+        responses={204: (None, 'The allocations are set.')}, accept_json=False,
+        errors={400: WRITE_400, 409: WRITE_409},
+        changes={key: BODY_CHANGES[key] for key in ('1.28', '1.34', '1.38')},
+    )
     @versions('1.13')
     @require_json
     def create(self, request):
@@ -144,6 +264,14 @@ class AllocationViewSet(PlacementViewSet):
               'Unable to allocate inventory {error}')
         return self.no_content()
 
+    @operation(
+        'deleteConsumerAllocations', tag=ALLOCATIONS, summary="Delete a consumer's allocations",
+        description='Remove every allocation of the consumer.',
+        parameters=[CONSUMER_UUID],
+        responses={204: (None, 'Deleted.')}, accept_json=False,
+        errors={404: 'The consumer has no allocations.'},
+        conditional='write', etag=(),
+    )
     def destroy(self, request, consumer_uuid):
         self.authorize(POLICY % 'delete')
         generation = services.NOT_CHECKED
@@ -159,6 +287,14 @@ class AllocationViewSet(PlacementViewSet):
 class ProviderAllocationsViewSet(PlacementViewSet):
     """/resource_providers/{uuid}/allocations"""
 
+    @operation(
+        'listProviderAllocations', tag=ALLOCATIONS, summary="List a provider's allocations",
+        description='The allocations held against the provider, by consumer.',
+        parameters=[PROVIDER_UUID],
+        responses={200: (PROVIDER_ALLOCATIONS, 'The allocations.')},
+        errors={404: NO_PROVIDER},
+        changes={'1.28': 'consumer_generation.'},
+    )
     @accept_json
     def retrieve(self, request, uuid):
         self.authorize('placement:resource_providers:allocations:list')
@@ -166,81 +302,3 @@ class ProviderAllocationsViewSet(PlacementViewSet):
         allocations = querysets.allocations_on_provider(provider)
         return self.respond(provider_allocations_body(provider, allocations, self.version),
                             last_modified=latest(allocations))
-
-
-class ProviderUsagesViewSet(PlacementViewSet):
-    """/resource_providers/{uuid}/usages"""
-
-    @accept_json
-    def retrieve(self, request, uuid):
-        self.authorize('placement:resource_providers:usages')
-        provider = find_provider(uuid, 'No resource provider with uuid {uuid} found: {error}',
-                                 vary=True)
-        body = {'resource_provider_generation': provider.generation,
-                'usages': querysets.provider_usages(provider)}
-        # Usage is "now": Placement does not date it.
-        return self.respond(body, last_modified=timezone.now())
-
-
-# GET /usages: consumer_type from 1.38.
-USAGES_QUERY = ByVersion([((1, 38), schemas.USAGES_QUERY_1_38)], schemas.USAGES_QUERY_1_9,
-                         since=(1, 9))
-
-
-class UsageViewSet(PlacementViewSet):
-    """/usages"""
-
-    @versions('1.9')
-    @accept_json
-    def list(self, request):
-        project_id = request.GET.get('project_id')
-        user_id = request.GET.get('user_id')
-        self.authorize('placement:usages', target={'project_id': project_id})
-        query_params(request, USAGES_QUERY.at(self.version))
-        if self.version.matches((1, 38)):
-            usages = querysets.project_usages_by_consumer_type(
-                project_id, user_id, request.GET.get('consumer_type'))
-        else:
-            usages = querysets.project_usages(project_id, user_id)
-        # Usage is "now": Placement does not date it.
-        return self.respond({'usages': usages}, last_modified=timezone.now())
-
-
-class ReshaperViewSet(PlacementViewSet):
-    """/reshaper (1.30): move inventory and allocations between providers."""
-
-    @versions('1.30')
-    @require_json
-    def create(self, request):
-        self.authorize('placement:reshaper:reshape')
-        data = json_body(request, schemas.RESHAPER_POST_BY_VERSION.at(self.version))
-        providers = {p.uuid: p for p in ResourceProvider.objects.filter(
-            uuid__in=list(data['inventories']))}
-        inventories = {}
-        for provider_uuid, part in data['inventories'].items():
-            provider = providers.get(provider_uuid)
-            if provider is None:
-                raise errors.bad_request(
-                    f'Resource provider {provider_uuid} in inventories not found: '
-                    f'No resource provider with uuid {provider_uuid} found',
-                    code=errors.RESOURCE_PROVIDER_NOT_FOUND)
-            if part['resource_provider_generation'] != provider.generation:
-                raise errors.conflict(
-                    f'resource provider generation conflict for provider {provider_uuid}: '
-                    f"actual: {provider.generation}, given: {part['resource_provider_generation']}",
-                    code=errors.CONCURRENT_UPDATE)
-            inventories[provider] = part['inventories']
-        requests = [request_for_consumer(uuid, part, self.version)
-                    for uuid, part in data['allocations'].items()]
-        # The reshaper checks no preconditions: its conflicts are never 412s.
-        with worded({
-            exceptions.ConsumerGenerationConflict: Worded('{error}', stale=False),
-            exceptions.ProviderForAllocationNotFound: '{error}',
-            exceptions.ConcurrentUpdate: Worded('update conflict: {error}', stale=False),
-            exceptions.NotFound: Worded('malformed reshaper data: {error}', status=400),
-            exceptions.InventoryInUse: 'update conflict: {error}',
-            exceptions.InvalidInventory: Worded('Unable to allocate inventory: {error}',
-                                                status=409),
-        }):
-            services.reshape(inventories=inventories, requests=requests)
-        return self.no_content()
