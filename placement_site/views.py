@@ -9,11 +9,39 @@ from django.views.decorators.csrf import csrf_exempt
 from placement_site import errors, microversion, outages
 from placement_site.api import PlacementViewSet
 from placement_site.middleware import database_unavailable, is_api_path
+from placement_site.openapi import LINKS, Component, closed, operation
+
+VERSION_DOCUMENT = Component('VersionDocument', closed({
+    'type': 'object',
+    'properties': {
+        'versions': {
+            'type': 'array',
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'id': {'type': 'string', 'example': f'v{microversion.MIN_VERSION}'},
+                    'min_version': {'type': 'string', 'example': microversion.MIN_VERSION},
+                    'max_version': {'type': 'string', 'example': microversion.MAX_VERSION},
+                    'status': {'type': 'string', 'example': 'CURRENT'},
+                    'links': LINKS,
+                },
+                'required': ['id', 'min_version', 'max_version', 'status', 'links'],
+            },
+        },
+    },
+    'required': ['versions'],
+}))
 
 
 class RootViewSet(PlacementViewSet):
     """GET /: the API's versions; needs no credentials."""
 
+    @operation(
+        'listVersions', tag='Version', public=True, accept_json=False,
+        summary='List API versions',
+        description='The API version and its range of microversions. Needs no token.',
+        responses={200: (VERSION_DOCUMENT, 'The version document.')},
+    )
     def retrieve(self, request):
         version = {
             'id': f'v{microversion.MIN_VERSION}',

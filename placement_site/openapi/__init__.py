@@ -23,13 +23,12 @@ import from `placement_site.openapi`:
 - operations: one operation (operation(), OperationSchema, link)
 - parameters: path and query parameters (and member_of, required)
 - grammars: the grammars of the structured query parameters
-- root: GET / (attached to RootViewSet on import)
 - document: serving one microversion's document (DocumentView, describe_version)
 
 Importing the package imports every module, which registers the
-drf-spectacular extensions and describes GET /.
+drf-spectacular extensions.
 """
-from placement_site.openapi import root, viewsets  # noqa: F401 (they register on import)
+from placement_site.openapi import viewsets  # noqa: F401 (it registers on import)
 from placement_site.openapi.document import DocumentView, describe_version
 from placement_site.openapi.grammars import (
                                              MEMBER_OF_GRAMMAR,
