@@ -9,6 +9,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from placement_site import microversion
+from placement_site.api import CACHE_HEADERS_MICROVERSION
 from placement_site.openapi.errors import ERROR_DESCRIPTIONS, ERRORS, URI_TOO_LONG, error
 from placement_site.openapi.headers import (
     ETAG_DESCRIPTION,
@@ -72,7 +73,7 @@ class OperationSchema(AutoSchema):
                          if version in _SERVED[link['operationId']]}
             if str(status) in responses and available:
                 responses[str(status)]['links'] = copy.deepcopy(available)
-        if tuple(version) < (1, 15):
+        if not version.matches(CACHE_HEADERS_MICROVERSION):
             for response in responses.values():
                 for header in ('Last-Modified', 'Cache-Control'):
                     response.get('headers', {}).pop(header, None)
