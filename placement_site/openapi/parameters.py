@@ -26,8 +26,8 @@ class QueryParameter(OpenApiParameter):
     parameter documenting a family of names, one of them)."""
 
     def __init__(self, name, description, schema, *, stands_for=None, **kwargs):
-        # drf-spectacular takes a dict; the operation puts in the schema of
-        # the microversion described (OperationSchema).
+        # drf-spectacular takes a dict; described() puts in the schema of
+        # the microversion the document describes.
         super().__init__(name, {}, OpenApiParameter.QUERY, description=description, **kwargs)
         self.schema = schema
         self.stands_for = stands_for or name
