@@ -135,6 +135,9 @@ class SQLConstant(models.Expression):
     def as_sql(self, compiler, connection):
         return repr(self.value), []
 
+    def get_group_by_cols(self):
+        return []   # a constant: never grouped by (PostgreSQL refuses "GROUP BY 0.0")
+
 
 def capacity_sql(prefix=''):
     """capacity, as SQL."""
