@@ -17,7 +17,7 @@ The claim check, the candidate search and its explanation, GET /capacity's
 "how many more fit", the books, the dashboards, the metrics, the status
 checks and the scale loader all ask these; tests/providers/test_rules.py holds the
 Python and the SQL to the same answers on random inventories. Which
-providers a pool (an aggregate) holds is querysets.in_pools' rule.
+providers a pool (an aggregate) holds is querysets.in_pool's rule.
 """
 import math
 
