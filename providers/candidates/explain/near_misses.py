@@ -4,7 +4,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from providers.candidates.explain import limits
+from providers.candidates.explain import limits, wording
 from providers.candidates.explain.funnel import universe
 from providers.models import ResourceProvider
 
@@ -40,40 +40,33 @@ class NearMiss:
 
     @property
     def shortfall(self):
-        offer, name = self.binding.offer, self.resource_class
+        binding, name = self.binding, self.resource_class
         if self.limit == 'split':
-            return (f'has {int(self.binding.free):,} {name} free only split across '
-                    f'{self.binding.providers} providers (at most {int(offer.room):,} on one)')
+            return wording.refused_by_one(
+                'split', asked=f'{int(binding.free):,} {name}',
+                across=f'{binding.providers} providers', largest=f'{int(binding.offer.room):,}')
         if self.limit == 'capacity':
-            return f'lacks {self.lacking:,} {name}'
-        return ' and '.join(self._said(limit)[0] for limit in offer.refused)
+            return wording.refused_by_one('capacity', lacking=f'{self.lacking:,} {name}')
+        return ' and '.join(self._said(limit)[0] for limit in binding.offer.refused)
 
     @property
     def change(self):
         """The least change that would let it fit."""
-        if self.limit == 'split':
-            return (f'free {self.lacking:,} {self.resource_class} on {self.provider}, or ask '
-                    f'less than {self.requested:,} per provider')
-        if self.limit == 'capacity':
-            return f'free {self.lacking:,} {self.resource_class} on {self.provider}'
+        if self.limit in ('split', 'capacity'):
+            return wording.change(self.limit, name=self.resource_class, where=self.provider,
+                                  amount=self.requested, lacking=self.lacking)
         return ' and '.join(self._said(limit)[1] for limit in self.binding.offer.refused)
 
     def _said(self, limit):
         """(what the closest provider's `limit` refuses, the change that
         lifts it)."""
-        offer, name, amount, where = (self.binding.offer, self.resource_class, self.requested,
-                                      self.provider)
-        if limit == 'max_unit':
-            return (f'takes at most {offer.max_unit:,} {name} at once (max_unit)',
-                    f'raise max_unit of {name} on {where} to {amount:,}')
-        if limit == 'min_unit':
-            return (f'takes at least {offer.min_unit:,} {name} at once (min_unit)',
-                    f'lower min_unit of {name} on {where} to {amount:,}')
-        if limit == 'step_size':
-            return (f'takes {name} only in steps of {offer.step_size:,} (step_size)',
-                    f'a step_size of {name} on {where} that divides {amount:,}')
+        offer, name, amount = self.binding.offer, self.resource_class, self.requested
         lacking = math.ceil(amount - offer.room)
-        return f'lacks {lacking:,} {name}', f'free {lacking:,} {name} on {where}'
+        value = f'{getattr(offer, limit):,}' if limit in wording.UNIT_LIMITS else ''
+        return (wording.refused_by_one(limit, name=name, values=value,
+                                       lacking=f'{lacking:,} {name}'),
+                wording.change(limit, name=name, where=self.provider, amount=amount,
+                               lacking=lacking))
 
     @property
     def text(self):

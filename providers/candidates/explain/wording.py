@@ -27,35 +27,74 @@ STAGE_LABELS = {
 SINGULAR_VERBS = {'lack': 'lacks', 'are': 'is', 'have': 'has', 'take': 'takes'}
 
 
+# What each limit refuses, said of several trees or providers (_singular
+# says it of one): a resource step's causes and a near miss's shortfall.
+REFUSALS = {
+    'capacity': 'lack {lacking}',
+    'max_unit': 'take at most {values}{what} at once (max_unit)',
+    'min_unit': 'take at least {values}{what} at once (min_unit)',
+    'step_size': 'take {the_class} only in steps of {values} (step_size)',
+    'split': 'have {asked} free only split across {across} (at most {largest} on one)',
+    'limits': 'have no provider both with {asked} free and allowing it (max_unit, min_unit, '
+              'step_size)',
+    'unreached': 'have {none}, nor a sharing provider of it in their aggregates',
+    'none': 'have {none}',
+}
+
+# The least change that lifts a limit on one provider: a near miss's.
+CHANGES = {
+    'capacity': 'free {lacking} on {where}',
+    'split': 'free {lacking} on {where}, or ask less than {amount} per provider',
+    'max_unit': 'raise max_unit of {name} on {where} to {amount}',
+    'min_unit': 'lower min_unit of {name} on {where} to {amount}',
+    'step_size': 'a step_size of {name} on {where} that divides {amount}',
+}
+
+# The limits an inventory sets itself, each refusing an amount by its value.
+UNIT_LIMITS = ('max_unit', 'min_unit', 'step_size')
+
+
+def refusal(limit, *, name='', values='', asked='it', lacking='it free',
+            across='their providers', largest=''):
+    """What `limit` refuses, said of several ('take at most 32 VCPU at once
+    (max_unit)'). name: the class ('' after 'cannot take 64 VCPU:');
+    values: the limit's ('16 or 32'); asked: what is asked ('64 VCPU', or
+    'it'); lacking: what is missing free; across, largest: the providers a
+    split is across and the most free on one."""
+    return REFUSALS[limit].format(
+        what=f' {name}' if name else '', the_class=name or 'it',
+        none=f'no {name}' if name else 'none', values=values, asked=asked, lacking=lacking,
+        across=across, largest=largest)
+
+
+def change(limit, *, name, where, amount, lacking):
+    """The least change that would let a provider (`where`) take `amount`
+    of the class `name` past `limit` ('raise max_unit of VCPU on cn1 to
+    64'); lacking: what it lacks free."""
+    return CHANGES[limit].format(name=name, where=where, amount=f'{amount:,}',
+                                 lacking=f'{lacking:,} {name}')
+
+
+def refused_by_one(limit, **fields):
+    """refusal() said of one tree or provider ('takes at most 32 VCPU at
+    once (max_unit)')."""
+    return _singular(refusal(limit, **fields))
+
+
 def cause_text(causes, limit, short=False):
     """What the units a resource step eliminated for `limit` have in
     common (limits.Causes), said of several: 'take at most 32 VCPU at
     once (max_unit), not 64'; short, after 'cannot take 64 VCPU:', 'take
     at most 32 at once (max_unit)'."""
-    name, amount = causes.name, causes.amount
-    what, it = ('', 'it') if short else (f' {name}', f'{amount:,} {name}')
-    not_amount = '' if short else f', not {amount:,}'
-    if limit == 'capacity':
-        return 'lack it free' if short else f'lack {amount:,} {name}'
-    if limit == 'max_unit':
-        return (f'take at most {_either(causes.max_units)}{what} at once (max_unit)'
-                f'{not_amount}')
-    if limit == 'min_unit':
-        return (f'take at least {_either(causes.min_units)}{what} at once (min_unit)'
-                f'{not_amount}')
-    if limit == 'step_size':
-        return (f"take {'it' if short else name} only in steps of {_either(causes.steps)} "
-                f'(step_size){not_amount}')
-    if limit == 'split':
-        return (f'have {it} free only split across their providers '
-                f'(at most {int(causes.split_largest):,} on one)')
-    if limit == 'limits':
-        return (f'have no provider both with {it} free and allowing it (max_unit, min_unit, '
-                'step_size)')
-    none = 'none' if short else f'no {name}'
-    if limit == 'unreached':
-        return f'have {none}, nor a sharing provider of it in their aggregates'
-    return f'have {none}'
+    values = _either({'max_unit': causes.max_units, 'min_unit': causes.min_units,
+                      'step_size': causes.steps}.get(limit, ()))
+    largest = f'{int(causes.split_largest):,}'
+    if short:
+        return refusal(limit, values=values, largest=largest)
+    asked = f'{causes.amount:,} {causes.name}'
+    text = refusal(limit, name=causes.name, values=values, asked=asked, lacking=asked,
+                   largest=largest)
+    return f'{text}, not {causes.amount:,}' if limit in UNIT_LIMITS else text
 
 
 def causes_text(causes, unit, eliminated):
