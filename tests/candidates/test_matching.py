@@ -40,9 +40,9 @@ def amounts(requests):
 
 @pytest.mark.parametrize('one_group', [True, False])
 def test_a_tree_gathers_the_classes_with_a_sharing_provider(one_group):
-    found = tree_group()
-    before = copy.deepcopy(found)
-    requests, records = group_requests(WIDE, found, one_group=one_group)
+    findings = tree_group()
+    before = copy.deepcopy(findings)
+    requests, records = group_requests(WIDE, findings, one_group=one_group)
     assert amounts(requests) == [
         (1, ((2, 'VCPU', 1), (3, 'MEMORY_MB', 1), (20, 'DISK_GB', 1))),
         (10, ((10, 'MEMORY_MB', 1), (11, 'VCPU', 1), (20, 'DISK_GB', 1))),
@@ -52,12 +52,12 @@ def test_a_tree_gathers_the_classes_with_a_sharing_provider(one_group):
     assert [(r.stage, r.remaining) for r in records] == [
         (Stage.TREES_WITH_CLASSES, 2), (Stage.TREES_WITH_CLASSES, 2),
         (Stage.TREES_WITH_CLASSES, 2)]
-    assert found == before
+    assert findings == before
 
 
 def test_a_required_trait_keeps_the_trees_that_have_it_where_the_resources_are():
-    found = tree_group(required_ids=({7},), required_sets=({11},))
-    requests, _ = group_requests(WIDE, found, one_group=True)
+    findings = tree_group(required_ids=({7},), required_sets=({11},))
+    requests, _ = group_requests(WIDE, findings, one_group=True)
     # With a sharing provider in the group the trait is checked per combination.
     assert [r.anchor for r in requests] == [10]
 
@@ -75,22 +75,22 @@ def test_a_lazy_match_builds_requests_as_they_are_taken():
 
 
 def test_a_sharing_provider_alone_is_anchored_in_every_tree_it_serves():
-    found = one_provider_group()
-    before = copy.deepcopy(found)
-    requests, records = group_requests(WIDE, found, one_group=True)
+    findings = one_provider_group()
+    before = copy.deepcopy(findings)
+    requests, records = group_requests(WIDE, findings, one_group=True)
     assert sorted(r.anchor for r in requests) == [1, 10, 20]
     assert {tuple(r.resources) for r in requests} == {((20, 'DISK_GB', 5),)}
     assert all(r.use_same_provider for r in requests)
     assert [(r.stage, r.group, r.remaining) for r in records] == [
         (Stage.PROVIDERS_MATCHING, '1', 1)]
-    assert found == before
+    assert findings == before
     wide = RequestFindings(has_trees=True, sharing_roots={20: 20}, anchors=frozenset({1}))
-    assert [r.anchor for r in group_requests(wide, found, one_group=True)[0]] == [1]
+    assert [r.anchor for r in group_requests(wide, findings, one_group=True)[0]] == [1]
 
 
 def test_forbidden_aggregates_exclude_a_provider():
-    found = GroupFindings(one_provider_group().group, tree_mode=False, class_ids=CLASS_IDS,
+    findings = GroupFindings(one_provider_group().group, tree_mode=False, class_ids=CLASS_IDS,
                           capacity={'DISK_GB': {(20, 20)}}, in_forbidden_aggs=frozenset({20}))
-    requests, records = group_requests(WIDE, found, one_group=True)
+    requests, records = group_requests(WIDE, findings, one_group=True)
     assert requests == []
     assert [(r.stage, r.remaining) for r in records] == [(Stage.PROVIDERS_MATCHING, 0)]

@@ -100,18 +100,18 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
     params, wide = query.params, result.wide
     roots_of = result.provider_roots()   # every provider's (read once, maybe by the research)
     inventories = limits.Offers(
-        {class_id for found in result.findings.values() for class_id in found.class_ids.values()
-         if class_id is not None}, roots_of)
+        {class_id for findings in result.findings.values()
+         for class_id in findings.class_ids.values() if class_id is not None}, roots_of)
     explained = []
     for suffix in query.groups:
-        found = result.findings[suffix]
-        constraints = funnel.constraints(found, params, wide, roots_of, inventories)
-        explained.append((found, constraints, funnel.funnel(found, constraints, roots_of)))
+        findings = result.findings[suffix]
+        constraints = funnel.constraints(findings, params, wide, roots_of, inventories)
+        explained.append((findings, constraints, funnel.funnel(findings, constraints, roots_of)))
     suggested = []
     if suggest_root_required:
-        for found, constraints, funneled in explained:
-            suggested += suggestions.root_trait_suggestions(found, params, constraints, funneled,
-                                                            roots_of)
+        for findings, constraints, funneled in explained:
+            suggested += suggestions.root_trait_suggestions(findings, params, constraints,
+                                                            funneled, roots_of)
     misses = near_misses.near_misses(explained, roots_of, inventories, asked=params.limit)
     return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses,
                        combining.blocked_trees(query, result, settings))

@@ -43,15 +43,15 @@ class Constraint:
     causes: object = None   # causes(eliminated ids) -> limits.Causes (kind 'resources')
 
 
-def universe(found, roots_of):
+def universe(findings, roots_of):
     """What the group's funnel counts: every root, or every provider."""
-    if found.tree_mode:
+    if findings.tree_mode:
         return {pk for pk, root in roots_of.items() if pk == root}
     return set(roots_of)
 
 
-def funnel(found, constraints, roots_of):
-    remaining = universe(found, roots_of)
+def funnel(findings, constraints, roots_of):
+    remaining = universe(findings, roots_of)
     total = len(remaining)
     steps = []
     for constraint in constraints:
@@ -61,15 +61,15 @@ def funnel(found, constraints, roots_of):
                           constraint.causes(eliminated)
                           if constraint.causes and eliminated else None))
         remaining = left
-    return Funnel(found.suffix, 'trees' if found.tree_mode else 'providers', total, steps,
+    return Funnel(findings.suffix, 'trees' if findings.tree_mode else 'providers', total, steps,
                   remaining)
 
 
-def constraints(found, params, wide, roots_of, inventories=None):
+def constraints(findings, params, wide, roots_of, inventories=None):
     """Each constraint of the group, in the funnel's order; with
     `inventories` (limits.Offers), a resource step names what stopped
     each unit it eliminated."""
-    group, trees = found.group, found.tree_mode
+    group, trees = findings.group, findings.tree_mode
 
     def owners(provider_ids):
         # what a matching provider says about the unit being counted
@@ -87,31 +87,31 @@ def constraints(found, params, wide, roots_of, inventories=None):
         # The providers able to take a requested class: in a tree, where
         # the group's required traits must be.
         supplying = set()
-        for pairs in found.capacity.values():
+        for pairs in findings.capacity.values():
             supplying.update(p for p, _ in pairs)
         having = having & supplying
         passing = owners(having)
-        for provider_id in having & found.served.keys():
-            passing = passing | found.served[provider_id]
+        for provider_id in having & findings.served.keys():
+            passing = passing | findings.served[provider_id]
         return passing
 
     steps = []
     if group.in_tree:
-        root = found.tree_root
+        root = findings.tree_root
         in_tree = {root} if trees else {p for p, r in roots_of.items() if r == root}
         steps.append(Constraint('in_tree', f'in tree of {group.in_tree}',
                                 f'are not in the tree of {group.in_tree}',
                                 only(in_tree if root is not None else set())))
     for name, amount in group.resources.items():
-        pairs = found.capacity.get(name, ())  # (provider, its root) with room enough
+        pairs = findings.capacity.get(name, ())  # (provider, its root) with room enough
         passing = {root for _, root in pairs} if trees else {p for p, _ in pairs}
-        for provider_id in found.served.keys() & {p for p, _ in pairs}:
-            passing |= found.served[provider_id]
+        for provider_id in findings.served.keys() & {p for p, _ in pairs}:
+            passing |= findings.served[provider_id]
         steps.append(Constraint(
             'resources', f'{amount:,} {name}', f'lack {amount:,} {name}', only(passing),
-            causes=inventories and functools.partial(limits.causes, found, name, inventories)))
+            causes=inventories and functools.partial(limits.causes, findings, name, inventories)))
     where = ' on a provider of their resources' if trees and group.resources else ''
-    for index, (any_of, having) in enumerate(zip(group.required_traits, found.required_sets)):
+    for index, (any_of, having) in enumerate(zip(group.required_traits, findings.required_sets)):
         steps.append(Constraint('required', f'trait {either(any_of)}',
                                 f'lack trait {either(any_of)}{where}',
                                 only(at_resources(having)), index))
@@ -120,8 +120,8 @@ def constraints(found, params, wide, roots_of, inventories=None):
         text = f'trait {names[0]}' if len(names) == 1 else f"traits {', '.join(names)}"
         steps.append(Constraint('forbidden', f'without {text}',
                                 f'have forbidden trait {either(names)}',
-                                without(found.forbidden)))
-    for any_of, members in zip(group.member_of, found.member_sets):
+                                without(findings.forbidden)))
+    for any_of, members in zip(group.member_of, findings.member_sets):
         steps.append(Constraint('member_of', f'in aggregate {either(any_of)}',
                                 f'are not in aggregate {either(any_of)}',
                                 only(owners(members))))
@@ -129,7 +129,7 @@ def constraints(found, params, wide, roots_of, inventories=None):
         steps.append(Constraint('forbidden_aggregates',
                                 f'not in aggregate {either(group.forbidden_aggs)}',
                                 f'are in forbidden aggregate {either(group.forbidden_aggs)}',
-                                without(found.in_forbidden_aggs)))
+                                without(findings.in_forbidden_aggs)))
     if wide.anchors is not None:
         anchors = wide.anchors
         steps.append(Constraint('root_required', *_root_texts(params),

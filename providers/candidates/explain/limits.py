@@ -51,7 +51,7 @@ class Binding:
     providers: int = 0   # SPLIT: how many
 
 
-def binding(amount, offers, *, tree):
+def binding_of(amount, offers, *, tree):
     """The Binding of a unit offered `offers`, or None when one of them
     takes the amount."""
     if not offers:
@@ -105,17 +105,17 @@ class Causes:
     split_free: float = 0        # the most a split tree has free together
     split_largest: float = 0     # ... and on its largest provider
 
-    def add(self, found):
-        self.counts[found.limit] += 1
-        offer = found.offer
-        if found.limit == 'max_unit':
+    def add(self, binding):
+        self.counts[binding.limit] += 1
+        offer = binding.offer
+        if binding.limit == 'max_unit':
             self.max_units.add(offer.max_unit)
-        elif found.limit == 'min_unit':
+        elif binding.limit == 'min_unit':
             self.min_units.add(offer.min_unit)
-        elif found.limit == 'step_size':
+        elif binding.limit == 'step_size':
             self.steps.add(offer.step_size)
-        elif found.limit == SPLIT and found.free > self.split_free:
-            self.split_free, self.split_largest = found.free, offer.room
+        elif binding.limit == SPLIT and binding.free > self.split_free:
+            self.split_free, self.split_largest = binding.free, offer.room
 
 
 class Offers:
@@ -145,29 +145,29 @@ class Offers:
                     self._rows[class_id][provider_id] = tuple(row)
         return self._rows
 
-    def of_class(self, found, name):
+    def of_class(self, findings, name):
         """{unit: [Offer]} for the group's class `name` (absent: none)."""
-        key = (found.suffix, name)
+        key = (findings.suffix, name)
         if key not in self._offers:
-            self._offers[key] = self._of_class(found, name)
+            self._offers[key] = self._of_class(findings, name)
         return self._offers[key]
 
-    def bindings(self, found, name):
+    def bindings(self, findings, name):
         """{unit: Binding} of the units offered the class that cannot take
         the group's amount of it (a unit absent takes it, or has no offer)."""
-        key = (found.suffix, name)
+        key = (findings.suffix, name)
         if key not in self._bindings:
-            amount, tree = found.resources[name], found.tree_mode
+            amount, tree = findings.resources[name], findings.tree_mode
             self._bindings[key] = {
-                unit: found_binding for unit, offers in self.of_class(found, name).items()
-                if (found_binding := binding(amount, offers, tree=tree)) is not None}
+                unit: binding for unit, offers in self.of_class(findings, name).items()
+                if (binding := binding_of(amount, offers, tree=tree)) is not None}
         return self._bindings[key]
 
-    def _of_class(self, found, name):
-        rows = self.rows.get(found.class_ids.get(name), {})
-        amount = found.resources[name]
+    def _of_class(self, findings, name):
+        rows = self.rows.get(findings.class_ids.get(name), {})
+        amount = findings.resources[name]
         offers = collections.defaultdict(list)
-        reach = self.sharing_reach(found)
+        reach = self.sharing_reach(findings)
         met = {}    # row -> (room, refusals): a cloud's inventories repeat a few shapes
         for provider_id, row in rows.items():
             if row not in met:
@@ -177,7 +177,7 @@ class Offers:
                     used=used or 0, min_unit=min_unit, max_unit=max_unit, step_size=step))
             room, refused = met[row]
             _, _, _, _, min_unit, max_unit, step = row
-            unit = self.roots_of[provider_id] if found.tree_mode else provider_id
+            unit = self.roots_of[provider_id] if findings.tree_mode else provider_id
             offers[unit].append(Offer(provider_id, True, room, refused, min_unit, max_unit, step))
             for served in reach.get(provider_id, ()):
                 if served != unit:
@@ -185,39 +185,39 @@ class Offers:
                         Offer(provider_id, False, room, refused, min_unit, max_unit, step))
         return offers
 
-    def sharing_reach(self, found):
+    def sharing_reach(self, findings):
         """{sharing provider: the trees it serves} for a group that may draw
         on sharing providers outside its trees ({} otherwise)."""
-        if not (found.tree_mode and found.sharing and not found.group.in_tree):
+        if not (findings.tree_mode and findings.sharing and not findings.group.in_tree):
             return {}
-        if found.suffix not in self._reach:
+        if findings.suffix not in self._reach:
             if self._served is None:
                 unknown = {p for rows in self.rows.values() for p in rows
-                           if p in found.sharing and p not in found.served}
+                           if p in findings.sharing and p not in findings.served}
                 self._served = trees_served(unknown)
-            self._reach[found.suffix] = {
-                p: found.served.get(p, set()) | self._served.get(p, set())
-                for p in found.sharing}
-        return self._reach[found.suffix]
+            self._reach[findings.suffix] = {
+                p: findings.served.get(p, set()) | self._served.get(p, set())
+                for p in findings.sharing}
+        return self._reach[findings.suffix]
 
-    def offered_by_sharing(self, found, name):
+    def offered_by_sharing(self, findings, name):
         """Do sharing providers the group may use offer the class at all?"""
-        rows = self.rows.get(found.class_ids.get(name), {})
-        return bool(self.sharing_reach(found)) and any(p in rows for p in found.sharing)
+        rows = self.rows.get(findings.class_ids.get(name), {})
+        return bool(self.sharing_reach(findings)) and any(p in rows for p in findings.sharing)
 
 
-def causes(found, name, inventories, units):
+def causes(findings, name, inventories, units):
     """The Causes of the units the step of class `name` eliminated
     (inventories: the Offers read for the explanation)."""
-    unreached = inventories.offered_by_sharing(found, name)
-    offered = inventories.of_class(found, name)
-    bindings = inventories.bindings(found, name)
-    counted = Causes(name, found.resources[name])
+    unreached = inventories.offered_by_sharing(findings, name)
+    offered = inventories.of_class(findings, name)
+    bindings = inventories.bindings(findings, name)
+    counted = Causes(name, findings.resources[name])
     for unit in units:
-        found_binding = bindings.get(unit)
-        if found_binding is None:
+        binding = bindings.get(unit)
+        if binding is None:
             if unit in offered:     # it takes the class: eliminated by another after all
                 continue
-            found_binding = Binding(UNREACHED if unreached else NONE)
-        counted.add(found_binding)
+            binding = Binding(UNREACHED if unreached else NONE)
+        counted.add(binding)
     return counted

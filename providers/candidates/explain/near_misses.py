@@ -80,9 +80,9 @@ def near_misses(explained, roots_of, inventories, asked=None):
     (limits.Offers) the funnels read."""
     fewer = max(NEARLY_EMPTY, asked or 0)
     misses = []
-    for found, constraints, funnel in explained:
-        if found.resources and len(funnel.passed) < fewer:
-            misses += _group_near_misses(found, constraints, funnel, inventories, roots_of)
+    for findings, constraints, funnel in explained:
+        if findings.resources and len(funnel.passed) < fewer:
+            misses += _group_near_misses(findings, constraints, funnel, inventories, roots_of)
     if misses:
         named = {pk: (name, uuid) for pk, name, uuid in ResourceProvider.objects.filter(
             pk__in={m.tree_id for m in misses} | {m.provider_id for m in misses}).values_list(
@@ -93,25 +93,25 @@ def near_misses(explained, roots_of, inventories, asked=None):
     return misses
 
 
-def _group_near_misses(found, constraints, funnel, inventories, roots_of):
+def _group_near_misses(findings, constraints, funnel, inventories, roots_of):
     """The NEAR_MISSES trees (providers) closest to fitting the group among
     those it eliminated: they meet every constraint of the group but one
-    resource class, which one limit alone stops (limits.binding: capacity,
+    resource class, which one limit alone stops (limits.binding_of: capacity,
     max_unit, min_unit, step_size, or a split of what a tree has free), or,
     after those, several limits of its closest provider at once. Closest:
     lacking the smallest share of the amount asked, then the smallest
     amount, then the oldest tree (provider). In a tree a required
     trait counts on any provider with an inventory of a requested class."""
-    trees, resources = found.tree_mode, found.resources
-    others = universe(found, roots_of) - funnel.passed
+    trees, resources = findings.tree_mode, findings.resources
+    others = universe(findings, roots_of) - funnel.passed
     for constraint in constraints:
         if constraint.kind == 'resources' or (trees and constraint.kind == 'required'):
             continue
         others = constraint.keep(others)
     if not others:
         return []
-    offers = {name: inventories.of_class(found, name) for name in resources}
-    bindings = {name: inventories.bindings(found, name) for name in resources}
+    offers = {name: inventories.of_class(findings, name) for name in resources}
+    bindings = {name: inventories.bindings(findings, name) for name in resources}
     closest = []   # (key, unit, class name, its binding): named for the closest alone
     for unit in others:
         if not all(unit in offers[name] for name in resources):
@@ -119,24 +119,24 @@ def _group_near_misses(found, constraints, funnel, inventories, roots_of):
         short = [(name, bindings[name][unit]) for name in resources if unit in bindings[name]]
         if len(short) != 1:
             continue
-        if trees and found.required_sets:
+        if trees and findings.required_sets:
             supplying = {offer.provider_id for name in resources
                          for offer in offers[name][unit]}
-            if any(having.isdisjoint(supplying) for having in found.required_sets):
+            if any(having.isdisjoint(supplying) for having in findings.required_sets):
                 continue
-        (name, found_binding), = short
-        several = found_binding.limit == limits.LIMITS
+        (name, binding), = short
+        several = binding.limit == limits.LIMITS
         amount = resources[name]
-        lacking = math.ceil(max(amount - found_binding.offer.room, 0) if several
-                            else found_binding.lacking)
+        lacking = math.ceil(max(amount - binding.offer.room, 0) if several
+                            else binding.lacking)
         # One limit away first, then those several limits stop.
         closest.append(((several, lacking / amount, lacking, unit), name, lacking,
-                        found_binding))
+                        binding))
     misses = []
-    for (_, _, _, unit), name, lacking, found_binding in heapq.nsmallest(
+    for (_, _, _, unit), name, lacking, binding in heapq.nsmallest(
             NEAR_MISSES, closest, key=lambda entry: entry[0]):
-        provider_id = found_binding.offer.provider_id
+        provider_id = binding.offer.provider_id
         misses.append(NearMiss(
-            found.suffix, funnel.unit, roots_of[unit] if trees else roots_of[provider_id],
-            provider_id, name, resources[name], lacking, found_binding.limit, found_binding))
+            findings.suffix, funnel.unit, roots_of[unit] if trees else roots_of[provider_id],
+            provider_id, name, resources[name], lacking, binding.limit, binding))
     return misses

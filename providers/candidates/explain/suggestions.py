@@ -41,7 +41,7 @@ class Suggestion:
         return params
 
 
-def root_trait_suggestions(found, params, constraints, funnel, roots_of):
+def root_trait_suggestions(findings, params, constraints, funnel, roots_of):
     """For the unsuffixed group in a cloud of trees: the trees the funnel
     drops only for required traits (single traits, not any-of sets) that
     they have on their root provider, which supplies none of the resources
@@ -50,10 +50,10 @@ def root_trait_suggestions(found, params, constraints, funnel, roots_of):
     when moving them to root_required fits more trees than now (it may
     lose trees that have a trait on a child supplying resources but not on
     their root)."""
-    group = found.group
-    if group.suffix or not found.tree_mode or not group.resources:
+    group = findings.group
+    if group.suffix or not findings.tree_mode or not group.resources:
         return []
-    roots = universe(found, roots_of)
+    roots = universe(findings, roots_of)
     passing = [constraint.keep(roots) for constraint in constraints]
     on_root = {}  # constraint index -> roots having the trait
     for i, constraint in enumerate(constraints):
@@ -62,7 +62,7 @@ def root_trait_suggestions(found, params, constraints, funnel, roots_of):
         any_of = group.required_traits[constraint.index]
         trait = next(iter(any_of))
         if len(any_of) == 1 and trait not in params.root_required | params.root_forbidden:
-            on_root[i] = roots & found.required_sets[constraint.index]
+            on_root[i] = roots & findings.required_sets[constraint.index]
     if not on_root:
         return []
     rescued_by = collections.defaultdict(set)  # constraint indexes failed -> trees
@@ -82,15 +82,15 @@ def root_trait_suggestions(found, params, constraints, funnel, roots_of):
                                  + ['!' + t for t in sorted(params.root_forbidden)])
         suggestions.append(Suggestion(
             traits, root_required, len(would), len(funnel.passed),
-            _suggestion_text(found, traits, rescued, root_required, len(would),
+            _suggestion_text(findings, traits, rescued, root_required, len(would),
                              len(funnel.passed))))
     return sorted(suggestions, key=lambda s: (-s.trees, s.traits))
 
 
-def _suggestion_text(found, traits, rescued, root_required, would, now):
-    from_children = [name for name in found.resources
-                     if any(root in rescued and p != root for p, root in found.capacity[name])]
-    shared = [name for name in found.resources if name not in from_children]
+def _suggestion_text(findings, traits, rescued, root_required, would, now):
+    from_children = [name for name in findings.resources
+                     if any(root in rescued and p != root for p, root in findings.capacity[name])]
+    shared = [name for name in findings.resources if name not in from_children]
     one = len(rescued) == 1
     their = 'its' if one else 'their'
     sources = []
