@@ -41,8 +41,14 @@ The number of queries depends on the shape of the request (groups, classes,
 trait and member_of sets), never on the number of providers.
 """
 from providers.candidates.explain import explain_candidates
-from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams, parse
-from providers.candidates.selector import SearchSettings, select_candidates, stops_at_the_limit
+from providers.candidates.query import (
+    CandidateQuery,
+    RequestGroup,
+    RequestWideParams,
+    SearchSettings,
+    parse,
+)
+from providers.candidates.selector import select_candidates, stops_at_the_limit
 
 __all__ = ['CandidateQuery', 'RequestGroup', 'RequestWideParams', 'SearchSettings', 'parse',
            'select_candidates', 'stops_at_the_limit', 'explain_candidates']

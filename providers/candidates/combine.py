@@ -8,7 +8,8 @@ Placement's pre-check that a tree can hold the classes several groups ask
 for. Then the rule before 1.29 (one provider per tree), and the limit.
 
 Pure: a function of the groups' requests, the findings and the provider
-summaries the selector loaded for them.
+summaries the selector loaded for them. Also the rule of how many
+candidates the answer takes (answer_stops_at).
 """
 import collections
 import itertools
@@ -30,6 +31,7 @@ class Combination:
     """Combines the requests of a query's groups; no I/O."""
 
     def __init__(self, query, wide, settings):
+        self.query = query
         self.params = query.params
         self.nested_aware = query.nested_aware
         self.wide = wide                   # the RequestFindings
@@ -56,35 +58,22 @@ class Combination:
         requests, summarized = self.exclude_nested(requests)
         return Combined(self.limit(requests), summarized, [record])
 
-    def _excluding(self):
-        """Will candidates be dropped after they are made (exclude_nested)?"""
-        return not self.nested_aware and self.wide.has_trees
-
     def stop_at(self):
-        """How many candidates to generate at most (-1: all)."""
-        stop_at = self.settings.max_candidates
-        limit = self.params.limit
-        if limit and not self.settings.randomize and not self._excluding():
-            # Any `limit` of the candidates is a correct answer (their order
-            # is undefined), so stop as soon as there are enough.
-            stop_at = limit if stop_at < 0 else min(stop_at, limit)
-        return stop_at
+        """How many candidates to make at most (-1: all): answer_stops_at."""
+        return answer_stops_at(self.query, self.settings, self.wide.has_trees)
 
     def sample_size(self):
-        """How many candidates to draw at random before building them
-        (None: build them all, then draw): a `limit` with randomization,
-        when nothing caps or drops candidates once made."""
-        limit = self.params.limit
-        if (limit and self.settings.randomize and self.settings.max_candidates < 0
-                and not self._excluding()):
-            return limit
-        return None
+        """How many to draw at random before building them: answer_sample_size."""
+        return answer_sample_size(self.query, self.settings, self.wide.has_trees)
 
     def streams(self):
-        """Can the candidates be handed on as they are made (candidates(...,
-        lazy=True))? Not when all of them are needed first: to draw some at
-        random or to drop nested ones."""
-        return not self.settings.randomize and not self._excluding()
+        """May the candidates be handed on as they are made (candidates(...,
+        lazy=True))? answer_streams."""
+        return answer_streams(self.query, self.settings, self.wide.has_trees)
+
+    def _excluding(self):
+        """Will candidates be dropped after they are made (exclude_nested)?"""
+        return drops_nested(self.query, self.wide.has_trees)
 
     def merge(self, by_suffix, findings, summaries):
         if len(by_suffix) == 1:
@@ -253,6 +242,43 @@ class Combination:
         elif self.settings.randomize:
             random.shuffle(requests)
         return requests
+
+
+# ---- how many candidates the answer takes (research reads no more trees than that) ----
+
+def drops_nested(query, has_trees):
+    """Are candidates dropped once made? Before microversion 1.29, in a
+    cloud of trees, a candidate may use one provider per tree."""
+    return not query.nested_aware and has_trees
+
+
+def answer_stops_at(query, settings, has_trees):
+    """How many candidates to make at most (-1: all)."""
+    most = settings.max_candidates
+    limit = query.params.limit
+    if limit and not settings.randomize and not drops_nested(query, has_trees):
+        # Any `limit` of the candidates is a correct answer (their order
+        # is undefined), so stop as soon as there are enough.
+        most = limit if most < 0 else min(most, limit)
+    return most
+
+
+def answer_sample_size(query, settings, has_trees):
+    """How many candidates to draw at random before building them (None:
+    build them all, then draw): a `limit` with randomization, when nothing
+    caps or drops candidates once made."""
+    limit = query.params.limit
+    if (limit and settings.randomize and settings.max_candidates < 0
+            and not drops_nested(query, has_trees)):
+        return limit
+    return None
+
+
+def answer_streams(query, settings, has_trees):
+    """May several groups' candidates be handed on as they are made? Not
+    when all of them are needed first: to draw some at random or to drop
+    nested ones."""
+    return not settings.randomize and not drops_nested(query, has_trees)
 
 
 def _roundrobin(generators):

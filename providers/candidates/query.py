@@ -1,5 +1,6 @@
 """The request: GET /allocation_candidates' query string for a microversion,
-validated and parsed into request groups and request-wide parameters.
+validated and parsed into request groups and request-wide parameters, and
+the settings the search runs with.
 
 Independent of HTTP: it takes a QueryDict, so the API view and the
 dashboards' explorer parse the same way. Bad input raises Placement's 400
@@ -8,6 +9,8 @@ dashboards' explorer parse the same way. Bad input raises Placement's 400
 import copy
 import re
 from dataclasses import dataclass, field
+
+from django.conf import settings as django_settings
 
 from placement_site import errors, microversion
 from placement_site.api import validated_query
@@ -49,6 +52,22 @@ class CandidateQuery:
     groups: dict
     params: RequestWideParams = field(default_factory=RequestWideParams)
     nested_aware: bool = True
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The deployment's settings the search runs with."""
+    randomize: bool = False
+    max_candidates: int = -1
+    strategy: str = 'depth-first'
+
+    @classmethod
+    def from_django(cls):
+        return cls(
+            randomize=django_settings.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+            max_candidates=django_settings.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+            strategy=django_settings.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+        )
 
 
 # ---- query schemas per microversion -------------------------------------------

@@ -19,8 +19,6 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from django.conf import settings as django_settings
-
 from providers.candidates.combine import Combination, Combined
 from providers.candidates.findings import RequestFindings, Stage, StageRecord
 from providers.candidates.matching import (
@@ -30,23 +28,9 @@ from providers.candidates.matching import (
     samplable,
     sample_tree_requests,
 )
+from providers.candidates.query import SearchSettings
 from providers.candidates.research import NoCandidates, Research, trees_suffice
 from providers.candidates.summaries import Summaries
-
-
-@dataclass
-class SearchSettings:
-    randomize: bool = False
-    max_candidates: int = -1
-    strategy: str = 'depth-first'
-
-    @classmethod
-    def from_django(cls):
-        return cls(
-            randomize=django_settings.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-            max_candidates=django_settings.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-            strategy=django_settings.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-        )
 
 
 @dataclass

@@ -5,8 +5,12 @@ import pytest
 from providers.candidates.combine import Combination, consolidate
 from providers.candidates.findings import GroupFindings, RequestFindings, Stage
 from providers.candidates.matching import AllocationRequest
-from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
-from providers.candidates.selector import SearchSettings
+from providers.candidates.query import (
+    CandidateQuery,
+    RequestGroup,
+    RequestWideParams,
+    SearchSettings,
+)
 from providers.candidates.summaries import ProviderSummary
 
 pytestmark = pytest.mark.any_database  # and no database at all

@@ -21,7 +21,7 @@ import collections
 import itertools
 
 from providers.candidates.combine import Combination
-from providers.candidates.selector import SearchSettings
+from providers.candidates.query import SearchSettings
 
 COMBINATIONS_SEEN = 5000
 
