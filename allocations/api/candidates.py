@@ -145,9 +145,8 @@ def _chunks(result, groups, version):
     yield from _listed('{"allocation_requests":[',
                        map(writer.candidate, result.allocation_requests), ']')
     summaries = result.summaries
-    if result.streamed:
-        with replicas.advisory_reads():
-            summaries = result.of_trees(writer.roots)
+    if result.streamed:   # read with the search: those of the trees written
+        summaries = result.summaries_of(writer.roots)
     yield from _listed(',"provider_summaries":{', summaries_fragments(
         summaries, result.summaries_by_id, groups, version), '}}')
 

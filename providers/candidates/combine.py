@@ -8,8 +8,10 @@ Placement's pre-check that a tree can hold the classes several groups ask
 for. Then the rule before 1.29 (one provider per tree), and the limit.
 
 Pure: a function of the groups' requests, the findings and the provider
-summaries the selector loaded for them. Also the rule of how many
-candidates the answer takes (answer_stops_at).
+summaries the selector read for them before combining; with lazy=True it
+hands several groups' candidates on as it makes them, reading nothing.
+Also the rule of how many candidates the answer takes (answer_stops_at),
+which research reads no more trees than.
 """
 import collections
 import itertools
@@ -20,9 +22,10 @@ from providers.candidates.findings import Stage, StageRecord
 from providers.candidates.matching import AllocationRequest
 
 
-@dataclass
+@dataclass(frozen=True)
 class Combined:
-    requests: list       # the candidates (AllocationRequests), limited
+    requests: object     # the candidates (AllocationRequests), limited: a list, or lazily
+                         # made, an iterator
     summarized: set      # before 1.29: the providers candidates use (None: every one)
     records: list        # StageRecords: COMBINED
 
@@ -276,9 +279,12 @@ def answer_sample_size(query, settings, has_trees):
 
 def answer_streams(query, settings, has_trees):
     """May several groups' candidates be handed on as they are made? Not
-    when all of them are needed first: to draw some at random or to drop
-    nested ones."""
-    return not settings.randomize and not drops_nested(query, has_trees)
+    when all of them are needed first (to draw some at random or to drop
+    nested ones), nor when the answer takes a bounded number (then a list
+    of them is small, and the trees they use are known before the answer
+    is written)."""
+    return (not settings.randomize and not drops_nested(query, has_trees)
+            and answer_stops_at(query, settings, has_trees) < 0)
 
 
 def _roundrobin(generators):

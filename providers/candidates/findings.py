@@ -1,11 +1,13 @@
 """What the research found: the documented result every later stage reads.
 
-Research (research.py) does every read of the search and hands on
-RequestFindings once and a GroupFindings per request group; matching,
-combining and explain read them and never change them (the dataclasses are
-frozen, and their sets are not to be changed either: tests/candidates hold
-matching and combining to that). Every stage records what it left as
-StageRecords, which the selector gathers in order.
+Research (research.py) hands on one Researched: RequestFindings, a
+GroupFindings per request group (each built once, when its stages are
+read), its StageRecords, and, explaining, every provider's root.
+Matching, combining and explain read them and never change them (the
+dataclasses are frozen, and their sets are not to be changed either:
+tests/candidates hold matching and combining to that). Every stage records
+what it left as StageRecords, which the selector gathers in order. Pure: no
+I/O, no Django.
 """
 import enum
 from dataclasses import dataclass, field
@@ -88,6 +90,7 @@ class GroupFindings:
     served: dict = field(default_factory=dict)         # usable sharing provider -> roots served
     resourceless: frozenset = frozenset()  # (provider id, root id) meeting a group without
                                            # resources: its traits and aggregates
+    records: tuple = ()                  # the StageRecords of its research, in order
 
     @property
     def suffix(self):
@@ -110,6 +113,21 @@ class GroupFindings:
             with_all = self.with_all_required()
             allowed = with_all if allowed is None else allowed & with_all
         return allowed, self.in_forbidden_aggs | self.forbidden
+
+
+@dataclass(frozen=True)
+class Researched:
+    """Everything research read for a query: what matching, combining and
+    the explanation read."""
+    wide: RequestFindings
+    groups: dict                  # suffix -> GroupFindings of the groups researched, in order
+    records: tuple                # every StageRecord of research, in order
+    wide_records: tuple = ()      # ... those of the request-wide stages (the first)
+    alive: bool = True            # False once a stage left nothing (or a name was refused)
+    refused: Exception = None     # the first unknown name a group asked while alive
+    refused_by: str = None        # ... that group's suffix
+    provider_roots: dict = None   # provider id -> root id: explaining, of every provider; else of
+                                  # those not their own root, if the capacity reads needed them
 
 
 # ---- how stages describe their constraint -------------------------------------------

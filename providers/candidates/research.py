@@ -1,21 +1,31 @@
-"""Research: which providers survive each constraint of a request.
+"""Research: every read that decides the candidates; the stage of the
+search that reads the database.
 
-One function per constraint, each a single query through the catalogue's
-query vocabulary (providers.querysets), returning the provider ids that pass
-it (or, for forbidden traits and aggregates, the ids it excludes). Research
-runs them in Placement's order, request-wide first and then for one request
-group at a time, keeps what each found (GroupFindings) and records every
-stage (Stage) with its count. Constructing it does no I/O.
+research(query) runs one query per constraint through the catalogue's query
+vocabulary (providers.querysets), each returning the provider ids that pass
+it (or, for forbidden traits and aggregates, the ids it excludes), in
+Placement's order: request-wide first, then one request group at a time. It
+hands on a Researched (findings.py): RequestFindings, a GroupFindings per
+group built once its stages are read, and a StageRecord per stage with its
+count. Nothing later asks it anything: its input is the query, whether the
+search is explained, and the settings that bound a lone group's answer.
 
-A stage that leaves nothing ends the search with NoCandidates: the answer is
-empty, not an error. Resolution order matters for which error or empty
-answer wins (an unknown trait after an empty member_of is an empty answer,
-as in Placement). With exhaustive=True (explain) the research goes on after
-that, so every constraint of every group gets its count; names met once
-the answer is known to be empty then match nothing instead of raising.
+Research's own rules:
+- A stage that leaves nothing ends the research: the answer is empty, not
+  an error. An unknown resource class or trait in a group is refused: the
+  first is handed on (Researched.refused) and ends the research too, and the
+  selector raises it unless an earlier group has no candidates (Placement
+  researches and matches one group at a time, so an unknown trait after an
+  empty member_of, or after a group that fits nothing, is an empty answer).
+  An unknown name in the request-wide parameters raises at once.
+- A lone group whose every tree with the classes gives candidates reads
+  only the first trees its answer takes (trees_suffice).
+- Explaining (exhaustive=True), research goes on past a stage that leaves
+  nothing, so every constraint of every group gets its count (names met
+  once nothing is left match nothing), and reads every provider's root
+  (the explanation's funnels count them).
 """
 import dataclasses
-from types import SimpleNamespace
 
 from django.db import connections
 from django.db.models import Count, F, Q, Subquery, Value
@@ -24,9 +34,11 @@ from django.db.models.expressions import RawSQL
 from placement_site import exceptions
 from placement_site.prepared import Ids, Prepared
 from placement_site.queries import storable
+from providers.candidates.combine import answer_stops_at
 from providers.candidates.findings import (
     GroupFindings,
     RequestFindings,
+    Researched,
     Stage,
     StageRecord,
     aggregates_text,
@@ -63,29 +75,36 @@ TREES_COUNTED = 2000
 TREE_LIMIT_MAX = 1_000_000
 
 
-class NoCandidates(Exception):
-    """Some stage left nothing: the answer is empty (not an error)."""
+def research(query, *, exhaustive=False, bounded_by=None):
+    """The Researched for a CandidateQuery. exhaustive: explaining (see the
+    module's docstring). bounded_by: the SearchSettings that, with the
+    query's limit, bound how many candidates the answer takes (None: every
+    candidate is made, to be counted); a lone group then reads only the
+    trees those take, where trees_suffice."""
+    return _Research(query, exhaustive, bounded_by).run()
 
 
-class Research:
-    """The research for one CandidateQuery: the only stage of the search
-    that reads the database. The selector asks for the request-wide
-    findings, then for each group's in turn (a later group is not
-    researched once an earlier one leaves nothing, so which error or empty
-    answer wins is Placement's)."""
+class _NothingLeft(Exception):
+    """A stage left nothing (or a name was refused): research stops."""
 
-    def __init__(self, query, *, exhaustive=False):
+
+class _Research:
+    """One research: the reads in order, and what they found so far."""
+
+    def __init__(self, query, exhaustive, bounded_by):
         self.query = query
         self.exhaustive = exhaustive
-        # How many trees the answer can take at most (the selector's `limit`
-        # for a lone group), or None: all of them.
-        self.tree_limit = None
-        self._researched = {}   # a group's constraints -> (its findings, its records)
+        self.bounded_by = bounded_by
+        self.tree_limit = None   # how many trees a lone group's answer takes (None: all)
         self.records = []
-        self.alive = True            # False once the answer is known to be empty
+        self.wide_records = ()
+        self.alive = True        # False once a stage left nothing or a name was refused
+        self.refused = self.refused_by = None
+        self.suffix = None       # the group being researched (None: request-wide)
         self.class_ids = {}
         self.trait_ids = {}
         self.wide = RequestFindings()
+        self._by_constraints = {}   # a group's constraints -> its GroupFindings
         self._provider_roots = None
         # Read with the request-wide findings (one query): per aggregate of
         # a lone member_of set, its members ({id: root}); the providers under
@@ -93,24 +112,43 @@ class Research:
         # providers with it.
         self._members, self._under, self._with_trait = {}, None, {}
 
+    def run(self):
+        groups = {}
+        try:
+            self.wide = self._request_wide()
+            self.wide_records = tuple(self.records)
+            if self.bounded_by is not None and len(self.query.groups) == 1:
+                self.tree_limit = answer_stops_at(self.query, self.bounded_by,
+                                                  self.wide.has_trees)
+            for suffix, group in self.query.groups.items():
+                self.suffix = suffix
+                groups[suffix] = self._group(group)
+        except _NothingLeft:
+            if self.suffix is None:
+                self.wide_records = tuple(self.records)
+        if self.exhaustive:
+            self.provider_roots()   # every provider's: the explanation's funnels count them
+        return Researched(
+            self.wide, groups, tuple(self.records), wide_records=self.wide_records,
+            alive=self.alive, refused=self.refused, refused_by=self.refused_by,
+            provider_roots=self._provider_roots)
+
     # -- the record
 
-    def record(self, stage, group, remaining, detail=''):
-        self.records.append(StageRecord(stage, group, remaining, detail))
+    def record(self, stage, remaining, detail=''):
+        self.records.append(StageRecord(stage, self.suffix or '', remaining, detail))
 
-    def dead_end(self, draft=None):
+    def dead_end(self):
         """Nothing can come of the request: stop, unless explaining."""
         self.alive = False
-        if draft is not None:
-            draft.alive = False
         if not self.exhaustive:
-            raise NoCandidates()
+            raise _NothingLeft()
 
-    def narrowed(self, stage, draft, ids, detail=''):
+    def narrowed(self, stage, ids, detail=''):
         """Record a stage that must leave something; its ids."""
-        self.record(stage, draft.group.suffix, len(ids), detail)
+        self.record(stage, len(ids), detail)
         if not ids:
-            self.dead_end(draft)
+            self.dead_end()
         return ids
 
     # -- names
@@ -122,17 +160,21 @@ class Research:
         return self._resolved(self.trait_ids, name, exceptions.TraitNotFound(names=name))
 
     def _resolved(self, ids, name, not_found):
-        """The id of a name, else raise not_found; once explaining an answer
-        known to be empty, None (the name matches nothing)."""
+        """The id of a name; else None (it matches nothing), having refused
+        the name if nothing was left empty yet (see the module's
+        docstring)."""
         if name in ids:
             return ids[name]
-        if self.exhaustive and not self.alive:
-            return None
-        raise not_found
+        if self.suffix is None:
+            raise not_found
+        if self.alive:
+            self.refused, self.refused_by = not_found, self.suffix
+            self.dead_end()
+        return None
 
     def _read_request_wide(self):
         """(has_trees, sharing_roots, trees), the ids of the request's class and
-        trait names (unknown names raise when first used, as Placement
+        trait names (unknown names are refused when first used, as Placement
         answers 400), and the providers of its groups' aggregates and
         required traits: one query."""
         query = self.query
@@ -180,16 +222,16 @@ class Research:
         not read them all."""
         if not all(name in read for name in names):
             return None
-        found = {}
+        providers = {}
         for name in names:
-            found.update(read[name])
-        return found
+            providers.update(read[name])
+        return providers
 
     # -- request-wide
 
-    def request_wide(self):
-        """The RequestFindings (raises NoCandidates when root_required
-        leaves no root, unless explaining)."""
+    def _request_wide(self):
+        """The RequestFindings (stops when root_required leaves no root,
+        unless explaining)."""
         has_trees, sharing_roots, trees = self._read_request_wide()
         self.wide = RequestFindings(has_trees, sharing_roots, trees=trees)
         anchors = self._root_traits()
@@ -210,209 +252,205 @@ class Research:
         if forbidden:
             roots = roots.without_traits(forbidden)
         anchors = frozenset(roots.values_list('id', flat=True))
-        self.record(Stage.ROOT_TRAITS, '', len(anchors), root_traits_text(params))
+        self.record(Stage.ROOT_TRAITS, len(anchors), root_traits_text(params))
         return anchors
 
     # -- one request group
 
-    def group(self, group):
-        """Research one request group: its GroupFindings (raises
-        NoCandidates when a stage leaves nothing, unless explaining). A
-        group asking exactly what an earlier one asked (nova's six groups of
-        one device each) is given that one's findings and records, under
-        its own suffix, without reading them again."""
+    def _group(self, group):
+        """Research one request group: its GroupFindings. A group asking
+        exactly what an earlier one asked (nova's six groups of one device
+        each) is given that one's findings and records, under its own
+        suffix, without reading them again."""
         constraints = _constraints(group)
-        twin = self._researched.get(constraints)
+        twin = self._by_constraints.get(constraints)
         if twin is not None:
-            findings, records = twin
-            self.records.extend(dataclasses.replace(r, group=group.suffix) for r in records)
-            return dataclasses.replace(findings, group=group)
-        first_record = len(self.records)
+            records = tuple(dataclasses.replace(r, group=group.suffix) for r in twin.records)
+            self.records.extend(records)
+            return dataclasses.replace(twin, group=group, records=records)
         findings = self._research_group(group)
-        self._researched[constraints] = (findings, self.records[first_record:])
+        self._by_constraints[constraints] = findings
         return findings
 
     def _research_group(self, group):
+        first_record = len(self.records)
         wide = self.wide
         tree_mode = not group.use_same_provider and bool(wide.sharing or wide.has_trees)
-        found = SimpleNamespace(group=group, tree_mode=tree_mode, alive=self.alive)
         # Resolution order matters for which error or empty answer wins.
-        found.class_ids = {name: self.class_id(name) for name in group.resources}
-        found.members, found.member_sets = None, ()
-        if group.member_of:
-            self._member_of(found)
-        found.required_ids = tuple({self.trait_id(t) for t in any_of} - {None}
-                                   for any_of in group.required_traits)
+        class_ids = {name: self.class_id(name) for name in group.resources}
+        member_sets, members = self._member_of(group) if group.member_of else ((), None)
+        required_ids = tuple({self.trait_id(t) for t in any_of} - {None}
+                             for any_of in group.required_traits)
         forbidden_ids = {self.trait_id(t) for t in group.forbidden_traits} - {None}
-        found.tree_root = None
-        if group.in_tree:
-            self._in_tree(found)
-        self._capacity(found)
-        found.required_sets = ()
-        if found.required_ids:
-            self._required(found)
-        found.forbidden = found.in_forbidden_aggs = frozenset()
+        tree_root = self._in_tree(group) if group.in_tree else None
+        capacity, capacity_sharing = self._capacity(group, tree_mode, class_ids, members,
+                                                    tree_root)
+        required_sets = self._required(group, tree_mode, required_ids) if required_ids else ()
+        forbidden = in_forbidden_aggs = frozenset()
         if forbidden_ids:
-            found.forbidden = providers_with_any_trait(forbidden_ids)
-            self.record(Stage.FORBIDDEN_TRAITS, group.suffix, len(found.forbidden),
+            forbidden = providers_with_any_trait(forbidden_ids)
+            self.record(Stage.FORBIDDEN_TRAITS, len(forbidden),
                         ', '.join(sorted(group.forbidden_traits)))
         if group.forbidden_aggs:
-            found.in_forbidden_aggs = providers_in_aggregates(group.forbidden_aggs)
-            self.record(Stage.FORBIDDEN_AGGREGATES, group.suffix, len(found.in_forbidden_aggs),
+            in_forbidden_aggs = providers_in_aggregates(group.forbidden_aggs)
+            self.record(Stage.FORBIDDEN_AGGREGATES, len(in_forbidden_aggs),
                         ', '.join(sorted(group.forbidden_aggs)))
-        self._sharing(found)
-        del found.capacity_sharing
-        findings = GroupFindings(**vars(found))
+        sharing, sharing_by_class, served = self._sharing(group, tree_mode, members,
+                                                          capacity_sharing)
+        findings = GroupFindings(
+            group, tree_mode, self.alive, class_ids, member_sets, members, tree_root, capacity,
+            required_ids, required_sets, forbidden, in_forbidden_aggs, sharing, sharing_by_class,
+            served, records=tuple(self.records[first_record:]))
         if not group.resources and findings.alive and not tree_mode:
             findings = self._resourceless(findings)
         return findings
 
-    def _member_of(self, found):
+    def _member_of(self, group):
+        """(per member_of set, the providers in it; those in every set)."""
         members = None
         sets = []
-        for any_of in found.group.member_of:
+        for any_of in group.member_of:
             read = self._read_with(self._members, any_of)
             in_set = set(read) if read is not None else providers_in_aggregates(any_of)
             sets.append(in_set)
             members = in_set if members is None else members & in_set
             if not members and not self.exhaustive:
                 break
-        found.member_sets = tuple(sets)
-        found.members = self.narrowed(Stage.MEMBER_OF, found, members,
-                                      aggregates_text(found.group.member_of))
+        return tuple(sets), self.narrowed(Stage.MEMBER_OF, members,
+                                          aggregates_text(group.member_of))
 
-    def _capacity_scope(self, found):
+    def _capacity_scope(self, group, tree_mode, members):
         """(the providers member_of leaves the group (None: all), and their
         roots when known ({provider id: root id}, else None)), so the
         capacity queries weigh the usage of those only: the members, and in
         a tree every provider under a member root (sharing providers count
         only when members, see _sharing). Not when explaining, whose
         funnel counts every provider with capacity."""
-        if found.members is None or self.exhaustive:
+        if members is None or self.exhaustive:
             return None, None
-        if not found.tree_mode:
-            return found.members, None
-        if len(found.members) > CAPACITY_SCOPE_LIMIT:
+        if not tree_mode:
+            return members, None
+        if len(members) > CAPACITY_SCOPE_LIMIT:
             return None, None
-        member_of = found.group.member_of
-        members = self._read_with(self._members, member_of[0]) if len(member_of) == 1 else None
-        if members is not None:
-            roots = {provider: root for provider, root in self._under.items() if root in members}
-            roots.update(members)
+        member_of = group.member_of
+        read = self._read_with(self._members, member_of[0]) if len(member_of) == 1 else None
+        if read is not None:
+            roots = {provider: root for provider, root in self._under.items() if root in read}
+            roots.update(read)
         else:
-            roots = dict(_MEMBERS_AND_UNDER.rows(Ids(found.members)))
+            roots = dict(_MEMBERS_AND_UNDER.rows(Ids(members)))
         return (roots.keys(), roots) if len(roots) <= CAPACITY_SCOPE_LIMIT else (None, None)
 
-    def _in_tree(self, found):
-        uuid = found.group.in_tree
+    def _in_tree(self, group):
+        """in_tree's root id (None: no such provider)."""
+        uuid = group.in_tree
         root = next((root for root, in _ROOT_OF_UUID.rows(uuid)), None)
-        found.tree_root = root
-        self.narrowed(Stage.IN_TREE, found, set() if root is None else {root}, uuid)
+        self.narrowed(Stage.IN_TREE, set() if root is None else {root}, uuid)
+        return root
 
-    def _capacity(self, found):
-        """Per class, the providers able to take the group's amount, and
-        which of them are sharing providers (one query)."""
-        group = found.group
-        wanted = {found.class_ids[name]: amount for name, amount in group.resources.items()
-                  if found.class_ids[name] is not None}
+    def _capacity(self, group, tree_mode, class_ids, members, tree_root):
+        """({class name: {(provider id, root id)}} of the providers able to
+        take the group's amount of each class, {class name: the sharing
+        providers among them}): one query."""
+        wanted = {class_ids[name]: amount for name, amount in group.resources.items()
+                  if class_ids[name] is not None}
         fitting, sharing_fitting = {}, {}
-        if wanted and not (group.in_tree and found.tree_root is None):
-            trees = self.tree_limit if self._trees_suffice(found, wanted) else None
-            within, roots = self._capacity_scope(found)
+        if wanted and not (group.in_tree and tree_root is None):
+            trees = self.tree_limit if self._trees_suffice(group, tree_mode, wanted) else None
+            within, roots = self._capacity_scope(group, tree_mode, members)
             fitting, sharing_fitting = providers_with_capacity(
-                wanted, found.tree_root, within, self.wide.sharing, trees,
+                wanted, tree_root, within, self.wide.sharing, trees,
                 self.provider_roots if within is None else roots)
             if trees is not None and self.wide.sharing and len(
                     {root for pairs in fitting.values() for _, root in pairs}) < trees:
                 # Too few trees hold every class themselves: those sharing
                 # providers serve may make up the rest.
                 fitting, sharing_fitting = providers_with_capacity(
-                    wanted, found.tree_root, None, self.wide.sharing, roots=self.provider_roots)
-        found.capacity, found.capacity_sharing = {}, {}
+                    wanted, tree_root, None, self.wide.sharing, roots=self.provider_roots)
+        capacity, capacity_sharing = {}, {}
         for name, amount in group.resources.items():
-            class_id = found.class_ids[name]
-            found.capacity[name] = self.narrowed(
-                Stage.CAPACITY, found, fitting.get(class_id, set()), f'{amount} {name}')
-            found.capacity_sharing[name] = sharing_fitting.get(class_id, set())
+            class_id = class_ids[name]
+            capacity[name] = self.narrowed(Stage.CAPACITY, fitting.get(class_id, set()),
+                                           f'{amount} {name}')
+            capacity_sharing[name] = sharing_fitting.get(class_id, set())
+        return capacity, capacity_sharing
 
     def provider_roots(self):
         """{provider id: root id}, read once per search when first asked:
-        explaining, of every provider (explain's funnels read them all);
+        explaining, of every provider (the explanation reads them all);
         else of those whose root is another (a root's is its own id)."""
         if self._provider_roots is None:
             self._provider_roots = dict(
                 (_EVERY_ROOT if self.exhaustive else _NOT_OWN_ROOTS).rows())
         return self._provider_roots
 
-    def _trees_suffice(self, found, wanted):
-        return (not self.exhaustive and len(wanted) == len(found.group.resources)
-                and trees_suffice(self.query, self.wide, found, self.tree_limit))
+    def _trees_suffice(self, group, tree_mode, wanted):
+        return (not self.exhaustive and len(wanted) == len(group.resources)
+                and trees_suffice(self.query, self.wide, group, tree_mode, self.tree_limit))
 
-    def _required(self, found):
-        found.required_sets = tuple(
+    def _required(self, group, tree_mode, required_ids):
+        """Per required set, the providers with one of its traits."""
+        required_sets = tuple(
             set(read) if (read := self._read_with(self._with_trait, names)) is not None
             else providers_with_any_trait(ids)
-            for names, ids in zip(found.group.required_traits, found.required_ids))
-        with_all = set.intersection(*found.required_sets)
-        self.record(Stage.REQUIRED_TRAITS, found.group.suffix, len(with_all),
-                    traits_text(found.group.required_traits))
+            for names, ids in zip(group.required_traits, required_ids))
+        with_all = set.intersection(*required_sets)
+        self.record(Stage.REQUIRED_TRAITS, len(with_all), traits_text(group.required_traits))
         # One provider must have them all; a tree may gather them from
         # several, but not from a set no provider has.
-        hopeless = not all(found.required_sets) if found.tree_mode else not with_all
+        hopeless = not all(required_sets) if tree_mode else not with_all
         if hopeless:
-            self.dead_end(found)
+            self.dead_end()
+        return required_sets
 
-    def _sharing(self, found):
-        """The sharing providers the group may use, and the trees those
-        with room serve.
+    def _sharing(self, group, tree_mode, members, capacity_sharing):
+        """(the sharing providers the group may use, {class name: those of
+        them with room}, {sharing provider: the trees it serves} of those
+        with room).
 
         Placement narrows the request's sharing providers to the group's
         member_of aggregates; kept for identical answers."""
         sharing = frozenset(self.wide.sharing)
-        if found.members is not None:
-            sharing = sharing & found.members
-        found.sharing, found.sharing_by_class, found.served = frozenset(), {}, {}
-        if not found.tree_mode:
+        if members is not None:
+            sharing = sharing & members
+        if not tree_mode:
             # One provider takes the group: a sharing provider with room
             # for every class is anchored in each tree it serves.
-            with_room = list(found.capacity_sharing.values())
-            if with_room:
-                found.served = trees_served(set.intersection(*with_room) & sharing)
-            return
-        found.sharing = sharing
-        if found.group.in_tree or not sharing:  # no sharing within one tree
-            return
-        found.sharing_by_class = {name: providers & sharing
-                                  for name, providers in found.capacity_sharing.items()}
-        found.served = trees_served(set().union(*found.sharing_by_class.values()))
-        for name, providers in found.sharing_by_class.items():
+            with_room = list(capacity_sharing.values())
+            served = trees_served(set.intersection(*with_room) & sharing) if with_room else {}
+            return frozenset(), {}, served
+        if group.in_tree or not sharing:  # no sharing within one tree
+            return sharing, {}, {}
+        by_class = {name: providers & sharing for name, providers in capacity_sharing.items()}
+        served = trees_served(set().union(*by_class.values()))
+        for name, providers in by_class.items():
             if providers:
-                self.record(Stage.SHARING, found.group.suffix, len(providers), name)
+                self.record(Stage.SHARING, len(providers), name)
+        return sharing, by_class, served
 
-    def _resourceless(self, found):
+    def _resourceless(self, findings):
         """The same group met without resources (same_subtree, 1.36): by the
         providers of its traits and aggregates, and with neither by none, as in
         Placement (two queries: their roots, the trees sharing ones serve).
         Only suffixed groups (one provider each) may ask no resources."""
-        allowed, excluded = found.allowed()
+        allowed, excluded = findings.allowed()
         if not allowed:
-            return found
+            return findings
         pairs = frozenset(provider_roots(allowed - excluded))
         served = trees_served({p for p, _ in pairs} & self.wide.sharing)
-        return dataclasses.replace(found, resourceless=pairs, served=served)
+        return dataclasses.replace(findings, resourceless=pairs, served=served)
 
 
-def trees_suffice(query, wide, found, tree_limit):
-    """May the capacity query read only the first `tree_limit` trees
-    holding every class of the group (found: its findings so far)? When
-    each such tree gives the group a candidate, whatever else it holds: the
-    group is the request's only one, spreads over its tree (or the cloud is
-    flat), and no trait or aggregate is checked per provider or
-    combination."""
-    group = found.group
+def trees_suffice(query, wide, group, tree_mode, tree_limit):
+    """May the capacity query of a group (tree_mode: may it spread over a
+    tree) read only the first `tree_limit` trees holding every class of
+    the group? When each such tree gives the group a candidate, whatever
+    else it holds: the group is the request's only one, spreads over its
+    tree (or the cloud is flat), and no trait or aggregate is checked per
+    provider or combination."""
     return (tree_limit is not None and 0 <= tree_limit <= TREE_LIMIT_MAX
             and len(query.groups) == 1
-            and (found.tree_mode or not (wide.has_trees or wide.sharing))
+            and (tree_mode or not (wide.has_trees or wide.sharing))
             and wide.anchors is None
             and not (group.required_traits or group.forbidden_traits or group.member_of
                      or group.forbidden_aggs or group.in_tree))

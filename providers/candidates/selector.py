@@ -1,17 +1,23 @@
 """select_candidates(): the whole pipeline for a parsed query, independent of
-HTTP. The API view (allocations.api.candidates) and the dashboards' explorer
-both call it. It flows one way:
+HTTP. The API views (allocations.api.candidates), the dashboards' explorer
+and explain_candidates call it. Each stage is a function of what the
+earlier ones handed on, and nothing hands anything back:
 
-  research (request-wide)    research.Research.request_wide -> RequestFindings
-  for each group, in order:
-    research                 research.Research.group -> GroupFindings
-    matching                 matching.group_requests (pure) -> requests
-  summaries of the trees     summaries.Summaries.load_for (several groups only)
-  combining                  combine.Combination.candidates (pure) -> Combined
-  provider summaries         summaries.Summaries.for_answer
+  research     research.research -> Researched (every read that decides the
+               candidates; explaining, every provider's root too)
+  matching     per group, in the query's order: matching.group_requests
+               (pure) -> the group's requests and stage records; a name
+               research refused is raised here, unless an earlier group
+               has no requests
+  summaries    several groups only: summaries.Summaries reads the trees
+               their requests use (reads)
+  combining    combine.Combination.candidates (pure) -> Combined
+  summaries    the answer's: the trees of the candidates kept, with traits
+               (reads; for candidates handed on as they are made, read
+               before combining: the trees every group reaches)
 
-Research and the summaries are the only reads; every stage's records are
-gathered here, in order.
+The CandidateResult holds all of it, complete: writing the answer or the
+explanation reads nothing more.
 """
 import contextlib
 import gc
@@ -19,8 +25,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from providers.candidates.combine import Combination, Combined
-from providers.candidates.findings import RequestFindings, Stage, StageRecord
+from providers.candidates.combine import Combination
+from providers.candidates.findings import Researched, Stage, StageRecord
 from providers.candidates.matching import (
     group_requests,
     iter_tree_requests,
@@ -29,31 +35,44 @@ from providers.candidates.matching import (
     sample_tree_requests,
 )
 from providers.candidates.query import SearchSettings
-from providers.candidates.research import NoCandidates, Research, trees_suffice
-from providers.candidates.summaries import Summaries
+from providers.candidates.research import research, trees_suffice
+from providers.candidates.summaries import Summaries, in_trees
 
 
-@dataclass
+@dataclass(frozen=True)
 class CandidateResult:
     """What a search found: the documented result the API, the explorer and
     explain read."""
-    allocation_requests: list    # matching.AllocationRequest (lazy: maybe an iterator)
-    summaries: list              # summaries.ProviderSummary of the trees they use
-    summaries_by_id: dict        # every summary loaded, by provider id
-    wide: RequestFindings        # what the research found for the whole request
-    findings: dict               # suffix -> GroupFindings, for the groups researched
-    stages: list                 # findings.StageRecord of every stage, in order
-    of_trees: object = None      # lazy: the summaries of the trees given (one read)
-    provider_roots: object = None  # lazy: research.Research.provider_roots
+    allocation_requests: object  # matching.AllocationRequests: a list, or when streamed an
+                                 # iterator making them as they are read
+    summaries: list              # summaries.ProviderSummary of the trees they use (None when
+                                 # streamed: summaries_of(the trees the requests used))
+    summaries_by_id: dict        # every summary read, by provider id, with the answer's traits
+    researched: Researched       # what the research read
+    stages: list                 # findings.StageRecord of every stage, in the order they ran
     group_requests: dict = None  # explain only: suffix -> the group's requests, as combined
+
+    @property
+    def wide(self):
+        """The RequestFindings."""
+        return self.researched.wide
+
+    @property
+    def findings(self):
+        """suffix -> GroupFindings, for the groups researched."""
+        return self.researched.groups
 
     @property
     def streamed(self):
         """Are the requests an iterator, made as they are read? Then every
-        provider they use is in summaries_by_id already, `summaries` is
-        None, and the answer's summaries are of_trees(the trees the
-        requests used), read once they all were."""
+        provider they use is in summaries_by_id already, with its traits,
+        and the answer's summaries are summaries_of(the trees the requests
+        used)."""
         return self.summaries is None
+
+    def summaries_of(self, roots):
+        """The summaries of every provider in these trees (read already)."""
+        return in_trees(self.summaries_by_id, roots)
 
 
 def select_candidates(query, *, settings=None, explain=False, counted=None, lazy=False):
@@ -61,29 +80,122 @@ def select_candidates(query, *, settings=None, explain=False, counted=None, lazy
 
     Unknown resource classes and traits raise ResourceClassNotFound and
     TraitNotFound. With explain=True every constraint is researched even
-    once the answer is known to be empty (see research.Research), and, unless
+    once the answer is known to be empty (see research), and, unless
     counted=False, every group's candidates are built to be counted (the
     GROUP_CANDIDATES stage) even where a limit would take only a few. With
     lazy=True, several groups' candidates may come streamed (see
-    CandidateResult.streamed) when nothing needs them all first.
+    CandidateResult.streamed) when the answer takes them all.
     """
-    search = _Search(query, settings or SearchSettings.from_django(), explain,
-                     explain if counted is None else counted, lazy)
+    settings = settings or SearchSettings.from_django()
+    counted = explain if counted is None else counted
     with no_cycle_collection():
-        try:
-            combined = search.run()
-        except NoCandidates:
-            combined = Combined([], None, [])
-        requests = combined.requests
-        summaries = search.summaries
+        researched = research(query, exhaustive=explain, bounded_by=None if counted else settings)
+        combination = Combination(query, researched.wide, settings)
+        by_suffix, stages, alive = _matched(query, researched, combination, counted)
+        summaries = Summaries(researched.wide)
+        if not alive:
+            return CandidateResult([], [], summaries.by_id, researched, stages)
+        streams = lazy and len(by_suffix) > 1 and combination.streams()
+        if len(by_suffix) > 1:
+            # Combining checks the capacity of each combination.
+            summaries.read_trees(summaries.roots(
+                r for requests in by_suffix.values() for r in requests))
+            if streams:
+                summaries.with_traits(_reached_by_all(researched.wide, by_suffix))
+        combined = combination.candidates(by_suffix, researched.groups, summaries.by_id,
+                                          lazy=streams)
+        stages += combined.records
         answer = None
-        if isinstance(requests, list):
-            answer = summaries.for_answer(requests, combined.summarized)
-        research = search.research
-        return CandidateResult(requests, answer, summaries.by_id, research.wide,
-                               search.findings, research.records, summaries.of_trees,
-                               research.provider_roots,
-                               search.by_suffix if explain else None)
+        if not streams:
+            answer = summaries.for_answer(combined.requests, combined.summarized)
+        return CandidateResult(combined.requests, answer, summaries.by_id, researched, stages,
+                               by_suffix if explain else None)
+
+
+def _matched(query, researched, combination, counted):
+    """Matching, group by group in the query's order: ({suffix: the group's
+    requests}, the stage records in the order the stages ran, may any
+    candidate come?). The unsuffixed group spreading over trees is matched
+    after the others when they are not counted (see _spread_later). Raises
+    the name research refused unless an earlier group has no requests (or
+    an earlier stage left nothing)."""
+    wide, findings_by_suffix = researched.wide, researched.groups
+    one_group = len(query.groups) == 1
+    records = list(researched.wide_records)
+    alive = True   # no group so far without requests, and research left something
+    by_suffix = {}
+    spread = None  # the unsuffixed group's findings, matched after the others
+    for suffix in query.groups:
+        if alive and suffix == researched.refused_by:
+            raise researched.refused
+        findings = findings_by_suffix.get(suffix)
+        if findings is None:     # research stopped before it: nothing is left
+            return {}, list(researched.records), False
+        records += findings.records
+        if not (alive and findings.alive):
+            alive = False    # explaining: every group's research is recorded still
+            continue
+        if one_group and not counted and combination.stop_at() >= 0:
+            # One group and a limit: build only the requests the limit takes.
+            requests, matching_records = group_requests(wide, findings, one_group=True, lazy=True)
+            records += matching_records
+            requests = iter(requests)
+            first = next(requests, None)
+            if first is None:
+                alive = False
+                continue
+            by_suffix[suffix] = itertools.chain([first], requests)
+            continue
+        if _spread_later(query, findings, counted):
+            spread = findings
+            continue
+        count = combination.sample_size()
+        if one_group and not counted and count is not None and samplable(findings):
+            # A random `limit` of them, built alone.
+            trees, matching_records = matched_trees(wide, findings, one_group=True)
+            requests, total = sample_tree_requests(wide, findings, trees, count, random)
+        else:
+            requests, matching_records = group_requests(wide, findings, one_group=one_group)
+            total = len(requests)
+        records += matching_records
+        records.append(StageRecord(Stage.GROUP_CANDIDATES, suffix, total))
+        if not requests:
+            alive = False
+            continue
+        by_suffix[suffix] = requests
+    if spread is not None and alive:
+        # Its requests only matter in trees every other group reaches.
+        anchors = set.intersection(*({r.anchor for r in requests}
+                                     for requests in by_suffix.values()))
+        trees, matching_records = matched_trees(wide, spread, one_group=False)
+        requests = list(iter_tree_requests(wide, spread, trees, anchors=anchors))
+        records += matching_records
+        records.append(StageRecord(Stage.GROUP_CANDIDATES, spread.suffix, len(requests)))
+        alive = bool(requests)
+        by_suffix[spread.suffix] = requests
+        by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
+    return by_suffix, records, alive
+
+
+def _spread_later(query, findings, counted):
+    """Match the unsuffixed group after the suffixed ones? Its tree
+    requests can be many (every tree with disk, say) where the other
+    groups reach a few trees; not when every group's candidates are
+    counted."""
+    return (findings.suffix == '' and findings.tree_mode and len(query.groups) > 1
+            and not counted)
+
+
+def _reached_by_all(wide, by_suffix):
+    """The trees that the requests of every group reach, with those of the
+    sharing providers they use: all the trees several groups' candidates
+    can use."""
+    anchors = set.intersection(*({r.anchor for r in requests} for requests in by_suffix.values()))
+    sharing = wide.sharing_roots
+    if not sharing:
+        return anchors
+    return anchors | {sharing[p] for requests in by_suffix.values() for r in requests
+                      if r.anchor in anchors for p, _, _ in r.resources if p in sharing}
 
 
 def stops_at_the_limit(query, result, settings=None):
@@ -94,102 +206,8 @@ def stops_at_the_limit(query, result, settings=None):
         return False
     stop_at = Combination(query, result.wide,
                           settings or SearchSettings.from_django()).stop_at()
-    found = next(iter(result.findings.values()))
-    return trees_suffice(query, result.wide, found, stop_at)
-
-
-class _Search:
-    """One run of the pipeline: the order of the stages and the records."""
-
-    def __init__(self, query, settings, explain, counted, lazy=False):
-        self.query = query
-        self.lazy = lazy
-        self.settings = settings
-        self.counted = counted
-        self.research = Research(query, exhaustive=explain)
-        self.records = self.research.records   # research's, then every later stage's
-        self.summaries = Summaries(self.research.wide)
-        self.findings = {}
-        self.by_suffix = None   # each group's requests, once they are combined
-
-    def run(self):
-        query, research = self.query, self.research
-        wide = research.request_wide()
-        self.summaries = Summaries(wide)
-        combination = Combination(query, wide, self.settings)
-        one_group = len(query.groups) == 1
-        if one_group and not self.counted:
-            research.tree_limit = combination.stop_at()
-        by_suffix = {}
-        spread = None  # the unsuffixed group's findings, matched after the others
-        for suffix, group in query.groups.items():
-            found = self.findings[suffix] = research.group(group)
-            if not found.alive:  # explaining: research the other groups still
-                continue
-            if one_group and not self.counted and combination.stop_at() >= 0:
-                # One group and a limit: build only the requests the limit takes.
-                requests = iter(self.matched(wide, found, one_group=True, lazy=True))
-                first = next(requests, None)
-                if first is None:
-                    research.dead_end()
-                    continue
-                by_suffix[suffix] = itertools.chain([first], requests)
-                continue
-            if self._spread_later(found):
-                spread = found
-                continue
-            count = combination.sample_size()
-            if one_group and not self.counted and count is not None and samplable(found):
-                # A random `limit` of them, built alone.
-                trees = self.matched_trees(wide, found, one_group=True)
-                requests, total = sample_tree_requests(wide, found, trees, count, random)
-            else:
-                requests = self.matched(wide, found, one_group=one_group)
-                total = len(requests)
-            self._found_requests(found, by_suffix, requests, total)
-        if spread is not None and research.alive:
-            # Its requests only matter in trees every other group reaches.
-            anchors = set.intersection(*({r.anchor for r in requests}
-                                         for requests in by_suffix.values()))
-            trees = self.matched_trees(wide, spread, one_group=False)
-            requests = list(iter_tree_requests(wide, spread, trees, anchors=anchors))
-            self._found_requests(spread, by_suffix, requests, len(requests))
-            by_suffix = {s: by_suffix[s] for s in query.groups if s in by_suffix}  # query order
-        if not research.alive:
-            return Combined([], None, [])
-        self.by_suffix = by_suffix
-        if len(by_suffix) > 1:
-            # Combining checks the capacity of each combination.
-            self.summaries.load_for(r for requests in by_suffix.values() for r in requests)
-        combined = combination.candidates(by_suffix, self.findings, self.summaries.by_id,
-                                          lazy=self.lazy and combination.streams())
-        self.records.extend(combined.records)
-        return combined
-
-    def matched(self, wide, found, **options):
-        requests, records = group_requests(wide, found, **options)
-        self.records.extend(records)
-        return requests
-
-    def matched_trees(self, wide, found, **options):
-        trees, records = matched_trees(wide, found, **options)
-        self.records.extend(records)
-        return trees
-
-    def _found_requests(self, found, by_suffix, requests, total):
-        self.records.append(StageRecord(Stage.GROUP_CANDIDATES, found.suffix, total))
-        if not requests:
-            self.research.dead_end()
-            return
-        by_suffix[found.suffix] = requests
-
-    def _spread_later(self, found):
-        """Match the unsuffixed group after the suffixed ones? Its tree
-        requests can be many (every tree with disk, say) where the other
-        groups reach a few trees; not when every group's candidates are
-        counted."""
-        return (found.suffix == '' and found.tree_mode and len(self.query.groups) > 1
-                and not self.counted)
+    findings = next(iter(result.findings.values()))
+    return trees_suffice(query, result.wide, findings.group, findings.tree_mode, stop_at)
 
 
 @contextlib.contextmanager

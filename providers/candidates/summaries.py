@@ -1,15 +1,18 @@
 """Provider summaries: capacity, usage, max_unit and traits of every provider
-in the trees the candidates come from. Combining several groups reads them
-to check the capacity of a combination; the answer lists them.
+in the trees the candidates come from, read for the answer (which lists
+them) and, when several groups are combined, for combining (which checks
+each combination's capacity with them).
 
-They are loaded only for the trees that need them: those of the candidates
-returned (after any limit), and, when several groups are combined, those
-being combined: the selector asks for them. Loading is two queries per
-call (providers, inventories with usage and their class names), whatever
-the number of trees; traits are read once, for the answer's providers only,
-and named from one read of the traits, unless this process read them at the
-providers' present generations already (_TraitsRead). Constructing
-Summaries does no I/O.
+The selector reads them between the stages, never a later stage: when
+several groups are combined, before combining, the trees their requests use
+(and, for candidates handed on as they are made, the traits of the trees
+every group reaches: the answer's); after combining, the trees of the
+candidates kept (after any limit) and their traits. Reading trees is two
+queries per call (providers, inventories with usage and their class names),
+whatever the number of trees; traits are read once, and named from one
+read of the traits, unless this process read them at the providers'
+present generations already (_TraitsRead). Constructing Summaries does no
+I/O.
 """
 import collections
 
@@ -42,28 +45,26 @@ class ProviderSummary:
 
 
 class Summaries:
-    """The ProviderSummary of every provider in the trees loaded so far."""
+    """The ProviderSummary of every provider in the trees read so far, for
+    one search."""
 
     def __init__(self, wide):
         self.wide = wide     # the RequestFindings: the roots of the providers
         self.by_id = {}      # provider id -> ProviderSummary
-        self.loaded_roots = set()
+        self.read_roots = set()
         self._trait_names = None
 
-    def _roots(self, requests):
+    def roots(self, requests):
+        """The trees of every provider the requests use."""
         root_of = self.wide.root_of
         return {root_of(r, p) for r in requests for p, _, _ in r.resources}
 
-    def load_for(self, requests):
-        """Load the trees of every provider the requests use."""
-        self.load(self._roots(requests))
-
-    def load(self, root_ids):
-        """Add every provider of the trees not loaded yet."""
-        new_roots = set(root_ids) - self.loaded_roots
+    def read_trees(self, root_ids):
+        """Read every provider of the trees not read yet."""
+        new_roots = set(root_ids) - self.read_roots
         if not new_roots:
             return
-        self.loaded_roots |= new_roots
+        self.read_roots |= new_roots
         roots = Ids(new_roots) if self._by_list(new_roots) else None
         added = {}
         for pk, uuid, parent_id, root_id, generation, updated_at in _PROVIDERS.rows(roots):
@@ -88,7 +89,7 @@ class Summaries:
             return False
         return len(roots) <= LISTED_ANYWAY or 2 * len(roots) < self.wide.trees
 
-    def _load_traits(self, summaries):
+    def _set_traits(self, summaries):
         """The traits of these summaries, in trait id order (as Placement's
         (trait, provider) key gives them): as this process last read them
         where the provider's generation is unchanged; else ids, named from
@@ -132,19 +133,24 @@ class Summaries:
 
     def for_answer(self, requests, only=None):
         """The summaries of every provider in the trees the requests use
-        (before 1.29: only the providers in `only`)."""
+        (before 1.29: only the providers in `only`), with their traits."""
         if not requests:
             return []
-        return self.of_trees(self._roots(requests), only)
+        return self.with_traits(self.roots(requests), only)
 
-    def of_trees(self, roots, only=None):
-        """The summaries of every provider in these trees, with their
-        traits (only: of these providers alone)."""
-        self.load(roots)
-        answer = [s for s in self.by_id.values()
-                  if s.root_id in roots and (only is None or s.id in only)]
-        self._load_traits(answer)
+    def with_traits(self, roots, only=None):
+        """The summaries of every provider in these trees, read if need be,
+        with their traits (only: of these providers alone)."""
+        self.read_trees(roots)
+        answer = in_trees(self.by_id, roots, only)
+        self._set_traits(answer)
         return answer
+
+
+def in_trees(by_id, roots, only=None):
+    """The summaries (of `by_id`, in its order) of every provider in these
+    trees (only: of these providers alone). No I/O."""
+    return [s for s in by_id.values() if s.root_id in roots and (only is None or s.id in only)]
 
 
 class _TraitsRead:

@@ -12,11 +12,11 @@ from django.test.utils import CaptureQueriesContext
 
 from placement_site import errors, exceptions, microversion
 from providers.candidates import explain_candidates, parse, select_candidates, summaries
-from providers.candidates.combine import Combination
 from providers.candidates.findings import Stage
 from providers.candidates.matching import matched_trees, samplable, sample_tree_requests
-from providers.candidates.research import Research
-from providers.candidates.selector import SearchSettings
+from providers.candidates.query import SearchSettings
+from providers.candidates.research import research
+from tests.support.factories import ROW
 
 LATEST = microversion.parse(microversion.MAX_VERSION)
 
@@ -33,13 +33,13 @@ def query(text, version=LATEST):
 def candidates(cloud, result):
     """Each candidate as {provider name: {class: amount}}, sorted."""
     names = {rp.pk: name for name, rp in cloud.items()}
-    found = []
+    listed = []
     for request in result.allocation_requests:
         by_provider = {}
         for provider_id, class_name, amount in request.resources:
             by_provider.setdefault(names[provider_id], {})[class_name] = amount
-        found.append(by_provider)
-    return sorted(found, key=repr)
+        listed.append(by_provider)
+    return sorted(listed, key=repr)
 
 
 def test_parse_reads_groups_and_request_wide_parameters():
@@ -74,37 +74,36 @@ def test_a_tree_gathers_classes_from_its_providers_and_sharing_ones(cloud):
         Stage.TREES_WITH_CLASSES, Stage.GROUP_CANDIDATES, Stage.COMBINED]
 
 
-def capacity_roots(text, tree_limit=None):
-    research = Research(query(text))
-    research.request_wide()
-    research.tree_limit = tree_limit
-    found = research.group(query(text).groups[''])
-    return {root for pairs in found.capacity.values() for _, root in pairs}
+def capacity_roots(text, bounded_by=None):
+    findings = research(query(text), bounded_by=bounded_by).groups['']
+    return {root for pairs in findings.capacity.values() for _, root in pairs}
 
 
 def test_a_limited_lone_group_reads_only_the_trees_the_limit_takes(cloud):
     """cn1 and cn2 (its NUMA child) have room for 2 VCPU; with a limit of 1
-    the capacity query stops at one of them."""
+    the capacity query stops at one of them, unless every candidate is to
+    be made (to be counted)."""
     text = 'resources=VCPU:2&limit=1'
     assert capacity_roots(text) == {cloud['cn1'].pk, cloud['cn2'].pk}
-    assert len(capacity_roots(text, tree_limit=1)) == 1
+    assert len(capacity_roots(text, bounded_by=SearchSettings())) == 1
+    assert len(capacity_roots(text, bounded_by=SearchSettings(randomize=True))) == 2
     assert len(select_candidates(query(text)).allocation_requests) == 1
 
 
 def test_groups_asking_the_same_are_researched_once(cloud):
-    parsed = query('resources1=VCPU:2&resources2=VCPU:2&resources3=DISK_GB:10'
-                   '&group_policy=none')
-    research = Research(parsed)
-    research.request_wide()
-    found, reads = {}, {}
-    for suffix, group in parsed.groups.items():
+    def read(text):
         with CaptureQueriesContext(connection) as captured:
-            found[suffix] = research.group(group)
-        reads[suffix] = len(captured)
-    assert reads['1'] > 0 and reads['2'] == 0 and reads['3'] > 0
-    assert found['2'] == dataclasses.replace(found['1'], group=parsed.groups['2'])
-    assert [(r.group, r.stage) for r in research.records if r.group != '3'] == [
+            researched = research(query(text + '&group_policy=none'))
+        return researched, len(captured)
+
+    researched, reads = read('resources1=VCPU:2&resources2=VCPU:2&resources3=DISK_GB:10')
+    _, without_the_twin = read('resources1=VCPU:2&resources3=DISK_GB:10')
+    assert reads == without_the_twin
+    first, twin = researched.groups['1'], researched.groups['2']
+    assert twin == dataclasses.replace(first, group=twin.group, records=twin.records)
+    assert [(r.group, r.stage) for r in researched.records if r.group != '3'] == [
         ('1', Stage.CAPACITY), ('2', Stage.CAPACITY)]
+    assert [(r.group, r.stage) for r in twin.records] == [('2', Stage.CAPACITY)]
 
 
 def test_too_few_trees_holding_every_class_read_the_sharing_ones_too(cloud):
@@ -124,15 +123,10 @@ def test_too_few_trees_holding_every_class_read_the_sharing_ones_too(cloud):
 ])
 def test_later_stages_leave_the_findings_as_the_research_made_them(cloud, text):
     parsed = query(text)
-    research = Research(parsed)
-    wide = research.request_wide()
-    if len(parsed.groups) == 1:  # as the selector tells it: a lone group stops at the limit
-        research.tree_limit = Combination(parsed, wide, SearchSettings()).stop_at()
-    fresh = {suffix: research.group(group) for suffix, group in parsed.groups.items()}
-    result = select_candidates(parsed)
+    fresh = research(parsed, bounded_by=SearchSettings())
+    result = select_candidates(parsed, settings=SearchSettings())
     assert result.allocation_requests
-    assert result.wide == wide
-    assert result.findings == fresh
+    assert result.researched == fresh
 
 
 def test_granular_groups_with_isolate(cloud):
@@ -157,6 +151,39 @@ def test_unknown_names_raise_domain_errors(cloud):
         select_candidates(query('resources=CUSTOM_NOPE:1'))
     with pytest.raises(exceptions.TraitNotFound):
         select_candidates(query('resources=VCPU:1&required=CUSTOM_NOPE'))
+
+
+def test_a_name_refused_is_raised_unless_an_earlier_group_fits_nothing(cloud):
+    """Placement's order: it matches a group before it resolves the next
+    group's names, so an unknown trait after a group that fits nothing is an
+    empty answer (here group 1: VCPU on cn1 and cn3 in ROW, HW_NUMA_ROOT on
+    cn2's NUMA node alone)."""
+    unknown = '&resources2=DISK_GB:1&required2=CUSTOM_NOPE&group_policy=none'
+    nothing = f'resources1=VCPU:1&required1=HW_NUMA_ROOT&member_of1={ROW}' + unknown
+    assert select_candidates(query(nothing)).allocation_requests == []
+    explanation = explain_candidates(query(nothing))
+    assert [f.group for f in explanation.funnels] == ['1', '2']
+    with pytest.raises(exceptions.TraitNotFound):
+        select_candidates(query('resources1=VCPU:1' + unknown))
+    with pytest.raises(exceptions.TraitNotFound):
+        explain_candidates(query('resources1=VCPU:1' + unknown))
+
+
+def test_streamed_candidates_are_written_without_reads(cloud):
+    """Several groups' candidates handed on as they are made: the summaries
+    of the trees they use, with their traits, are read before."""
+    text = 'resources=VCPU:1&resources_S=DISK_GB:10&group_policy=none'
+    listed = select_candidates(query(text))
+    streamed = select_candidates(query(text), lazy=True)
+    assert streamed.streamed and not listed.streamed
+    with CaptureQueriesContext(connection) as reads:
+        requests = list(streamed.allocation_requests)
+        roots = {streamed.wide.root_of(r, p) for r in requests for p, _, _ in r.resources}
+        answered = streamed.summaries_of(roots)
+    assert len(reads) == 0
+    assert [r.key() for r in requests] == [r.key() for r in listed.allocation_requests]
+    assert [(s.uuid, s.resources, s.traits) for s in answered] == [
+        (s.uuid, s.resources, s.traits) for s in listed.summaries]
 
 
 def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
@@ -257,21 +284,20 @@ def test_a_random_limit_draws_from_every_candidate_alike(numa_cloud):
 
 def researched(parsed):
     """The RequestFindings and the unsuffixed group's GroupFindings."""
-    research = Research(parsed)
-    wide = research.request_wide()
-    return wide, research.group(parsed.groups[''])
+    researched = research(parsed)
+    return researched.wide, researched.groups['']
 
 
 def test_a_random_limit_builds_only_the_requests_drawn(numa_cloud):
-    wide, found = researched(query('resources=VCPU:1,MEMORY_MB:1'))
-    trees, _ = matched_trees(wide, found, one_group=True)
-    requests, total = sample_tree_requests(wide, found, trees, 4, random.Random(1))
+    wide, findings = researched(query('resources=VCPU:1,MEMORY_MB:1'))
+    trees, _ = matched_trees(wide, findings, one_group=True)
+    requests, total = sample_tree_requests(wide, findings, trees, 4, random.Random(1))
     assert (len(requests), total) == (4, 6)
     assert len({r.key() for r in requests}) == 4
     # Traits are checked per combination: no drawing before building.
-    assert samplable(found) is True
-    _, found = researched(query('resources=VCPU:1,MEMORY_MB:1&required=HW_CPU_X86_AVX2'))
-    assert samplable(found) is False
+    assert samplable(findings) is True
+    _, findings = researched(query('resources=VCPU:1,MEMORY_MB:1&required=HW_CPU_X86_AVX2'))
+    assert samplable(findings) is False
 
 
 def test_a_random_limit_with_sharing_only_requests_builds_them_all(cloud):

@@ -2,8 +2,8 @@
 
 explain_candidates() runs the search itself (select_candidates with
 explain=True, so every constraint is researched even when the answer is
-empty) and reads what the research found; its own queries map providers to
-their roots (always) and, for a group that fits nearly nothing, read the
+empty, and every provider's root is read) and reads what the research
+found; its own queries, for a group that fits nearly nothing, read the
 inventories of the group's classes and name the closest misses (a fixed
 number, whatever the number of providers).
 
@@ -98,7 +98,7 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
     search stages' GROUP_CANDIDATES): the funnels do not need them."""
     result = select_candidates(query, settings=settings, explain=True, counted=counted)
     params, wide = query.params, result.wide
-    roots_of = result.provider_roots()   # every provider's (read once, maybe by the research)
+    roots_of = result.researched.provider_roots   # every provider's, read by the research
     inventories = limits.Offers(
         {class_id for findings in result.findings.values()
          for class_id in findings.class_ids.values() if class_id is not None}, roots_of)

@@ -3,7 +3,7 @@ does: which rule of combining stops each tree, counted.
 
 The combining stage (combine.Combination) is pure, so its checks are asked
 again here tree by tree, over the groups' requests the search kept
-(CandidateResult.group_requests) and the summaries it loaded:
+(CandidateResult.group_requests) and the summaries it read:
 - 'apart': the tree has requests for some groups only;
 - 'tree_capacity': Placement's pre-check, the tree's providers together
   lack what several groups ask of one class;
