@@ -2,7 +2,7 @@
 
 Research (research.py) hands on one Researched: RequestFindings, a
 GroupFindings per request group (each built once, when its stages are
-read), its StageRecords, and, explaining, every provider's root.
+read), its StageRecords, and, explaining, the rows the explanation reads.
 Matching, combining and explain read them and never change them (the
 dataclasses are frozen, and their sets are not to be changed either:
 tests/candidates hold matching and combining to that). Every stage records
@@ -101,6 +101,31 @@ class GroupFindings:
         """{class name: amount}"""
         return self.group.resources
 
+    def units(self, roots_of):
+        """What the explanation counts for the group: every root (a tree)
+        when it may spread over a tree and sharing providers, else every
+        provider (roots_of: {provider id: root id} of every provider)."""
+        if self.tree_mode:
+            return {pk for pk, root in roots_of.items() if pk == root}
+        return set(roots_of)
+
+    def units_in_tree(self, roots_of):
+        """The units in the tree in_tree names (none when it names none)."""
+        root = self.tree_root
+        if root is None:
+            return set()
+        return {root} if self.tree_mode else {p for p, r in roots_of.items() if r == root}
+
+    def units_with_room(self, name):
+        """The units able to take the group's amount of the class: the
+        providers with room for it, or in a tree its providers' trees and
+        the trees that sharing providers with room serve."""
+        pairs = self.capacity.get(name, ())
+        passing = {root for _, root in pairs} if self.tree_mode else {p for p, _ in pairs}
+        for provider_id in self.served.keys() & {p for p, _ in pairs}:
+            passing |= self.served[provider_id]
+        return passing
+
     def with_all_required(self):
         """Providers having a trait of every required set."""
         return set.intersection(*self.required_sets)
@@ -128,6 +153,12 @@ class Researched:
     refused_by: str = None        # ... that group's suffix
     provider_roots: dict = None   # provider id -> root id: explaining, of every provider; else of
                                   # those not their own root, if the capacity reads needed them
+    inventories: dict = None      # explaining: class id -> {provider id: (total, reserved,
+                                  # allocation_ratio, used, min_unit, max_unit, step_size)} of
+                                  # the groups' classes, when a resource step eliminates some
+    served: dict = None           # ... and sharing provider id -> the roots of the trees it
+                                  # serves, for those of them the unsuffixed group's
+                                  # GroupFindings leave out (without room)
 
 
 # ---- how stages describe their constraint -------------------------------------------

@@ -1,5 +1,5 @@
-"""Research: every read that decides the candidates; the stage of the
-search that reads the database.
+"""Research: every read that decides the candidates, and every read the
+explanation needs; the only stage of the search that reads the database.
 
 research(query) runs one query per constraint through the catalogue's query
 vocabulary (providers.querysets), each returning the provider ids that pass
@@ -22,8 +22,11 @@ Research's own rules:
   only the first trees its answer takes (trees_suffice).
 - Explaining (exhaustive=True), research goes on past a stage that leaves
   nothing, so every constraint of every group gets its count (names met
-  once nothing is left match nothing), and reads every provider's root
-  (the explanation's funnels count them).
+  once nothing is left match nothing), and reads what the explanation
+  reads: every provider's root; the inventories of the groups' classes and
+  the trees served by the sharing providers of them without room, when
+  some resource step of a group eliminates a tree or provider (so that the
+  explanation can name the limit that stops it).
 """
 import dataclasses
 
@@ -126,12 +129,13 @@ class _Research:
         except _NothingLeft:
             if self.suffix is None:
                 self.wide_records = tuple(self.records)
+        inventories = served = None
         if self.exhaustive:
-            self.provider_roots()   # every provider's: the explanation's funnels count them
+            inventories, served = self._explained_rows(groups)
         return Researched(
             self.wide, groups, tuple(self.records), wide_records=self.wide_records,
             alive=self.alive, refused=self.refused, refused_by=self.refused_by,
-            provider_roots=self._provider_roots)
+            provider_roots=self._provider_roots, inventories=inventories, served=served)
 
     # -- the record
 
@@ -440,6 +444,41 @@ class _Research:
         served = trees_served({p for p, _ in pairs} & self.wide.sharing)
         return dataclasses.replace(findings, resourceless=pairs, served=served)
 
+    # -- what the explanation reads
+
+    def _explained_rows(self, groups):
+        """(the inventories of the groups' classes, the trees served by the
+        sharing providers of them that the unsuffixed group's findings leave
+        out), read when some resource step of a group eliminates a tree or
+        provider; else (None, None). At most two queries."""
+        roots_of = self.provider_roots()
+        if not any(_eliminated_by_resources(findings, roots_of) for findings in groups.values()):
+            return None, None
+        class_ids = tuple(sorted({class_id for findings in groups.values()
+                                  for class_id in findings.class_ids.values()
+                                  if class_id is not None}))
+        inventories = {}
+        for provider_id, class_id, *row in _INVENTORIES_OF_CLASSES.rows(class_ids):
+            if provider_id in roots_of:
+                inventories.setdefault(class_id, {})[provider_id] = tuple(row)
+        unsuffixed = groups.get('')
+        served = {}
+        if (unsuffixed is not None and unsuffixed.tree_mode and unsuffixed.sharing
+                and not unsuffixed.group.in_tree):
+            served = trees_served({p for rows in inventories.values() for p in rows
+                                   if p in unsuffixed.sharing and p not in unsuffixed.served})
+        return inventories, served
+
+
+def _eliminated_by_resources(findings, roots_of):
+    """Does a resource step of the group's funnel (explain.funnel) eliminate
+    a tree or provider: does one in its in_tree's tree (if any) lack room
+    for a class?"""
+    units = findings.units(roots_of)
+    if findings.group.in_tree:
+        units &= findings.units_in_tree(roots_of)
+    return any(not units <= findings.units_with_room(name) for name in findings.resources)
+
 
 def trees_suffice(query, wide, group, tree_mode, tree_limit):
     """May the capacity query of a group (tree_mode: may it spread over a
@@ -473,6 +512,13 @@ def trees_served(provider_ids):
         for sharing_id, root_id in trees_served_by(provider_ids):
             served.setdefault(sharing_id, set()).add(root_id)
     return served
+
+
+def provider_names(provider_ids):
+    """{provider id: (name, uuid)} of some providers (one query): the
+    explanation's near misses, named once it has chosen them."""
+    return {pk: (name, uuid) for pk, name, uuid in ResourceProvider.objects.filter(
+        pk__in=provider_ids).values_list('pk', 'name', 'uuid')}
 
 
 # ---- one query per constraint ------------------------------------------------------
@@ -611,6 +657,10 @@ _NOT_OWN_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.exc
     root_provider_id=F('id')).values_list('id', 'root_provider_id').order_by())
 _EVERY_ROOT = Prepared(ResourceProvider, lambda: ResourceProvider.objects.values_list(
     'id', 'root_provider_id'))
+_INVENTORIES_OF_CLASSES = Prepared(Inventory, lambda class_ids: Inventory.objects.filter(
+    resource_class_id__in=class_ids).values_list(
+    'resource_provider_id', 'resource_class_id', 'total', 'reserved', 'allocation_ratio', 'used',
+    'min_unit', 'max_unit', 'step_size').order_by())
 _ROOT_OF_UUID = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.filter(
     uuid=uuid).values_list('root_provider_id').order_by()[:1])
 _IN_AGGREGATES = Prepared(ProviderAggregate, lambda uuids: ids_in_aggregates(uuids).values_list(

@@ -4,7 +4,7 @@ and explain_candidates call it. Each stage is a function of what the
 earlier ones handed on, and nothing hands anything back:
 
   research     research.research -> Researched (every read that decides the
-               candidates; explaining, every provider's root too)
+               candidates; explaining, every read the explanation needs)
   matching     per group, in the query's order: matching.group_requests
                (pure) -> the group's requests and stage records; a name
                research refused is raised here, unless an earlier group

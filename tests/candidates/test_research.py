@@ -168,3 +168,24 @@ def test_aggregates_and_required_traits_read_with_the_request_are_what_their_own
     # member_of: 1 + 1 + 2 (B's sets); the unsuffixed group's scope; the
     # required traits of two groups.
     assert more == fewer + 7
+
+
+def test_explaining_reads_the_inventories_when_a_resource_step_eliminates(cloud):
+    """The explanation names the limit that stopped each tree or provider a
+    resource step eliminated: research reads the inventories of the
+    groups' classes then, and only then."""
+    fits_all = researched_for(RequestGroup(resources={'VCPU': 1}, in_tree=cloud['cn1'].uuid),
+                              exhaustive=True)
+    assert fits_all.inventories is None and fits_all.served is None
+    assert set(fits_all.provider_roots) == {rp.pk for rp in cloud.values()}
+    lacking = researched_for(RequestGroup(resources={'VCPU': 20}), exhaustive=True)
+    vcpu = lacking.groups[''].class_ids['VCPU']
+    assert set(lacking.inventories) == {vcpu}
+    assert set(lacking.inventories[vcpu]) == {cloud[n].pk for n in ('cn1', 'cn2-numa0', 'cn3')}
+    # nfs, a sharing provider of the group, has no VCPU: no tree it serves to read.
+    assert lacking.served == {}
+    # nfs lacks room for 2000 DISK_GB: the trees it serves are read for it.
+    nfs = cloud['nfs'].pk
+    no_room = researched_for(RequestGroup(resources={'DISK_GB': 2000}), exhaustive=True)
+    assert no_room.groups[''].served == {}
+    assert no_room.served == {nfs: {nfs, cloud['cn2'].pk}}

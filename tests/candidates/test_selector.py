@@ -193,10 +193,11 @@ def test_explain_reads_the_funnels_from_the_searchs_research(cloud):
     summaries.forget_traits()  # each reads the answer's traits
     with CaptureQueriesContext(connection) as explain_queries:
         explanation = explain_candidates(query(text))
-    # One for the near misses' inventories, looked for because fewer than
-    # three trees fit (none close here: cn2 lacks the trait, so no names to
-    # read). The funnels' roots, every provider's, serve the research too,
-    # where the search reads those of the providers below a root.
+    # The research reads the inventories of the classes, since a resource
+    # step eliminates trees (cn3 lacks 2 VCPU; no near miss here: cn2 lacks
+    # the trait, so no names to read). The funnels' roots, every
+    # provider's, serve the research too, where the search reads those of
+    # the providers below a root.
     assert len(explain_queries) == len(search_queries) + 1
     assert candidates(cloud, explanation.result) == [{'cn1': {'VCPU': 2, 'DISK_GB': 10}}]
     funnel, = explanation.funnels

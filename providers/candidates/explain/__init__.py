@@ -2,10 +2,11 @@
 
 explain_candidates() runs the search itself (select_candidates with
 explain=True, so every constraint is researched even when the answer is
-empty, and every provider's root is read) and reads what the research
-found; its own queries, for a group that fits nearly nothing, read the
-inventories of the group's classes and name the closest misses (a fixed
-number, whatever the number of providers).
+empty, and research reads what the explanation needs too: every provider's
+root, and the inventories of the groups' classes when a resource step
+eliminates some) and reads its documented result (selector.CandidateResult,
+findings.Researched); the explanation itself reads nothing. Once the near
+misses are chosen, one query names them.
 
 For each request group, a funnel: starting from every provider, how many
 are left after each constraint of the group in turn, and so how many each
@@ -22,9 +23,9 @@ anywhere in the tree).
 A resource step names what stopped each tree (provider) it eliminated:
 the one limit whose change alone would let it take the amount (max_unit,
 min_unit, step_size, capacity), a split of what a tree has free across its
-providers, or no inventory of the class (limits.py, from the inventories of
-the groups' classes, one query). When every group fits on its own but no
-combination does, which rule of combining stops each tree (combining.py).
+providers, or no inventory of the class (limits.py, from the inventories
+research read). When every group fits on its own but no combination does,
+which rule of combining stops each tree (combining.py).
 
 Beyond the funnels:
 - suggestions: when trees have a required trait of the unsuffixed group
@@ -37,8 +38,7 @@ Beyond the funnels:
   much, and the least change that would let them fit.
 
 Each has its module: funnel.py, limits.py, combining.py, suggestions.py,
-near_misses.py, and wording.py (labels and sentences). They read the search's documented
-result (selector.CandidateResult: its RequestFindings and GroupFindings).
+near_misses.py, and wording.py (labels and sentences, each limit's once).
 """
 import collections
 from dataclasses import dataclass, field
@@ -57,6 +57,7 @@ from providers.candidates.explain.wording import (
     label,
     summary,
 )
+from providers.candidates.research import provider_names
 from providers.candidates.selector import select_candidates
 
 __all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'cause_rows', 'explain_candidates',
@@ -97,14 +98,12 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
     only the candidates a limit takes, not every group's to count them (the
     search stages' GROUP_CANDIDATES): the funnels do not need them."""
     result = select_candidates(query, settings=settings, explain=True, counted=counted)
-    params, wide = query.params, result.wide
-    roots_of = result.researched.provider_roots   # every provider's, read by the research
-    inventories = limits.Offers(
-        {class_id for findings in result.findings.values()
-         for class_id in findings.class_ids.values() if class_id is not None}, roots_of)
+    params, wide, researched = query.params, result.wide, result.researched
+    roots_of = researched.provider_roots   # every provider's, read by the research
+    inventories = limits.Offers(researched)
     explained = []
     for suffix in query.groups:
-        findings = result.findings[suffix]
+        findings = researched.groups[suffix]
         constraints = funnel.constraints(findings, params, wide, roots_of, inventories)
         explained.append((findings, constraints, funnel.funnel(findings, constraints, roots_of)))
     suggested = []
@@ -113,5 +112,9 @@ def explain_candidates(query, *, settings=None, suggest_root_required=True, coun
             suggested += suggestions.root_trait_suggestions(findings, params, constraints,
                                                             funneled, roots_of)
     misses = near_misses.near_misses(explained, roots_of, inventories, asked=params.limit)
+    if misses:
+        # Named once chosen: a few providers' names, not every provider's.
+        misses = near_misses.named(misses, provider_names(
+            {m.tree_id for m in misses} | {m.provider_id for m in misses}))
     return Explanation(result, [funneled for _, _, funneled in explained], suggested, misses,
                        combining.blocked_trees(query, result, settings))

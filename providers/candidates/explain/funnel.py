@@ -43,15 +43,8 @@ class Constraint:
     causes: object = None   # causes(eliminated ids) -> limits.Causes (kind 'resources')
 
 
-def universe(findings, roots_of):
-    """What the group's funnel counts: every root, or every provider."""
-    if findings.tree_mode:
-        return {pk for pk, root in roots_of.items() if pk == root}
-    return set(roots_of)
-
-
 def funnel(findings, constraints, roots_of):
-    remaining = universe(findings, roots_of)
+    remaining = findings.units(roots_of)
     total = len(remaining)
     steps = []
     for constraint in constraints:
@@ -97,18 +90,13 @@ def constraints(findings, params, wide, roots_of, inventories=None):
 
     steps = []
     if group.in_tree:
-        root = findings.tree_root
-        in_tree = {root} if trees else {p for p, r in roots_of.items() if r == root}
         steps.append(Constraint('in_tree', f'in tree of {group.in_tree}',
                                 f'are not in the tree of {group.in_tree}',
-                                only(in_tree if root is not None else set())))
+                                only(findings.units_in_tree(roots_of))))
     for name, amount in group.resources.items():
-        pairs = findings.capacity.get(name, ())  # (provider, its root) with room enough
-        passing = {root for _, root in pairs} if trees else {p for p, _ in pairs}
-        for provider_id in findings.served.keys() & {p for p, _ in pairs}:
-            passing |= findings.served[provider_id]
         steps.append(Constraint(
-            'resources', f'{amount:,} {name}', f'lack {amount:,} {name}', only(passing),
+            'resources', f'{amount:,} {name}', f'lack {amount:,} {name}',
+            only(findings.units_with_room(name)),
             causes=inventories and functools.partial(limits.causes, findings, name, inventories)))
     where = ' on a provider of their resources' if trees and group.resources else ''
     for index, (any_of, having) in enumerate(zip(group.required_traits, findings.required_sets)):

@@ -15,14 +15,13 @@ alone would let the unit take it:
 - every provider refused by two limits or more: 'limits';
 - no provider of the class at all: 'none', or 'unreached' when sharing
   providers the group may use offer the class but none serves the tree.
+From the inventories research read for the explanation; no I/O.
 """
 import collections
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from providers import rules
-from providers.candidates.research import trees_served
-from providers.models import Inventory
 
 UNREACHED, NONE, LIMITS, SPLIT = 'unreached', 'none', 'limits', 'split'
 
@@ -119,31 +118,18 @@ class Causes:
 
 
 class Offers:
-    """The inventories of the explained groups' classes (one query), and
-    the trees the sharing providers of them serve (one more, when the
-    research did not read them): what each unit can draw on."""
+    """What each unit can draw on, from what research read for the
+    explanation (findings.Researched: the inventories of the groups'
+    classes, the trees served by their sharing providers without room).
+    No I/O."""
 
-    def __init__(self, class_ids, roots_of):
-        self.class_ids = class_ids
-        self.roots_of = roots_of
-        self._rows = None
-        self._served = None
+    def __init__(self, researched):
+        self.rows = researched.inventories or {}  # {class id: {provider id: row}}
+        self.served = researched.served or {}
+        self.roots_of = researched.provider_roots
         self._reach = {}
         self._offers = {}
         self._bindings = {}
-
-    @property
-    def rows(self):
-        """{class id: {provider id: row}}, read when first asked."""
-        if self._rows is None:
-            self._rows = collections.defaultdict(dict)
-            for provider_id, class_id, *row in Inventory.objects.filter(
-                    resource_class_id__in=self.class_ids).values_list(
-                    'resource_provider_id', 'resource_class_id', 'total', 'reserved',
-                    'allocation_ratio', 'used', 'min_unit', 'max_unit', 'step_size').order_by():
-                if provider_id in self.roots_of:
-                    self._rows[class_id][provider_id] = tuple(row)
-        return self._rows
 
     def of_class(self, findings, name):
         """{unit: [Offer]} for the group's class `name` (absent: none)."""
@@ -191,12 +177,8 @@ class Offers:
         if not (findings.tree_mode and findings.sharing and not findings.group.in_tree):
             return {}
         if findings.suffix not in self._reach:
-            if self._served is None:
-                unknown = {p for rows in self.rows.values() for p in rows
-                           if p in findings.sharing and p not in findings.served}
-                self._served = trees_served(unknown)
             self._reach[findings.suffix] = {
-                p: findings.served.get(p, set()) | self._served.get(p, set())
+                p: findings.served.get(p, set()) | self.served.get(p, set())
                 for p in findings.sharing}
         return self._reach[findings.suffix]
 

@@ -1,12 +1,13 @@
 """Near misses: for a group that fits (nearly) nothing, the trees or
-providers closest to fitting it, and by how much they fall short."""
+providers closest to fitting it, and by how much they fall short, from the
+funnels and the inventories research read (limits.Offers); named once
+chosen (named)."""
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass, field
 
 from providers.candidates.explain import limits, wording
-from providers.candidates.explain.funnel import universe
-from providers.models import ResourceProvider
 
 # A group that fits fewer trees (providers) than this is nearly empty, and
 # its closest misses are named: this many at most.
@@ -76,21 +77,23 @@ class NearMiss:
 def near_misses(explained, roots_of, inventories, asked=None):
     """The closest misses of every group that fits fewer trees (providers)
     than NEARLY_EMPTY or than the `asked` limit (see _group_near_misses),
-    named: at most one query for their names, beyond the inventories
-    (limits.Offers) the funnels read."""
+    not named yet ({(group findings, its constraints, its funnel)}:
+    `explained`; inventories: the limits.Offers the funnels read)."""
     fewer = max(NEARLY_EMPTY, asked or 0)
     misses = []
     for findings, constraints, funnel in explained:
         if findings.resources and len(funnel.passed) < fewer:
             misses += _group_near_misses(findings, constraints, funnel, inventories, roots_of)
-    if misses:
-        named = {pk: (name, uuid) for pk, name, uuid in ResourceProvider.objects.filter(
-            pk__in={m.tree_id for m in misses} | {m.provider_id for m in misses}).values_list(
-            'pk', 'name', 'uuid')}
-        for miss in misses:
-            miss.tree, miss.tree_uuid = named[miss.tree_id]
-            miss.provider, miss.provider_uuid = named[miss.provider_id]
     return misses
+
+
+def named(misses, names):
+    """The misses with the names and uuids of their trees and providers
+    (names: {provider id: (name, uuid)})."""
+    return [dataclasses.replace(miss, tree=names[miss.tree_id][0],
+                                tree_uuid=names[miss.tree_id][1],
+                                provider=names[miss.provider_id][0],
+                                provider_uuid=names[miss.provider_id][1]) for miss in misses]
 
 
 def _group_near_misses(findings, constraints, funnel, inventories, roots_of):
@@ -103,7 +106,7 @@ def _group_near_misses(findings, constraints, funnel, inventories, roots_of):
     amount, then the oldest tree (provider). In a tree a required
     trait counts on any provider with an inventory of a requested class."""
     trees, resources = findings.tree_mode, findings.resources
-    others = universe(findings, roots_of) - funnel.passed
+    others = findings.units(roots_of) - funnel.passed
     for constraint in constraints:
         if constraint.kind == 'resources' or (trees and constraint.kind == 'required'):
             continue

@@ -4,8 +4,6 @@ root_required, when that fits more trees."""
 import collections
 from dataclasses import dataclass
 
-from providers.candidates.explain.funnel import universe
-
 
 @dataclass
 class Suggestion:
@@ -53,7 +51,7 @@ def root_trait_suggestions(findings, params, constraints, funnel, roots_of):
     group = findings.group
     if group.suffix or not findings.tree_mode or not group.resources:
         return []
-    roots = universe(findings, roots_of)
+    roots = findings.units(roots_of)
     passing = [constraint.keep(roots) for constraint in constraints]
     on_root = {}  # constraint index -> roots having the trait
     for i, constraint in enumerate(constraints):
