@@ -1,5 +1,7 @@
-"""Research: every read that decides the candidates, and every read the
-explanation needs; the only stage of the search that reads the database.
+"""Research: every read that decides which providers can hold a request,
+and, explaining, every read the explanation needs. The search's other
+reads are the provider summaries of the trees it uses (summaries.py) and
+the names of the near misses an explanation chose (provider_names).
 
 research(query) runs one query per constraint through the catalogue's query
 vocabulary (providers.querysets), each returning the provider ids that pass
@@ -13,13 +15,15 @@ search is explained, and the settings that bound a lone group's answer.
 Research's own rules:
 - A stage that leaves nothing ends the research: the answer is empty, not
   an error. An unknown resource class or trait in a group is refused: the
-  first is handed on (Researched.refused) and ends the research too, and the
-  selector raises it unless an earlier group has no candidates (Placement
-  researches and matches one group at a time, so an unknown trait after an
-  empty member_of, or after a group that fits nothing, is an empty answer).
+  first is handed on (Researched.refused) and ends the research too (unless
+  explaining), and the selector raises it unless an earlier group has no
+  candidates (Placement researches and matches one group at a time, so an
+  unknown trait after an empty member_of, or after a group that fits
+  nothing, is an empty answer).
   An unknown name in the request-wide parameters raises at once.
 - A lone group whose every tree with the classes gives candidates reads
-  only the first trees its answer takes (trees_suffice).
+  only the first trees its answer takes (trees_suffice; how many:
+  combine.answer_stops_at, for the settings given).
 - Explaining (exhaustive=True), research goes on past a stage that leaves
   nothing, so every constraint of every group gets its count (names met
   once nothing is left match nothing), and reads what the explanation
