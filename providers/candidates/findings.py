@@ -10,6 +10,7 @@ what it left as StageRecords, which the selector gathers in order. Pure: no
 I/O, no Django.
 """
 import enum
+import functools
 from dataclasses import dataclass, field
 
 
@@ -119,12 +120,24 @@ class GroupFindings:
     def units_with_room(self, name):
         """The units able to take the group's amount of the class: the
         providers with room for it, or in a tree its providers' trees and
-        the trees that sharing providers with room serve."""
-        pairs = self.capacity.get(name, ())
-        passing = {root for _, root in pairs} if self.tree_mode else {p for p, _ in pairs}
-        for provider_id in self.served.keys() & {p for p, _ in pairs}:
-            passing |= self.served[provider_id]
-        return passing
+        the trees that sharing providers with room serve. (Worked out once:
+        research and the funnel both ask; not to be changed.)"""
+        known = self._units_with_room
+        if name not in known:
+            pairs = self.capacity.get(name, ())
+            passing = {p for p, _ in pairs}
+            serving = self.served.keys() & passing
+            if self.tree_mode:
+                passing = {root for _, root in pairs}
+            for provider_id in serving:
+                passing |= self.served[provider_id]
+            known[name] = passing
+        return known[name]
+
+    @functools.cached_property
+    def _units_with_room(self):
+        """{class name: units_with_room(name)}, as worked out so far."""
+        return {}
 
     def with_all_required(self):
         """Providers having a trait of every required set."""

@@ -456,7 +456,15 @@ class _Research:
         out), read when some resource step of a group eliminates a tree or
         provider; else (None, None). At most two queries."""
         roots_of = self.provider_roots()
-        if not any(_eliminated_by_resources(findings, roots_of) for findings in groups.values()):
+        roots = []
+
+        def count_roots():
+            if not roots:
+                roots.append(sum(1 for pk, root in roots_of.items() if pk == root))
+            return roots[0]
+
+        if not any(_eliminated_by_resources(findings, roots_of, count_roots)
+                   for findings in groups.values()):
             return None, None
         class_ids = tuple(sorted({class_id for findings in groups.values()
                                   for class_id in findings.class_ids.values()
@@ -474,14 +482,20 @@ class _Research:
         return inventories, served
 
 
-def _eliminated_by_resources(findings, roots_of):
+def _eliminated_by_resources(findings, roots_of, count_roots):
     """Does a resource step of the group's funnel (explain.funnel) eliminate
     a tree or provider: does one in its in_tree's tree (if any) lack room
-    for a class?"""
-    units = findings.units(roots_of)
+    for a class? Counted, not listed: those with room for every class
+    against all (count_roots() counts the trees)."""
+    if not findings.resources:
+        return False
+    with_room = set.intersection(*(findings.units_with_room(name)
+                                   for name in findings.resources))
     if findings.group.in_tree:
-        units &= findings.units_in_tree(roots_of)
-    return any(not units <= findings.units_with_room(name) for name in findings.resources)
+        return not findings.units_in_tree(roots_of) <= with_room
+    if findings.tree_mode:
+        return sum(1 for unit in with_room if roots_of.get(unit) == unit) < count_roots()
+    return sum(1 for unit in with_room if unit in roots_of) < len(roots_of)
 
 
 def trees_suffice(query, wide, group, tree_mode, tree_limit):
