@@ -13,6 +13,11 @@ CONSUMER_TYPE_QUERY_PATTERN = f'{NAME_PATTERN}|^all|^unknown$'
 GROUP_SUFFIX = r'[1-9][0-9]*'
 GROUP_SUFFIX_1_33 = r'[a-zA-Z0-9_-]{1,64}'
 
+# A list read a page at a time (placement_site.api.page_after_marker): the
+# last row's id as the marker, and how many rows.
+PAGE_MARKER = {'type': 'string', 'pattern': '^[0-9]{1,18}$'}
+PAGE_LIMIT = {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'}
+
 # Largest values the database columns hold.
 MAX_INT = 2147483647
 SQL_SP_FLOAT_MAX = 3.40282e+38

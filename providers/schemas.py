@@ -6,7 +6,14 @@ each version's contract can be read on its own.
 import copy
 
 from placement_site.microversion import ByVersion
-from placement_site.validation import CUSTOM_NAME_PATTERN, MAX_INT, NAME_PATTERN, SQL_SP_FLOAT_MAX
+from placement_site.validation import (
+    CUSTOM_NAME_PATTERN,
+    MAX_INT,
+    NAME_PATTERN,
+    PAGE_LIMIT,
+    PAGE_MARKER,
+    SQL_SP_FLOAT_MAX,
+)
 
 # ---- resource providers ----------------------------------------------------
 
@@ -167,8 +174,8 @@ EVENT_LIST_QUERY = {
         'type': {'type': 'string', 'pattern': r'^[a-z_.]+(,[a-z_.]+)*$'},
         # An ISO 8601 time; parsed by the view.
         'since': {'type': 'string', 'minLength': 1},
-        'marker': {'type': 'string', 'pattern': '^[0-9]{1,18}$'},
-        'limit': {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'},
+        'marker': PAGE_MARKER,
+        'limit': PAGE_LIMIT,
     },
     'additionalProperties': False,
 }

@@ -31,36 +31,37 @@ drf-spectacular extensions.
 from placement_site.openapi import viewsets  # noqa: F401 (it registers on import)
 from placement_site.openapi.document import DocumentView, describe_version
 from placement_site.openapi.grammars import (
-                                             MEMBER_OF_GRAMMAR,
-                                             REQUIRED_GRAMMAR,
-                                             RESOURCES_GRAMMAR,
-                                             ROOT_REQUIRED_GRAMMAR,
+    MEMBER_OF_GRAMMAR,
+    REQUIRED_GRAMMAR,
+    RESOURCES_GRAMMAR,
+    ROOT_REQUIRED_GRAMMAR,
 )
 from placement_site.openapi.operations import link, operation
 from placement_site.openapi.parameters import (
-                                             MEMBER_OF,
-                                             PROVIDER_UUID,
-                                             REQUIRED,
-                                             RESOURCES,
-                                             member_of_parameter,
-                                             path,
-                                             query,
-                                             required_parameter,
+    MEMBER_OF,
+    PROVIDER_UUID,
+    REQUIRED,
+    RESOURCES,
+    member_of_parameter,
+    paging_parameters,
+    path,
+    query,
+    required_parameter,
 )
 from placement_site.openapi.schemas import (
-                                             CLASS_NAME_SCHEMA,
-                                             CUSTOM_NAME_SCHEMA,
-                                             GENERATION,
-                                             LINKS,
-                                             TRAIT_NAME_SCHEMA,
-                                             UUID,
-                                             UUID_KEY,
-                                             Component,
-                                             closed,
-                                             keyed_maps,
-                                             openapi_schema,
-                                             request_body,
-                                             resources_map,
+    CLASS_NAME_SCHEMA,
+    CUSTOM_NAME_SCHEMA,
+    GENERATION,
+    LINKS,
+    TRAIT_NAME_SCHEMA,
+    UUID,
+    UUID_KEY,
+    Component,
+    closed,
+    keyed_maps,
+    openapi_schema,
+    request_body,
+    resources_map,
 )
 from placement_site.openapi.versions import at_version, describing
 
@@ -69,6 +70,7 @@ __all__ = [
     'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID', 'REQUIRED', 'REQUIRED_GRAMMAR', 'RESOURCES',
     'RESOURCES_GRAMMAR', 'ROOT_REQUIRED_GRAMMAR', 'TRAIT_NAME_SCHEMA', 'UUID', 'UUID_KEY',
     'Component', 'DocumentView', 'at_version', 'closed', 'describe_version', 'describing',
-    'keyed_maps', 'link', 'member_of_parameter', 'openapi_schema', 'operation', 'path', 'query',
+    'keyed_maps', 'link', 'member_of_parameter', 'openapi_schema', 'operation', 'paging_parameters',
+    'path', 'query',
     'request_body', 'required_parameter', 'resources_map',
 ]

@@ -13,6 +13,7 @@ from placement_site.microversion import ByVersion
 from placement_site.openapi.grammars import MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR
 from placement_site.openapi.schemas import UUID
 from placement_site.openapi.versions import at_version, document_version, value_at, values
+from placement_site.validation import PAGE_LIMIT, PAGE_MARKER
 
 
 def path(name, description, schema=None):
@@ -74,6 +75,16 @@ def query(name, description, schema=None, *, repeatable=False, stands_for=None, 
         schema = {'type': 'array', 'items': schema}
         kwargs.update(style='form', explode=True)
     return QueryParameter(name, description, schema, stands_for=stands_for, **kwargs)
+
+
+def paging_parameters(things, default, maximum):
+    """`marker` and `limit` of a list read a page at a time in id order
+    (placement_site.api.page_after_marker)."""
+    return [
+        query('marker', f'Only {things} after this one (the `next` link sets it).', PAGE_MARKER),
+        query('limit', f'At most this many {things} (default {default}, at most {maximum}).',
+              PAGE_LIMIT),
+    ]
 
 
 PROVIDER_UUID = path('uuid', 'The uuid of the resource provider.', UUID)

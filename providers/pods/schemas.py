@@ -2,7 +2,7 @@
 OpenStack Placement: the same at every microversion)."""
 import copy
 
-from placement_site.validation import MAX_INT, NAME_PATTERN
+from placement_site.validation import MAX_INT, NAME_PATTERN, PAGE_LIMIT, PAGE_MARKER
 
 # An affinity tag is key=value, as in flavor or volume-type metadata
 # (resource=CAD Modeling). Keys take letters, digits and _ . : / - (as
@@ -99,8 +99,8 @@ BINDING_LIST_QUERY = {
         # key=value, or empty for general-purpose bindings.
         'affinity': {'type': 'string', 'pattern': f'{AFFINITY_PATTERN}|^$'},
         'open': {'type': 'string', 'enum': ['true', 'false']},
-        'marker': {'type': 'string', 'pattern': '^[0-9]{1,18}$'},
-        'limit': {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'},
+        'marker': PAGE_MARKER,
+        'limit': PAGE_LIMIT,
     },
     'additionalProperties': False,
 }

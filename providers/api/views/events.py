@@ -7,7 +7,15 @@ from placement_site.api import (
     page_after_marker,
     query_params,
 )
-from placement_site.openapi import LINKS, UUID, Component, closed, operation, query
+from placement_site.openapi import (
+    LINKS,
+    UUID,
+    Component,
+    closed,
+    operation,
+    paging_parameters,
+    query,
+)
 from placement_site.validation import normalize_uuid
 from providers import events, schemas
 from providers.models import Event
@@ -91,11 +99,7 @@ class EventViewSet(PlacementViewSet):
                    'example': 'resource_provider.aggregate.add,allocation.update'}),
             query('since', 'Only events created at or after this ISO 8601 time (UTC unless '
                            'it says otherwise).', {'type': 'string', 'format': 'date-time'}),
-            query('marker', 'Only events after this event id (the `next` link sets it).',
-                  {'type': 'string', 'pattern': '^[0-9]{1,18}$'}),
-            query('limit', f'At most this many events (default {schemas.EVENT_PAGE_SIZE}, '
-                           f'at most {schemas.EVENT_PAGE_MAX}).',
-                  {'type': 'string', 'pattern': '^[1-9][0-9]{0,17}$'}),
+            *paging_parameters('events', schemas.EVENT_PAGE_SIZE, schemas.EVENT_PAGE_MAX),
         ],
         query_schema=schemas.EVENT_LIST_QUERY,
         responses={200: (EVENT_LIST, 'A page of events.')}, cached=[],
