@@ -9,24 +9,20 @@ from django.contrib import admin
 from django.db.models import Q
 
 from allocations import services
-from allocations.models import (
-    Allocation,
-    Consumer,
-    ConsumerType,
-    Project,
-    ProjectUsageSnapshot,
-    User,
-)
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import ProjectUsageSnapshot
+from allocations.models import User
 from placement_site import exceptions
-from placement_site.admin import (
-    ReadOnlyAdmin,
-    ReadOnlyInline,
-    RelatedOnly,
-    ServiceAdmin,
-    changelist_link,
-    count_column,
-    search_words,
-)
+from placement_site.admin import ReadOnlyAdmin
+from placement_site.admin import ReadOnlyInline
+from placement_site.admin import RelatedOnly
+from placement_site.admin import ServiceAdmin
+from placement_site.admin import changelist_link
+from placement_site.admin import count_column
+from placement_site.admin import search_words
 from placement_site.queries import count_of
 
 UUID_LENGTH = Consumer._meta.get_field('uuid').max_length

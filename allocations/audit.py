@@ -18,27 +18,33 @@ import collections
 import datetime
 from dataclasses import dataclass
 
-from django.db.models import (
-    Count,
-    Exists,
-    F,
-    Max,
-    Min,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import F
+from django.db.models import Max
+from django.db.models import Min
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import QuerySet
+from django.db.models import Subquery
+from django.db.models import Value
 from django.db.models.functions import Coalesce
 
 from allocations import ledger as allocation_ledger
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from placement_site.queries import InStrings, count_of
-from placement_site.validation import is_uuid_like, normalize_uuid
-from providers import ledger, rules
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
+from placement_site.queries import InStrings
+from placement_site.queries import count_of
+from placement_site.validation import is_uuid_like
+from placement_site.validation import normalize_uuid
+from providers import ledger
+from providers import rules
 from providers.ledger.image import facets as image_facets
-from providers.models import Inventory, ResourceProvider
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from providers.querysets import SHARING_TRAIT
 
 # A consumer written this little before the live list was taken may be a

@@ -18,11 +18,15 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists
+from django.db.models import OuterRef
 from django.utils import timezone
 
-from providers import events, trends
-from providers.models import Event, EventProvider, ResourceProvider
+from providers import events
+from providers import trends
+from providers.models import Event
+from providers.models import EventProvider
+from providers.models import ResourceProvider
 
 ALLOCATION_EVENTS = (events.ALLOCATION_UPDATE, events.ALLOCATION_DELETE)
 UNKNOWN = None

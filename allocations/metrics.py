@@ -14,8 +14,11 @@ from django.conf import settings
 from django.db.models import Sum
 
 from allocations import ledger
-from allocations.models import Allocation, Project
-from placement_site.metrics import family, labels, number
+from allocations.models import Allocation
+from allocations.models import Project
+from placement_site.metrics import family
+from placement_site.metrics import labels
+from placement_site.metrics import number
 from providers.models import ResourceClass
 
 

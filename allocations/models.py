@@ -2,7 +2,8 @@
 hold against providers' inventories."""
 from django.db import models
 
-from providers.models import ResourceClass, ResourceProvider
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 
 class Project(models.Model):

@@ -3,9 +3,11 @@ resource class, snapshotted with the cloud's and the pools' books
 (providers.trends takes it: PLACEMENT_TREND_SERIES) and kept as long. A
 project has no capacity of its own: its chart shows its use and how fast
 it grows."""
-from django.db.models import Count, Sum
+from django.db.models import Count
+from django.db.models import Sum
 
-from allocations.models import Allocation, ProjectUsageSnapshot
+from allocations.models import Allocation
+from allocations.models import ProjectUsageSnapshot
 from providers import trends
 
 

@@ -1,9 +1,12 @@
 """Reads of allocations and usages: a fixed number of queries each,
 whatever the number of providers or consumers."""
-from django.db.models import Count, Sum
+from django.db.models import Count
+from django.db.models import Sum
 from django.db.models.functions import Coalesce
 
-from allocations.models import Allocation, Consumer, ConsumerType
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
 from placement_site.queries import storable
 from providers.models import Inventory
 

@@ -2,13 +2,11 @@
 import copy
 
 from placement_site.microversion import ByVersion
-from placement_site.validation import (
-    CONSUMER_TYPE_PATTERN,
-    CONSUMER_TYPE_QUERY_PATTERN,
-    GROUP_SUFFIX_1_33,
-    NAME_PATTERN,
-    UUID_PATTERN,
-)
+from placement_site.validation import CONSUMER_TYPE_PATTERN
+from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN
+from placement_site.validation import GROUP_SUFFIX_1_33
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import UUID_PATTERN
 from providers.schemas import INVENTORIES_PUT
 
 _RESOURCES = {

@@ -8,21 +8,32 @@ we commit. Generations are still bumped with a guarded UPDATE
 slipped past the locks loses with 409 instead of overwriting.
 """
 import collections
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
+from django.db.models import Q
 from django.utils import timezone
 
 from allocations import audit
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
 from placement_site import exceptions
 from placement_site.queries import storable
-from placement_site.retries import retried, retried_write
-from providers import events, rules
+from placement_site.retries import retried
+from placement_site.retries import retried_write
+from providers import events
+from providers import rules
 from providers import services as provider_services
-from providers.models import INVENTORY_FIELDS, Inventory, ResourceClass, ResourceProvider
+from providers.models import INVENTORY_FIELDS
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 NOT_CHECKED = object()  # consumer generation not given (microversion < 1.28)
 

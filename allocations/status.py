@@ -25,16 +25,29 @@ from pathlib import Path
 import os_resource_classes
 import os_traits
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Count, Exists, F, OuterRef, Q, Window
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import F
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import Window
 from oslo_policy import policy as oslo_policy
 
-from allocations import audit, usage_totals
-from allocations.models import Allocation, Consumer, Project, User
+from allocations import audit
+from allocations import usage_totals
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
+from allocations.models import User
 from placement_site import policy
 from providers import rules
-from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 EXAMPLES = 5  # rows named in a check's details; the rest are counted
 

@@ -7,17 +7,22 @@ changelists.
 Nothing here lists a relation that grows with the cloud whole (an
 aggregate's members, a project's consumers): a page shows a few rows and
 links to the filtered changelist, which is paged."""
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.contrib import messages
 from django.contrib.admin import actions as admin_actions
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import unquote
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists
+from django.db.models import OuterRef
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponseRedirect
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
+from django.utils.html import format_html_join
 from django.utils.http import urlencode
-from django.utils.text import smart_split, unescape_string_literal
+from django.utils.text import smart_split
+from django.utils.text import unescape_string_literal
 from django.utils.translation import gettext_lazy
 
 from placement_site import exceptions

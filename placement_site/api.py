@@ -13,7 +13,8 @@ from urllib.parse import unquote_to_bytes
 
 import jsonschema
 import orjson
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import http_date
@@ -23,10 +24,14 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.versioning import BaseVersioning
 from rest_framework.views import set_rollback
 
-from placement_site import conditional, errors, microversion, policy
+from placement_site import conditional
+from placement_site import errors
+from placement_site import microversion
+from placement_site import policy
 from placement_site.middleware import error_for
 from placement_site.queries import batched
-from placement_site.validation import FORMAT_CHECKER, QUERY_FORMAT_CHECKER
+from placement_site.validation import FORMAT_CHECKER
+from placement_site.validation import QUERY_FORMAT_CHECKER
 
 CACHE_HEADERS_MICROVERSION = (1, 15)
 

@@ -32,11 +32,13 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
+from django.db import connections
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 
-from placement_site import errors, serving
+from placement_site import errors
+from placement_site import serving
 from placement_site.middleware import is_api_path
 
 LOG = logging.getLogger('placement.budgets')

@@ -5,7 +5,9 @@ Kept apart from settings.py so the parsing rules are testable on their own.
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import unquote
+from urllib.parse import urlsplit
 
 TRUE_WORDS = {'1', 'true', 'yes', 'on'}
 FALSE_WORDS = {'0', 'false', 'no', 'off', ''}

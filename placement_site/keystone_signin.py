@@ -17,13 +17,17 @@ policy's answer for the token (placement_site.viewers).
 """
 import functools
 import logging
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from axes.signals import user_locked_out
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import authenticate, get_user_model, logout, user_logged_out
+from django.contrib.auth import authenticate
+from django.contrib.auth import get_user_model
+from django.contrib.auth import logout
+from django.contrib.auth import user_logged_out
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.dispatch import receiver
@@ -34,7 +38,9 @@ from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
-from placement_site import policy, serving, viewers
+from placement_site import policy
+from placement_site import serving
+from placement_site import viewers
 
 LOG = logging.getLogger('placement.signin')
 SESSION_KEY = viewers.SESSION_KEY

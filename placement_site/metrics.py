@@ -22,12 +22,15 @@ import time
 import prometheus_client
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404
+from django.urls import resolve
 from prometheus_client import multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.utils import floatToGoString
 
-from placement_site import errors, exceptions, serving
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import serving
 
 # The classic text format: every Prometheus and most other scrapers read it.
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4

@@ -11,22 +11,22 @@ import logging
 import uuid
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost, RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import DisallowedHost
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import SuspiciousOperation
 from django.db import OperationalError
 from django.http import HttpResponse
 from django.utils.cache import add_never_cache_headers
 from oslo_context import context as oslo_context
 
-from placement_site import (
-    actor,
-    conditional,
-    errors,
-    exceptions,
-    microversion,
-    outages,
-    serving,
-    snapshots,
-)
+from placement_site import actor
+from placement_site import conditional
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site import outages
+from placement_site import serving
+from placement_site import snapshots
 from placement_site.retries import is_retryable
 
 LOG = logging.getLogger('placement.requests')

@@ -12,7 +12,10 @@ transaction), so retrying it is safe.
 """
 import logging
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import DatabaseError
+from django.db import InterfaceError
+from django.db import OperationalError
+from django.db import connections
 
 from placement_site.replicas import one_line
 

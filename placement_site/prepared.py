@@ -4,7 +4,8 @@ import json
 import re
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connections, router
+from django.db import connections
+from django.db import router
 
 
 class Ids(tuple):

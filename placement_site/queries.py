@@ -7,7 +7,11 @@ import json
 
 from django.core.exceptions import EmptyResultSet
 from django.db import models
-from django.db.models import Count, Lookup, OuterRef, Subquery, lookups
+from django.db.models import Count
+from django.db.models import Lookup
+from django.db.models import OuterRef
+from django.db.models import Subquery
+from django.db.models import lookups
 from django.db.models.functions import Coalesce
 
 

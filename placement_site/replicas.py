@@ -28,8 +28,11 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.utils import DatabaseError, InterfaceError, OperationalError
+from django.db import DEFAULT_DB_ALIAS
+from django.db import connections
+from django.db.utils import DatabaseError
+from django.db.utils import InterfaceError
+from django.db.utils import OperationalError
 
 log = logging.getLogger('placement.replicas')
 

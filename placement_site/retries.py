@@ -7,14 +7,12 @@ import logging
 import random
 import time
 
-from django.db import (
-    DatabaseError,
-    IntegrityError,
-    OperationalError,
-    ProgrammingError,
-    models,
-    transaction,
-)
+from django.db import DatabaseError
+from django.db import IntegrityError
+from django.db import OperationalError
+from django.db import ProgrammingError
+from django.db import models
+from django.db import transaction
 
 from placement_site import exceptions
 

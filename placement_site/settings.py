@@ -11,7 +11,8 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from placement_site import config, serving
+from placement_site import config
+from placement_site import serving
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', BASE_DIR / 'data')).resolve()

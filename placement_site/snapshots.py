@@ -30,7 +30,8 @@ import contextlib
 import contextvars
 import functools
 
-from django.db import connections, transaction
+from django.db import connections
+from django.db import transaction
 
 from placement_site import replicas
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.staticfiles import finders
-from django.http import FileResponse, Http404
+from django.http import FileResponse
+from django.http import Http404
 from django.utils._os import safe_join
 from django.views.decorators.http import require_safe
 

@@ -2,14 +2,17 @@
 the API docs, the admin and the catch-all 404."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include
+from django.urls import path
+from django.urls import re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from allocations.api import candidates as candidate_views
 from allocations.api import explain as explain_views
 from allocations.api import views as allocation_views
-from placement_site import keystone_signin, openapi
+from placement_site import keystone_signin
+from placement_site import openapi
 from placement_site import views as site_views
 from placement_site.middleware import inline_styles_allowed
 from placement_site.static import serve_static

@@ -11,7 +11,8 @@ means: staff see the whole cloud and edit what their permissions allow
 membership of a group named "project:<project id>" gives a project's page.
 """
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -19,8 +20,11 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from oslo_context import context as oslo_context
 
-from placement_site import policy, replicas, snapshots
-from placement_site.operator_groups import PROJECT_GROUP_PREFIX, READ_ONLY_APPS
+from placement_site import policy
+from placement_site import replicas
+from placement_site import snapshots
+from placement_site.operator_groups import PROJECT_GROUP_PREFIX
+from placement_site.operator_groups import READ_ONLY_APPS
 
 SESSION_KEY = 'keystone'   # where a Keystone sign-in keeps its token and scope
 

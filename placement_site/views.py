@@ -6,10 +6,16 @@ from django.http import Http404
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from placement_site import errors, microversion, outages
+from placement_site import errors
+from placement_site import microversion
+from placement_site import outages
 from placement_site.api import PlacementViewSet
-from placement_site.middleware import database_unavailable, is_api_path
-from placement_site.openapi import LINKS, Component, closed, operation
+from placement_site.middleware import database_unavailable
+from placement_site.middleware import is_api_path
+from placement_site.openapi import LINKS
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
 
 VERSION_DOCUMENT = Component('VersionDocument', closed({
     'type': 'object',

@@ -10,9 +10,13 @@ numbers everywhere; a pool's providers are those of querysets.in_pools.
 import collections
 from dataclasses import dataclass
 
-from django.db.models import Count, Sum
+from django.db.models import Count
+from django.db.models import Sum
 
-from providers import ledger, remembered, rules, scopes
+from providers import ledger
+from providers import remembered
+from providers import rules
+from providers import scopes
 from providers.rules import capacity_sql
 
 

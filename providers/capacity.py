@@ -24,37 +24,40 @@ groups (providers.scopes).
 """
 import collections
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from django.db.models import (
-    Case,
-    CharField,
-    Count,
-    Exists,
-    F,
-    FloatField,
-    Max,
-    Min,
-    OuterRef,
-    Q,
-    Sum,
-    Value,
-    When,
-)
+from django.db.models import Case
+from django.db.models import CharField
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import F
+from django.db.models import FloatField
+from django.db.models import Max
+from django.db.models import Min
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import Sum
+from django.db.models import Value
+from django.db.models import When
 from django.db.models.lookups import GreaterThanOrEqual
 
-from providers import books, ledger, remembered, scopes
-from providers.fits import Fit, count_fits, count_lone_tree
+from providers import books
+from providers import ledger
+from providers import remembered
+from providers import scopes
+from providers.fits import Fit
+from providers.fits import count_fits
+from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
-from providers.models import (
-    Aggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Aggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from providers.pods.models import Pod
-from providers.rules import slots_sql, takes_sql
+from providers.rules import slots_sql
+from providers.rules import takes_sql
 
 CLOUD = 'cloud'
 AGGREGATE = 'aggregate'

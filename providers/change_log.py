@@ -23,9 +23,11 @@ checks every write after the whole migration chain).
 """
 import time
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
+from django.db import connections
 
-from placement_site import snapshots, triggers
+from placement_site import snapshots
+from placement_site import triggers
 
 # {table: the columns whose update changes what the books read (None: any)}.
 # A provider's generation, bumped by every write, changes nothing they read.

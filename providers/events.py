@@ -7,7 +7,9 @@ names.
 """
 from placement_site import actor
 from placement_site.api import timestamp
-from providers.models import INVENTORY_FIELDS, Event, EventProvider
+from providers.models import INVENTORY_FIELDS
+from providers.models import Event
+from providers.models import EventProvider
 
 PROVIDER_CREATE = 'resource_provider.create'
 PROVIDER_UPDATE = 'resource_provider.update'

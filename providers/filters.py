@@ -12,9 +12,11 @@ parameters a microversion accepts at all is the API view's query schema."""
 import django_filters
 from django import forms
 
-from placement_site import errors, exceptions
+from placement_site import errors
+from placement_site import exceptions
 from placement_site.queries import storable
-from providers import querysets, querystring
+from providers import querysets
+from providers import querystring
 
 
 class QueryParameter(django_filters.Filter):

@@ -5,12 +5,11 @@ import collections
 from dataclasses import dataclass
 
 from providers import scopes
-from providers.capacity import flavor_shapes, reached_tree_sums
+from providers.capacity import flavor_shapes
+from providers.capacity import reached_tree_sums
 from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
-from providers.models import (
-    ResourceProvider,
-)
+from providers.models import ResourceProvider
 
 
 @dataclass

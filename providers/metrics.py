@@ -27,18 +27,30 @@ import logging
 import zlib
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
+from django.db import connections
 from django.http import StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.module_loading import import_string
 
 from placement_site import budgets
 from placement_site import metrics as site_metrics
-from placement_site.compression import GZIP_LEVEL, accepts_gzip
-from placement_site.metrics import family, labels, number
-from providers import books, capacity, ledger, os_capacity, rules, scopes, stranded
-from providers.ledger.image import Image, streamed
-from providers.models import Aggregate, Inventory
+from placement_site.compression import GZIP_LEVEL
+from placement_site.compression import accepts_gzip
+from placement_site.metrics import family
+from placement_site.metrics import labels
+from placement_site.metrics import number
+from providers import books
+from providers import capacity
+from providers import ledger
+from providers import os_capacity
+from providers import rules
+from providers import scopes
+from providers import stranded
+from providers.ledger.image import Image
+from providers.ledger.image import streamed
+from providers.models import Aggregate
+from providers.models import Inventory
 
 LOG = logging.getLogger(__name__)
 

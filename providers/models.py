@@ -10,12 +10,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from providers import rules
-from providers.querysets import (
-    AggregateQuerySet,
-    EventQuerySet,
-    InventoryQuerySet,
-    ResourceProviderQuerySet,
-)
+from providers.querysets import AggregateQuerySet
+from providers.querysets import EventQuerySet
+from providers.querysets import InventoryQuerySet
+from providers.querysets import ResourceProviderQuerySet
 
 
 class ResourceClass(models.Model):

@@ -41,12 +41,16 @@ import collections
 from dataclasses import dataclass
 
 import os_traits
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists
+from django.db.models import OuterRef
 
-from placement_site.metrics import family, labels
-from providers import capacity, scopes
+from placement_site.metrics import family
+from placement_site.metrics import labels
+from providers import capacity
+from providers import scopes
 from providers.flavors import configured_flavors
-from providers.models import ProviderAggregate, ProviderTrait
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
 from providers.pods.models import PodBinding
 
 # A pod's name stands for os-capacity's project-isolation aggregate; a

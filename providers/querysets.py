@@ -13,19 +13,17 @@ writes it.
 import os_traits
 from django.apps import apps
 from django.db import models
-from django.db.models import (
-    Case,
-    CharField,
-    Count,
-    Exists,
-    F,
-    FilteredRelation,
-    Max,
-    OuterRef,
-    Q,
-    Subquery,
-    When,
-)
+from django.db.models import Case
+from django.db.models import CharField
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import F
+from django.db.models import FilteredRelation
+from django.db.models import Max
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import Subquery
+from django.db.models import When
 from django.db.models.functions import Coalesce
 
 from placement_site import exceptions

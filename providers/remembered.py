@@ -20,7 +20,9 @@ import cachetools
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 
-from providers.change_log import older, serving, version
+from providers.change_log import older
+from providers.change_log import serving
+from providers.change_log import version
 
 
 class _Remembered:

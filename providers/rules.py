@@ -22,15 +22,21 @@ providers a pool (an aggregate) holds is querysets.in_pool's rule.
 import math
 
 from django.db import models
-from django.db.models import Case, F, FloatField, Q, Value, When
-from django.db.models.functions import Cast, Floor, Mod, NullIf
-from django.db.models.lookups import (
-    Exact,
-    GreaterThan,
-    GreaterThanOrEqual,
-    LessThan,
-    LessThanOrEqual,
-)
+from django.db.models import Case
+from django.db.models import F
+from django.db.models import FloatField
+from django.db.models import Q
+from django.db.models import Value
+from django.db.models import When
+from django.db.models.functions import Cast
+from django.db.models.functions import Floor
+from django.db.models.functions import Mod
+from django.db.models.functions import NullIf
+from django.db.models.lookups import Exact
+from django.db.models.lookups import GreaterThan
+from django.db.models.lookups import GreaterThanOrEqual
+from django.db.models.lookups import LessThan
+from django.db.models.lookups import LessThanOrEqual
 
 # Past this many slots float division is no longer exact to the unit (and
 # the rounding is not corrected): an inventory this large is unlimited for

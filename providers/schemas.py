@@ -6,14 +6,12 @@ each version's contract can be read on its own.
 import copy
 
 from placement_site.microversion import ByVersion
-from placement_site.validation import (
-    CUSTOM_NAME_PATTERN,
-    MAX_INT,
-    NAME_PATTERN,
-    PAGE_LIMIT,
-    PAGE_MARKER,
-    SQL_SP_FLOAT_MAX,
-)
+from placement_site.validation import CUSTOM_NAME_PATTERN
+from placement_site.validation import MAX_INT
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import PAGE_LIMIT
+from placement_site.validation import PAGE_MARKER
+from placement_site.validation import SQL_SP_FLOAT_MAX
 
 # ---- resource providers ----------------------------------------------------
 

@@ -19,17 +19,20 @@ from dataclasses import dataclass
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import F, Q, Value
+from django.db.models import F
+from django.db.models import Q
+from django.db.models import Value
 
 from providers import remembered
 from providers.ledger import groupings
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-)
-from providers.querysets import SHARING_TRAIT, in_pool, in_pools, trees_served_by
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
+from providers.querysets import SHARING_TRAIT
+from providers.querysets import in_pool
+from providers.querysets import in_pools
+from providers.querysets import trees_served_by
 
 CLOUD = groupings.CLOUD
 

@@ -46,15 +46,25 @@ claim-by-claim recount.
 """
 import collections
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from django.db.models import Case, F, Sum, When
+from django.db.models import Case
+from django.db.models import F
+from django.db.models import Sum
+from django.db.models import When
 
-from providers import capacity, ledger, remembered, rules, scopes
+from providers import capacity
+from providers import ledger
+from providers import remembered
+from providers import rules
+from providers import scopes
 from providers.fits import count_lone_tree
 from providers.flavors import configured_flavors
 from providers.ledger.folds import _TreeByTree
-from providers.ledger.image import CAPACITY_BITS, scaled_capacity, unscaled
+from providers.ledger.image import CAPACITY_BITS
+from providers.ledger.image import scaled_capacity
+from providers.ledger.image import unscaled
 from providers.rules import capacity_sql
 
 INF = math.inf

@@ -18,8 +18,10 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from providers import books, scopes
-from providers.models import Aggregate, UsageSnapshot
+from providers import books
+from providers import scopes
+from providers.models import Aggregate
+from providers.models import UsageSnapshot
 
 # The forecast fits the snapshots of the last two weeks before the newest:
 # recent enough to follow a change of pace, long enough to smooth the daily

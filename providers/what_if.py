@@ -27,18 +27,29 @@ import collections
 import contextlib
 import fnmatch
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from django.db import connections
 
-from placement_site import exceptions, snapshots
-from providers import capacity, ledger, rules
+from placement_site import exceptions
+from placement_site import snapshots
+from providers import capacity
+from providers import ledger
+from providers import rules
 from providers.fits import Fit
 from providers.flavors import configured_flavors
 from providers.ledger import groupings
-from providers.ledger.folds import FitsFold, _Shape
-from providers.ledger.image import Image, Inventory, Provider, Tree, facets, streamed
-from providers.models import INVENTORY_DEFAULTS, Aggregate
+from providers.ledger.folds import FitsFold
+from providers.ledger.folds import _Shape
+from providers.ledger.image import Image
+from providers.ledger.image import Inventory
+from providers.ledger.image import Provider
+from providers.ledger.image import Tree
+from providers.ledger.image import facets
+from providers.ledger.image import streamed
+from providers.models import INVENTORY_DEFAULTS
+from providers.models import Aggregate
 
 CLOUD = groupings.Grouping(groupings.CLOUD)
 POOLS = groupings.Grouping(groupings.POOLS)

@@ -13,7 +13,10 @@ from placement_site import policy
 from providers import ledger
 from providers.candidates import summaries
 from tests.support.api import PlacementClient
-from tests.support.factories import ROW, STORAGE, add_allocation, add_provider
+from tests.support.factories import ROW
+from tests.support.factories import STORAGE
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.state import snapshot
 
 

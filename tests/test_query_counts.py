@@ -18,7 +18,8 @@ from django.test.utils import CaptureQueriesContext
 
 from allocations import services as allocation_services
 from allocations.models import Consumer
-from providers import services, trends
+from providers import services
+from providers import trends
 from providers.candidates import summaries
 from providers.models import Aggregate
 from providers.pods import selection as pod_selection

@@ -3,34 +3,36 @@ search itself live in providers.candidates; GET /explain/allocation_candidates
 (allocations.api.explain) takes the same query string."""
 from django.utils import timezone
 
-from placement_site import exceptions, microversion, replicas
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    check_query_encoding,
-    compact_json,
-    versions,
-)
-from placement_site.errors import Worded, worded
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site import replicas
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import check_query_encoding
+from placement_site.api import compact_json
+from placement_site.api import versions
+from placement_site.errors import Worded
+from placement_site.errors import worded
 from placement_site.microversion import ByVersion
-from placement_site.openapi import (
-    MEMBER_OF_GRAMMAR,
-    REQUIRED_GRAMMAR,
-    RESOURCES,
-    RESOURCES_GRAMMAR,
-    ROOT_REQUIRED_GRAMMAR,
-    UUID,
-    UUID_KEY,
-    Component,
-    closed,
-    member_of_parameter,
-    operation,
-    query,
-    required_parameter,
-    resources_map,
-)
-from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33, MAX_INT
-from providers.candidates import parse, select_candidates
+from placement_site.openapi import MEMBER_OF_GRAMMAR
+from placement_site.openapi import REQUIRED_GRAMMAR
+from placement_site.openapi import RESOURCES
+from placement_site.openapi import RESOURCES_GRAMMAR
+from placement_site.openapi import ROOT_REQUIRED_GRAMMAR
+from placement_site.openapi import UUID
+from placement_site.openapi import UUID_KEY
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import member_of_parameter
+from placement_site.openapi import operation
+from placement_site.openapi import query
+from placement_site.openapi import required_parameter
+from placement_site.openapi import resources_map
+from placement_site.validation import GROUP_SUFFIX
+from placement_site.validation import GROUP_SUFFIX_1_33
+from placement_site.validation import MAX_INT
+from providers.candidates import parse
+from providers.candidates import select_candidates
 from providers.candidates.query import QUERY_BY_VERSION
 from providers.candidates.selector import no_cycle_collection
 

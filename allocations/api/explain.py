@@ -2,10 +2,18 @@
 query string of GET /allocation_candidates, answered with how many providers
 survive each constraint and, when nothing fits, what eliminated them
 (providers.candidates.explain)."""
-from allocations.api.candidates import CANDIDATE_QUERY, parsed_query, unknown_names_refused
-from placement_site import microversion, replicas
-from placement_site.api import PlacementViewSet, accept_json, versions
-from placement_site.openapi import UUID, Component, closed, operation
+from allocations.api.candidates import CANDIDATE_QUERY
+from allocations.api.candidates import parsed_query
+from allocations.api.candidates import unknown_names_refused
+from placement_site import microversion
+from placement_site import replicas
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import versions
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
 from providers.candidates import explain
 from providers.candidates.query import QUERY_BY_VERSION
 

@@ -8,9 +8,19 @@ module each:
 - copy: the rows written into ours, batch by batch;
 - verify: ours checked against the source once the copy is done.
 """
-from allocations.importer.copy import DEFAULT_BATCH_SIZE, Progress, Report, import_books
-from allocations.importer.source import ImportRefused, Source, check_revision, redacted
-from allocations.importer.survey import Problem, Survey, empty_target, survey, target_contents
+from allocations.importer.copy import DEFAULT_BATCH_SIZE
+from allocations.importer.copy import Progress
+from allocations.importer.copy import Report
+from allocations.importer.copy import import_books
+from allocations.importer.source import ImportRefused
+from allocations.importer.source import Source
+from allocations.importer.source import check_revision
+from allocations.importer.source import redacted
+from allocations.importer.survey import Problem
+from allocations.importer.survey import Survey
+from allocations.importer.survey import empty_target
+from allocations.importer.survey import survey
+from allocations.importer.survey import target_contents
 from allocations.importer.verify import verify
 
 __all__ = ['DEFAULT_BATCH_SIZE', 'ImportRefused', 'Problem', 'Progress', 'Report', 'Source',

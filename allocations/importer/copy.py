@@ -13,15 +13,21 @@ last, each counting its allocations once.
 """
 import datetime as dt
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from django.core.management.color import no_style
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 
-from allocations.importer.source import TABLES, ImportRefused
+from allocations.importer.source import TABLES
+from allocations.importer.source import ImportRefused
 from allocations.importer.verify import verify
-from allocations.models import Allocation, Consumer
-from providers.models import ResourceClass, ResourceProvider, Trait
+from allocations.models import Allocation
+from allocations.models import Consumer
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from providers.standards import sync_standard_names
 
 DEFAULT_BATCH_SIZE = 1000

@@ -6,21 +6,26 @@ moment; and its tables, each with the model it lands in.
 """
 import sqlite3
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
+from urllib.parse import unquote
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import psycopg2
 
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
 from placement_site import config
-from providers.models import (
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 # Alembic revisions whose schema we read: 16.0.0's head and the one before,
 # which only has redundant indexes more.

@@ -11,24 +11,29 @@ with, and emptying it (--replace).
 """
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 
-from allocations.importer.source import TABLES, check_revision
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers.models import (
-    Aggregate,
-    Event,
-    EventProvider,
-    Inventory,
-    PoolLabel,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-    UsageSnapshot,
-)
-from providers.pods.models import Pod, PodBinding
+from allocations.importer.source import TABLES
+from allocations.importer.source import check_revision
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
+from providers.models import Aggregate
+from providers.models import Event
+from providers.models import EventProvider
+from providers.models import Inventory
+from providers.models import PoolLabel
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
+from providers.models import UsageSnapshot
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 
 ERROR, WARNING = 'ERROR', 'WARNING'
 

@@ -3,10 +3,12 @@ tree by tree and usage by usage."""
 from django.db import connection
 from django.db.models import Sum
 
-from allocations.importer.source import RESOURCE_CLASSES, TABLES
+from allocations.importer.source import RESOURCE_CLASSES
+from allocations.importer.source import TABLES
 from allocations.models import Allocation
 from allocations.usage_totals import miscounted
-from providers.models import ResourceClass, ResourceProvider
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 
 def verify(source, survey_):

@@ -10,11 +10,18 @@ from django.shortcuts import render
 
 from allocations.ui import reports
 from allocations.ui.forms import ExplorerForm
-from placement_site import budgets, errors, microversion, replicas
+from placement_site import budgets
+from placement_site import errors
+from placement_site import microversion
+from placement_site import replicas
 from placement_site.viewers import cloud_pages
-from providers import candidates, ledger, remembered
-from providers.candidates import combine, matching
-from providers.models import ResourceClass, ResourceProvider
+from providers import candidates
+from providers import ledger
+from providers import remembered
+from providers.candidates import combine
+from providers.candidates import matching
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 # The explorer's budget (docs/serving.md), with its form's bounds
 # (allocations.ui.forms): the search stops after the operator budget's

@@ -7,23 +7,25 @@ methods, so a filter means the same on the page and in the API."""
 import functools
 
 import django_filters
-from django.db.models import (
-    Exists,
-    F,
-    FilteredRelation,
-    FloatField,
-    Max,
-    OuterRef,
-    Q,
-    Subquery,
-    Sum,
-)
+from django.db.models import Exists
+from django.db.models import F
+from django.db.models import FilteredRelation
+from django.db.models import FloatField
+from django.db.models import Max
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import Subquery
+from django.db.models import Sum
 from django.db.models.functions import Cast
 
 from placement_site import microversion
-from providers import books, ledger, rules
+from providers import books
 from providers import filters as api_filters
-from providers.models import Inventory, ResourceClass, ResourceProvider
+from providers import ledger
+from providers import rules
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 from providers.rules import capacity_sql
 
 LATEST = microversion.parse(microversion.MAX_VERSION)

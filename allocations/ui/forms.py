@@ -6,7 +6,8 @@ from django.http import QueryDict
 
 from allocations import audit
 from placement_site import errors
-from providers import capacity, flavors
+from providers import capacity
+from providers import flavors
 from providers.api import capacity as capacity_api
 from providers.pods.schemas import AFFINITY_PATTERN
 from providers.querystring import parse_resources

@@ -1,7 +1,8 @@
 """The dashboards' pages, under /ui/."""
 from django.urls import path
 
-from allocations.ui import explorer, views
+from allocations.ui import explorer
+from allocations.ui import views
 from allocations.ui import what_if as what_if_page
 
 app_name = 'ui'

@@ -5,27 +5,44 @@ fixed number of queries per page; who sees what is placement_site.viewers'."""
 import collections
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404
+from django.shortcuts import redirect
+from django.shortcuts import render
 from django.utils import timezone
 
-from allocations import audit, history
-from allocations.models import Consumer, ConsumerType, Project
-from allocations.ui import exports, reports, templatetags, trend_charts
-from allocations.ui.filters import (
-    ProviderFilterSet,
-    ProviderPages,
-    sort_choices,
-    sorted_providers,
-)
-from allocations.ui.forms import CapacityForm, LiveListForm, UsageFilter
+from allocations import audit
+from allocations import history
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.ui import exports
+from allocations.ui import reports
+from allocations.ui import templatetags
+from allocations.ui import trend_charts
+from allocations.ui.filters import ProviderFilterSet
+from allocations.ui.filters import ProviderPages
+from allocations.ui.filters import sort_choices
+from allocations.ui.filters import sorted_providers
+from allocations.ui.forms import CapacityForm
+from allocations.ui.forms import LiveListForm
+from allocations.ui.forms import UsageFilter
 from allocations.ui.paging import page_of
-from placement_site import errors, replicas
+from placement_site import errors
+from placement_site import replicas
 from placement_site.queries import storable
-from placement_site.viewers import cloud_pages, not_allowed, requires, viewer
-from providers import books, capacity, flavors, host_fits
+from placement_site.viewers import cloud_pages
+from placement_site.viewers import not_allowed
+from placement_site.viewers import requires
+from placement_site.viewers import viewer
+from providers import books
+from providers import capacity
+from providers import flavors
+from providers import host_fits
 from providers.api import capacity as capacity_api
 from providers.api import trends as trends_api
-from providers.models import Aggregate, ResourceClass, ResourceProvider
+from providers.models import Aggregate
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 TOP_CONSUMERS = 20
 # Pages a project's own viewers reach too (each checks the project).

@@ -29,41 +29,38 @@ Importing the package imports every module, which registers the
 drf-spectacular extensions.
 """
 from placement_site.openapi import viewsets  # noqa: F401 (it registers on import)
-from placement_site.openapi.document import DocumentView, describe_version
-from placement_site.openapi.grammars import (
-    MEMBER_OF_GRAMMAR,
-    REQUIRED_GRAMMAR,
-    RESOURCES_GRAMMAR,
-    ROOT_REQUIRED_GRAMMAR,
-)
-from placement_site.openapi.operations import link, operation
-from placement_site.openapi.parameters import (
-    MEMBER_OF,
-    PROVIDER_UUID,
-    REQUIRED,
-    RESOURCES,
-    member_of_parameter,
-    paging_parameters,
-    path,
-    query,
-    required_parameter,
-)
-from placement_site.openapi.schemas import (
-    CLASS_NAME_SCHEMA,
-    CUSTOM_NAME_SCHEMA,
-    GENERATION,
-    LINKS,
-    TRAIT_NAME_SCHEMA,
-    UUID,
-    UUID_KEY,
-    Component,
-    closed,
-    keyed_maps,
-    openapi_schema,
-    request_body,
-    resources_map,
-)
-from placement_site.openapi.versions import at_version, describing
+from placement_site.openapi.document import DocumentView
+from placement_site.openapi.document import describe_version
+from placement_site.openapi.grammars import MEMBER_OF_GRAMMAR
+from placement_site.openapi.grammars import REQUIRED_GRAMMAR
+from placement_site.openapi.grammars import RESOURCES_GRAMMAR
+from placement_site.openapi.grammars import ROOT_REQUIRED_GRAMMAR
+from placement_site.openapi.operations import link
+from placement_site.openapi.operations import operation
+from placement_site.openapi.parameters import MEMBER_OF
+from placement_site.openapi.parameters import PROVIDER_UUID
+from placement_site.openapi.parameters import REQUIRED
+from placement_site.openapi.parameters import RESOURCES
+from placement_site.openapi.parameters import member_of_parameter
+from placement_site.openapi.parameters import paging_parameters
+from placement_site.openapi.parameters import path
+from placement_site.openapi.parameters import query
+from placement_site.openapi.parameters import required_parameter
+from placement_site.openapi.schemas import CLASS_NAME_SCHEMA
+from placement_site.openapi.schemas import CUSTOM_NAME_SCHEMA
+from placement_site.openapi.schemas import GENERATION
+from placement_site.openapi.schemas import LINKS
+from placement_site.openapi.schemas import TRAIT_NAME_SCHEMA
+from placement_site.openapi.schemas import UUID
+from placement_site.openapi.schemas import UUID_KEY
+from placement_site.openapi.schemas import Component
+from placement_site.openapi.schemas import closed
+from placement_site.openapi.schemas import keyed_maps
+from placement_site.openapi.schemas import openapi_schema
+from placement_site.openapi.schemas import request_body
+from placement_site.openapi.schemas import resources_map
+from placement_site.openapi.versions import at_version
+from placement_site.openapi.versions import describing
 
 __all__ = [
     'CLASS_NAME_SCHEMA', 'CUSTOM_NAME_SCHEMA', 'GENERATION', 'LINKS', 'MEMBER_OF',

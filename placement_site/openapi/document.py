@@ -7,7 +7,8 @@ from drf_spectacular.views import SpectacularAPIView
 
 from placement_site import microversion
 from placement_site.openapi.schemas import sentences
-from placement_site.openapi.versions import describing, document_version
+from placement_site.openapi.versions import describing
+from placement_site.openapi.versions import document_version
 
 
 class DocumentView(SpectacularAPIView):

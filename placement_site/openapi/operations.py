@@ -6,22 +6,28 @@ at the document's microversion.
 import copy
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import extend_schema
 
 from placement_site import microversion
 from placement_site.api import CACHE_HEADERS_MICROVERSION
-from placement_site.openapi.errors import ERROR_DESCRIPTIONS, ERRORS, URI_TOO_LONG, error
-from placement_site.openapi.headers import (
-    ETAG_DESCRIPTION,
-    IF_MATCH,
-    IF_NONE_MATCH,
-    MICROVERSION_HEADER,
-    describe_microversion_header,
-    response_header,
-)
+from placement_site.openapi.errors import ERROR_DESCRIPTIONS
+from placement_site.openapi.errors import ERRORS
+from placement_site.openapi.errors import URI_TOO_LONG
+from placement_site.openapi.errors import error
+from placement_site.openapi.headers import ETAG_DESCRIPTION
+from placement_site.openapi.headers import IF_MATCH
+from placement_site.openapi.headers import IF_NONE_MATCH
+from placement_site.openapi.headers import MICROVERSION_HEADER
+from placement_site.openapi.headers import describe_microversion_header
+from placement_site.openapi.headers import response_header
 from placement_site.openapi.parameters import QueryParameter
-from placement_site.openapi.schemas import keyed_maps, sentences
-from placement_site.openapi.versions import at_version, document_version, value_at, values
+from placement_site.openapi.schemas import keyed_maps
+from placement_site.openapi.schemas import sentences
+from placement_site.openapi.versions import at_version
+from placement_site.openapi.versions import document_version
+from placement_site.openapi.versions import value_at
+from placement_site.openapi.versions import values
 
 _SERVED = {}  # operation id -> the microversions that have it (microversion.Span)
 

@@ -10,10 +10,15 @@ import re
 from drf_spectacular.utils import OpenApiParameter
 
 from placement_site.microversion import ByVersion
-from placement_site.openapi.grammars import MEMBER_OF_GRAMMAR, REQUIRED_GRAMMAR
+from placement_site.openapi.grammars import MEMBER_OF_GRAMMAR
+from placement_site.openapi.grammars import REQUIRED_GRAMMAR
 from placement_site.openapi.schemas import UUID
-from placement_site.openapi.versions import at_version, document_version, value_at, values
-from placement_site.validation import PAGE_LIMIT, PAGE_MARKER
+from placement_site.openapi.versions import at_version
+from placement_site.openapi.versions import document_version
+from placement_site.openapi.versions import value_at
+from placement_site.openapi.versions import values
+from placement_site.validation import PAGE_LIMIT
+from placement_site.validation import PAGE_MARKER
 
 
 def path(name, description, schema=None):

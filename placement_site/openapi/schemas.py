@@ -12,8 +12,11 @@ import os_traits
 from drf_spectacular.extensions import OpenApiSerializerExtension
 
 from placement_site import microversion
-from placement_site.openapi.versions import at_version, document_version
-from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN, UUID_PATTERN
+from placement_site.openapi.versions import at_version
+from placement_site.openapi.versions import document_version
+from placement_site.validation import CUSTOM_NAME_PATTERN
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import UUID_PATTERN
 
 
 class Component:

@@ -5,7 +5,8 @@ themselves when the module is imported (the package imports it).
 """
 import functools
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiViewExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiViewExtension
 
 from placement_site.api import PlacementViewSet
 

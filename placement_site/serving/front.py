@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from placement_site.serving import OPERATOR_PATHS, OPERATOR_PREFIXES
+from placement_site.serving import OPERATOR_PATHS
+from placement_site.serving import OPERATOR_PREFIXES
 
 TEMPLATE = Path(__file__).with_name('nginx.conf.template')
 

@@ -5,7 +5,8 @@ The API name is `resource_pool`, not `placement`, so the plugin can be
 installed next to osc-placement; both talk to the `placement` service type.
 openstackclient imports this module on every run: keep it light.
 """
-from osc_lib import exceptions, utils
+from osc_lib import exceptions
+from osc_lib import utils
 
 API_NAME = 'resource_pool'
 API_VERSION_OPTION = 'os_resource_pool_api_version'

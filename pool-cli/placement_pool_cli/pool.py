@@ -7,7 +7,8 @@ from osc_lib import exceptions
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from placement_pool_cli.client import POOL_TRAIT, PlacementError
+from placement_pool_cli.client import POOL_TRAIT
+from placement_pool_cli.client import PlacementError
 
 LOG = logging.getLogger(__name__)
 

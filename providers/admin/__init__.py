@@ -8,10 +8,8 @@ Forms check with the services' rules before saving; a refusal that still
 happens while saving (a concurrent change) becomes an error message, and the
 admin's transaction is rolled back so nothing changes.
 """
-from providers.admin import (
-    catalogue,  # noqa: F401 (registers)
-    events,  # noqa: F401 (registers)
-    pools,  # noqa: F401 (registers)
-    resource_providers,  # noqa: F401 (registers)
-    trends,  # noqa: F401 (registers)
-)
+from providers.admin import catalogue  # noqa: F401 (registers)
+from providers.admin import events  # noqa: F401 (registers)
+from providers.admin import pools  # noqa: F401 (registers)
+from providers.admin import resource_providers  # noqa: F401 (registers)
+from providers.admin import trends  # noqa: F401 (registers)

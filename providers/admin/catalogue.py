@@ -3,26 +3,24 @@ custom ones created, renamed and deleted through the services."""
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists
+from django.db.models import OuterRef
+from django.db.models import Q
 
 from placement_site import exceptions
-from placement_site.admin import (
-    ServiceAdmin,
-    YesNoFilter,
-    adopt,
-    changelist_link,
-    count_column,
-)
+from placement_site.admin import ServiceAdmin
+from placement_site.admin import YesNoFilter
+from placement_site.admin import adopt
+from placement_site.admin import changelist_link
+from placement_site.admin import count_column
 from placement_site.queries import count_of
 from placement_site.validation import CUSTOM_NAME_PATTERN
 from providers import services
-from providers.models import (
-    Inventory,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Inventory
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 
 class CustomNameForm(forms.ModelForm):

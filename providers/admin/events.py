@@ -3,15 +3,11 @@
 from django.contrib import admin
 from django.db.models import Q
 
-from placement_site.admin import (
-    ReadOnlyAdmin,
-    ReadOnlyInline,
-    YesNoFilter,
-)
-from providers.models import (
-    Event,
-    EventProvider,
-)
+from placement_site.admin import ReadOnlyAdmin
+from placement_site.admin import ReadOnlyInline
+from placement_site.admin import YesNoFilter
+from providers.models import Event
+from providers.models import EventProvider
 
 
 class EventProviderInline(ReadOnlyInline):

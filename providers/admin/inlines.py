@@ -4,19 +4,19 @@ written by one service call."""
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator
+from django.core.validators import MinValueValidator
 from django.forms.models import BaseInlineFormSet
 
 from placement_site import exceptions
 from placement_site.validation import is_uuid_like
-from providers import schemas, services
-from providers.models import (
-    INVENTORY_FIELDS,
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-)
+from providers import schemas
+from providers import services
+from providers.models import INVENTORY_FIELDS
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
 
 
 class ServiceFormSet(BaseInlineFormSet):

@@ -6,21 +6,17 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import format_html
 
-from placement_site.admin import (
-    ReadOnlyAdmin,
-    ServiceAdmin,
-    adopt,
-    changelist_link,
-    count_column,
-)
+from placement_site.admin import ReadOnlyAdmin
+from placement_site.admin import ServiceAdmin
+from placement_site.admin import adopt
+from placement_site.admin import changelist_link
+from placement_site.admin import count_column
 from placement_site.queries import count_of
 from providers import services
-from providers.models import (
-    Aggregate,
-    PoolLabel,
-    ProviderAggregate,
-    ResourceProvider,
-)
+from providers.models import Aggregate
+from providers.models import PoolLabel
+from providers.models import ProviderAggregate
+from providers.models import ResourceProvider
 
 
 @admin.register(Aggregate)

@@ -7,30 +7,25 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from placement_site import exceptions
-from placement_site.admin import (
-    ReadOnlyAdmin,
-    RelatedOnly,
-    ServiceAdmin,
-    YesNoFilter,
-    adopt,
-    changelist_link,
-    count_column,
-    first_links,
-)
+from placement_site.admin import ReadOnlyAdmin
+from placement_site.admin import RelatedOnly
+from placement_site.admin import ServiceAdmin
+from placement_site.admin import YesNoFilter
+from placement_site.admin import adopt
+from placement_site.admin import changelist_link
+from placement_site.admin import count_column
+from placement_site.admin import first_links
 from placement_site.queries import count_of
-from placement_site.validation import is_uuid_like, normalize_uuid
+from placement_site.validation import is_uuid_like
+from placement_site.validation import normalize_uuid
 from providers import services
-from providers.admin.inlines import (
-    InventoryInline,
-    ProviderAggregateInline,
-    ProviderTraitInline,
-)
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-)
+from providers.admin.inlines import InventoryInline
+from providers.admin.inlines import ProviderAggregateInline
+from providers.admin.inlines import ProviderTraitInline
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
 
 
 class ProviderForm(forms.ModelForm):

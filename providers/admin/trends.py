@@ -3,14 +3,10 @@
 from django.contrib import admin
 from django.db.models import Q
 
-from placement_site.admin import (
-    ReadOnlyAdmin,
-    RelatedOnly,
-    YesNoFilter,
-)
-from providers.models import (
-    UsageSnapshot,
-)
+from placement_site.admin import ReadOnlyAdmin
+from placement_site.admin import RelatedOnly
+from placement_site.admin import YesNoFilter
+from providers.models import UsageSnapshot
 
 
 class CloudFilter(YesNoFilter):

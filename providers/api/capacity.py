@@ -10,18 +10,25 @@ from dataclasses import dataclass
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse
 
-from placement_site import downloads, errors, exceptions, snapshots
-from placement_site.api import CSV, PlacementViewSet, answer_format, query_params
+from placement_site import downloads
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import snapshots
+from placement_site.api import CSV
+from placement_site.api import PlacementViewSet
+from placement_site.api import answer_format
+from placement_site.api import query_params
 from placement_site.errors import worded
-from placement_site.openapi import (
-    RESOURCES_GRAMMAR,
-    Component,
-    closed,
-    operation,
-    query,
-    resources_map,
-)
-from providers import capacity, querysets, querystring, stranded
+from placement_site.openapi import RESOURCES_GRAMMAR
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import query
+from placement_site.openapi import resources_map
+from providers import capacity
+from providers import querysets
+from providers import querystring
+from providers import stranded
 from providers.flavors import configured_flavors
 
 POLICY = 'placement:capacity:show'

@@ -2,8 +2,17 @@
 gives a pool (an aggregate), which every page, export and answer then
 names it by (AggregateQuerySet.with_names). The same at every microversion."""
 from placement_site import errors
-from placement_site.api import PlacementViewSet, accept_json, json_body, require_json
-from placement_site.openapi import LINKS, UUID, Component, closed, operation, path, request_body
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import require_json
+from placement_site.openapi import LINKS
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import path
+from placement_site.openapi import request_body
 from placement_site.queries import storable
 from providers import services
 from providers.models import Aggregate

@@ -8,12 +8,26 @@ from datetime import timedelta
 from django.http import HttpResponse
 from django.utils import timezone
 
-from placement_site import downloads, errors, exceptions, snapshots
-from placement_site.api import CSV, PlacementViewSet, answer_format, moment, query_params, timestamp
+from placement_site import downloads
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import snapshots
+from placement_site.api import CSV
+from placement_site.api import PlacementViewSet
+from placement_site.api import answer_format
+from placement_site.api import moment
+from placement_site.api import query_params
+from placement_site.api import timestamp
 from placement_site.errors import worded
-from placement_site.openapi import UUID, Component, closed, operation, query, resources_map
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import query
+from placement_site.openapi import resources_map
 from placement_site.queries import storable
-from providers import querysets, trends
+from providers import querysets
+from providers import trends
 from providers.models import Aggregate
 
 CLASS_LIST_PATTERN = '^[A-Z0-9_]+(,[A-Z0-9_]+)*$'

@@ -5,17 +5,23 @@ ratios and reserved amounts changed; nothing is written
 (providers.what_if). Admin or service, as GET /capacity."""
 import copy
 
-from placement_site import exceptions, snapshots
-from placement_site.api import PlacementViewSet, json_body
+from placement_site import exceptions
+from placement_site import snapshots
+from placement_site.api import PlacementViewSet
+from placement_site.api import json_body
 from placement_site.errors import worded
-from placement_site.openapi import Component, closed, operation, request_body, resources_map
-from placement_site.validation import (
-    MAX_INT,
-    NAME_PATTERN,
-    SQL_SP_FLOAT_MAX,
-    UUID_PATTERN,
-)
-from providers import querysets, querystring, what_if
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import request_body
+from placement_site.openapi import resources_map
+from placement_site.validation import MAX_INT
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import SQL_SP_FLOAT_MAX
+from placement_site.validation import UUID_PATTERN
+from providers import querysets
+from providers import querystring
+from providers import what_if
 from providers.api.capacity import POLICY
 from providers.schemas import TRAIT_NAME
 

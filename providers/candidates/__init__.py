@@ -55,14 +55,13 @@ number of queries depends on the shape of the request (groups, classes,
 trait and member_of sets), never on the number of providers.
 """
 from providers.candidates.explain import explain_candidates
-from providers.candidates.query import (
-           CandidateQuery,
-           RequestGroup,
-           RequestWideParams,
-           SearchSettings,
-           parse,
-)
-from providers.candidates.selector import select_candidates, stops_at_the_limit
+from providers.candidates.query import CandidateQuery
+from providers.candidates.query import RequestGroup
+from providers.candidates.query import RequestWideParams
+from providers.candidates.query import SearchSettings
+from providers.candidates.query import parse
+from providers.candidates.selector import select_candidates
+from providers.candidates.selector import stops_at_the_limit
 
 __all__ = ['CandidateQuery', 'RequestGroup', 'RequestWideParams', 'SearchSettings', 'parse',
            'select_candidates', 'stops_at_the_limit', 'explain_candidates']

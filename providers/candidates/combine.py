@@ -18,7 +18,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from providers.candidates.findings import Stage, StageRecord
+from providers.candidates.findings import Stage
+from providers.candidates.findings import StageRecord
 from providers.candidates.matching import AllocationRequest
 
 

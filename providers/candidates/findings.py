@@ -11,7 +11,8 @@ I/O, no Django.
 """
 import enum
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 
 class Stage(enum.Enum):

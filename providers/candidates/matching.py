@@ -17,7 +17,9 @@ import collections.abc
 import itertools
 import math
 
-from providers.candidates.findings import Stage, StageRecord, traits_text
+from providers.candidates.findings import Stage
+from providers.candidates.findings import StageRecord
+from providers.candidates.findings import traits_text
 
 
 class AllocationRequest:

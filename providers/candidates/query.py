@@ -8,13 +8,16 @@ dashboards' explorer parse the same way. Bad input raises Placement's 400
 """
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from django.conf import settings as django_settings
 
-from placement_site import errors, microversion
+from placement_site import errors
+from placement_site import microversion
 from placement_site.api import validated_query
-from placement_site.validation import GROUP_SUFFIX, GROUP_SUFFIX_1_33
+from placement_site.validation import GROUP_SUFFIX
+from placement_site.validation import GROUP_SUFFIX_1_33
 from providers import querystring
 
 

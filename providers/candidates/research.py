@@ -35,37 +35,36 @@ Research's own rules:
 import dataclasses
 
 from django.db import connections
-from django.db.models import Count, F, Q, Subquery, Value
+from django.db.models import Count
+from django.db.models import F
+from django.db.models import Q
+from django.db.models import Subquery
+from django.db.models import Value
 from django.db.models.expressions import RawSQL
 
 from placement_site import exceptions
-from placement_site.prepared import Ids, Prepared
+from placement_site.prepared import Ids
+from placement_site.prepared import Prepared
 from placement_site.queries import storable
 from providers.candidates.combine import answer_stops_at
-from providers.candidates.findings import (
-    GroupFindings,
-    RequestFindings,
-    Researched,
-    Stage,
-    StageRecord,
-    aggregates_text,
-    root_traits_text,
-    traits_text,
-)
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
-from providers.querysets import (
-    SHARING_TRAIT,
-    ids_in_aggregates,
-    ids_with_any_trait,
-    trees_served_by,
-)
+from providers.candidates.findings import GroupFindings
+from providers.candidates.findings import RequestFindings
+from providers.candidates.findings import Researched
+from providers.candidates.findings import Stage
+from providers.candidates.findings import StageRecord
+from providers.candidates.findings import aggregates_text
+from providers.candidates.findings import root_traits_text
+from providers.candidates.findings import traits_text
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
+from providers.querysets import SHARING_TRAIT
+from providers.querysets import ids_in_aggregates
+from providers.querysets import ids_with_any_trait
+from providers.querysets import trees_served_by
 
 # member_of narrows the capacity queries to at most this many providers; a
 # larger IN list costs more than it saves.

@@ -26,17 +26,19 @@ import random
 from dataclasses import dataclass
 
 from providers.candidates.combine import Combination
-from providers.candidates.findings import Researched, Stage, StageRecord
-from providers.candidates.matching import (
-    group_requests,
-    iter_tree_requests,
-    matched_trees,
-    samplable,
-    sample_tree_requests,
-)
+from providers.candidates.findings import Researched
+from providers.candidates.findings import Stage
+from providers.candidates.findings import StageRecord
+from providers.candidates.matching import group_requests
+from providers.candidates.matching import iter_tree_requests
+from providers.candidates.matching import matched_trees
+from providers.candidates.matching import samplable
+from providers.candidates.matching import sample_tree_requests
 from providers.candidates.query import SearchSettings
-from providers.candidates.research import research, trees_suffice
-from providers.candidates.summaries import Summaries, in_trees
+from providers.candidates.research import research
+from providers.candidates.research import trees_suffice
+from providers.candidates.summaries import Summaries
+from providers.candidates.summaries import in_trees
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,18 @@ I/O.
 import collections
 
 from django.contrib.postgres.aggregates import ArrayAgg
-from django.db import connections, router
+from django.db import connections
+from django.db import router
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
-from placement_site.prepared import Ids, Prepared
+from placement_site.prepared import Ids
+from placement_site.prepared import Prepared
 from providers import rules
-from providers.models import Inventory, ProviderTrait, ResourceProvider, Trait
+from providers.models import Inventory
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 # Above this many trees, reading whole tables beats a huge IN list; above
 # LISTED_ANYWAY, it may already (see Summaries._by_list).

@@ -22,14 +22,14 @@ from django.db import connections
 from providers import change_log
 from providers.fits import Fit
 from providers.ledger import groupings
-from providers.ledger.folds import (
-    BooksFold,
-    FitsFold,
-    FullestFold,
-    FullestTreesFold,
-    GuardedAnswer,
-)
-from providers.ledger.live import forget, ledger, unobserved
+from providers.ledger.folds import BooksFold
+from providers.ledger.folds import FitsFold
+from providers.ledger.folds import FullestFold
+from providers.ledger.folds import FullestTreesFold
+from providers.ledger.folds import GuardedAnswer
+from providers.ledger.live import forget
+from providers.ledger.live import ledger
+from providers.ledger.live import unobserved
 
 LOG = logging.getLogger('placement.ledger')
 

@@ -32,7 +32,8 @@ from providers import books as the_books
 from providers import fits as fitting
 from providers.fits import Fit
 from providers.ledger import groupings
-from providers.ledger.image import scaled_capacity, unscaled
+from providers.ledger.image import scaled_capacity
+from providers.ledger.image import unscaled
 
 INF = math.inf
 GENERAL = 'general'   # two or more of the shape's classes shared: count_fits

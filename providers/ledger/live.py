@@ -28,7 +28,8 @@ from django.db import connections
 from placement_site import snapshots
 from providers import change_log
 from providers.ledger import stamps
-from providers.ledger.image import Image, streamed
+from providers.ledger.image import Image
+from providers.ledger.image import streamed
 
 LOG = logging.getLogger('placement.ledger')
 

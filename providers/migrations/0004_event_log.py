@@ -2,7 +2,8 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-from django.db import migrations, models
+from django.db import migrations
+from django.db import models
 
 
 class Migration(migrations.Migration):

@@ -16,7 +16,8 @@ from decimal import Decimal
 
 import jsonschema
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
@@ -25,18 +26,22 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from placement_site import exceptions
-from placement_site.admin import (
-    RelatedOnly,
-    ServiceAdmin,
-    YesNoFilter,
-    adopt,
-    change_url,
-    changelist_link,
-)
-from placement_site.validation import NAME_PATTERN, is_uuid_like
+from placement_site.admin import RelatedOnly
+from placement_site.admin import ServiceAdmin
+from placement_site.admin import YesNoFilter
+from placement_site.admin import adopt
+from placement_site.admin import change_url
+from placement_site.admin import changelist_link
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import is_uuid_like
 from providers.models import ResourceProvider
-from providers.pods import schemas, selection, services
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding, affinity_tag
+from providers.pods import schemas
+from providers.pods import selection
+from providers.pods import services
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
+from providers.pods.models import affinity_tag
 
 TAGS_RULE = schemas.POD_FIELDS['affinity_tags']
 THRESHOLDS_RULE = schemas.POD_FIELDS['thresholds']

@@ -2,7 +2,10 @@
 OpenStack Placement: the same at every microversion)."""
 import copy
 
-from placement_site.validation import MAX_INT, NAME_PATTERN, PAGE_LIMIT, PAGE_MARKER
+from placement_site.validation import MAX_INT
+from placement_site.validation import NAME_PATTERN
+from placement_site.validation import PAGE_LIMIT
+from placement_site.validation import PAGE_MARKER
 
 # An affinity tag is key=value, as in flavor or volume-type metadata
 # (resource=CAD Modeling). Keys take letters, digits and _ . : / - (as

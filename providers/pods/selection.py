@@ -7,13 +7,20 @@ the pool pages read them), so one selection costs the same few queries
 however many pods and providers there are. Selecting reads and writes
 nothing; providers.pods.services binds on its answer.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from placement_site import exceptions
 from providers import books
-from providers.models import Inventory, ResourceClass
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
-from providers.pods.pipeline import PodFilter, PodWeigher, normalise, select
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
+from providers.pods.pipeline import PodFilter
+from providers.pods.pipeline import PodWeigher
+from providers.pods.pipeline import normalise
+from providers.pods.pipeline import select
 from providers.querysets import in_pools
 
 

@@ -12,16 +12,20 @@ winner's binding.
 import uuid as uuid_lib
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 from django.utils import timezone
 
 from placement_site import exceptions
-from placement_site.retries import retried, retried_write
+from placement_site.retries import retried
+from placement_site.retries import retried_write
 from placement_site.validation import normalize_uuid
 from providers import querysets
 from providers import services as provider_services
 from providers.pods import selection
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 
 POD_FIELDS = ('name', 'availability_zone', 'affinity_tags', 'thresholds', 'state')
 

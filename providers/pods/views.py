@@ -1,34 +1,36 @@
 """The pod API (not part of OpenStack Placement): /pods and /pod_bindings,
 with Placement's authentication, policy, error format and microversion
 header, the same at every microversion."""
-from placement_site import errors, exceptions
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    json_body,
-    page_after_marker,
-    query_params,
-    require_json,
-    timestamp,
-)
-from placement_site.errors import Worded, worded
-from placement_site.openapi import (
-    LINKS,
-    UUID,
-    Component,
-    closed,
-    link,
-    operation,
-    paging_parameters,
-    path,
-    query,
-    request_body,
-    resources_map,
-)
+from placement_site import errors
+from placement_site import exceptions
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import page_after_marker
+from placement_site.api import query_params
+from placement_site.api import require_json
+from placement_site.api import timestamp
+from placement_site.errors import Worded
+from placement_site.errors import worded
+from placement_site.openapi import LINKS
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import operation
+from placement_site.openapi import paging_parameters
+from placement_site.openapi import path
+from placement_site.openapi import query
+from placement_site.openapi import request_body
+from placement_site.openapi import resources_map
 from placement_site.queries import storable
 from placement_site.validation import normalize_uuid
-from providers.pods import schemas, selection, services
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods import schemas
+from providers.pods import selection
+from providers.pods import services
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 
 POD_POLICY = 'placement:pods:%s'
 BINDING_POLICY = 'placement:pod_bindings:%s'

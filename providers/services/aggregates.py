@@ -1,13 +1,12 @@
 """A provider's aggregates (the pools it is in)."""
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
+from django.db import transaction
 
 from placement_site.retries import retried_write
 from providers import events
-from providers.models import (
-    Aggregate,
-    ProviderAggregate,
-)
+from providers.models import Aggregate
+from providers.models import ProviderAggregate
 from providers.services.generations import claim_generation
 
 

@@ -5,9 +5,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from placement_site import exceptions
-from providers.models import (
-    ResourceProvider,
-)
+from providers.models import ResourceProvider
 
 
 def claim_generation(provider):

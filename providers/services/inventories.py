@@ -8,13 +8,13 @@ from django.utils import timezone
 
 from placement_site import exceptions
 from placement_site.retries import retried_write
-from providers import events, querysets, rules
-from providers.models import (
-    INVENTORY_DEFAULTS,
-    INVENTORY_FIELDS,
-    Inventory,
-    ResourceClass,
-)
+from providers import events
+from providers import querysets
+from providers import rules
+from providers.models import INVENTORY_DEFAULTS
+from providers.models import INVENTORY_FIELDS
+from providers.models import Inventory
+from providers.models import ResourceClass
 from providers.services.generations import claim_generation
 
 LOG = logging.getLogger('placement.inventories')

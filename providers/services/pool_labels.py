@@ -2,10 +2,9 @@
 
 from django.db import transaction
 
-from placement_site.retries import retried, retried_write
-from providers.models import (
-    PoolLabel,
-)
+from placement_site.retries import retried
+from placement_site.retries import retried_write
+from providers.models import PoolLabel
 
 
 def pool_label_set(*, aggregate, name):

@@ -1,15 +1,14 @@
 """Custom resource classes: created, renamed and deleted."""
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from placement_site import exceptions
 from placement_site.retries import retried_write
-from providers.models import (
-    Inventory,
-    ResourceClass,
-)
+from providers.models import Inventory
+from providers.models import ResourceClass
 from providers.services.traits import delete_custom
 
 

@@ -1,19 +1,18 @@
 """Creating, updating (renaming, re-parenting) and deleting resource providers."""
 import uuid as uuid_lib
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
+from django.db import transaction
 from django.utils import timezone
 
 from placement_site import exceptions
 from placement_site.retries import retried_write
 from placement_site.validation import normalize_uuid
 from providers import events
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-)
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
 from providers.services.generations import lock_as_read
 
 

@@ -1,15 +1,16 @@
 """A provider's traits, and the custom traits themselves."""
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
+from django.db import transaction
 
 from placement_site import exceptions
 from placement_site.retries import retried_write
-from providers import events, querysets
-from providers.models import (
-    ProviderTrait,
-    Trait,
-)
-from providers.services.generations import claim_generation, lock_as_read
+from providers import events
+from providers import querysets
+from providers.models import ProviderTrait
+from providers.models import Trait
+from providers.services.generations import claim_generation
+from providers.services.generations import lock_as_read
 
 
 @retried_write

@@ -36,9 +36,11 @@ import requests
 
 from scripts.harness import loads
 from scripts.harness.api import HEADERS
-from scripts.harness.galera import Cluster, Proxy
+from scripts.harness.galera import Cluster
+from scripts.harness.galera import Proxy
 from scripts.harness.placement import Server
-from scripts.harness.process import alive, wait_for
+from scripts.harness.process import alive
+from scripts.harness.process import wait_for
 
 SYNC_WAIT = '?wsrep_sync_wait=1'
 # What the services log when they rerun a write that met MariaDB's broken

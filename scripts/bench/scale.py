@@ -52,8 +52,10 @@ import uuid
 
 from scripts.bench import percentile
 from scripts.harness.api import api_request
-from scripts.harness.placement import REPO, Server
-from scripts.harness.process import children, memory_mib
+from scripts.harness.placement import REPO
+from scripts.harness.placement import Server
+from scripts.harness.process import children
+from scripts.harness.process import memory_mib
 
 ROOT = str(REPO)
 

@@ -55,7 +55,11 @@ import psycopg2
 from scripts.bench import percentile
 from scripts.harness.api import send
 from scripts.harness.placement import REPO
-from scripts.harness.process import Process, children, cpu_seconds, free_port, memory_mib
+from scripts.harness.process import Process
+from scripts.harness.process import children
+from scripts.harness.process import cpu_seconds
+from scripts.harness.process import free_port
+from scripts.harness.process import memory_mib
 
 ROOT = str(REPO)
 MICROVERSION = '1.39'

@@ -574,7 +574,8 @@ def set_up_writes(url, seed, nodes, rate, writers):
     session = requests.Session()
     sign_in(session, url)
     rows = pages(session, url, seed)  # sets Django up, for load_scale's names
-    from allocations.management.commands.load_scale import BIG_PROJECT_SHARE, Names
+    from allocations.management.commands.load_scale import BIG_PROJECT_SHARE
+    from allocations.management.commands.load_scale import Names
     names = Names(seed)
     targets = claim_targets(url, names, nodes, random.Random(seed))
     return session, rows, Writer(url, targets, names, rate, seed, writers, BIG_PROJECT_SHARE)

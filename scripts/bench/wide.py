@@ -33,10 +33,14 @@ import tempfile
 import time
 import uuid
 
-from scripts.harness.api import api_request, send
+from scripts.harness.api import api_request
+from scripts.harness.api import send
 from scripts.harness.placement import REPO
 from scripts.harness.placement import Server as OurServer
-from scripts.harness.process import Process, children, free_port, memory_mib
+from scripts.harness.process import Process
+from scripts.harness.process import children
+from scripts.harness.process import free_port
+from scripts.harness.process import memory_mib
 
 ROOT = str(REPO)
 PLACEMENT_SCRIPT = os.path.join(ROOT, '..', 'shared', 'bench', 'servers',

@@ -22,10 +22,13 @@ import shutil
 import signal
 import subprocess
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from scripts.harness.process import Process, alive, wait_for
+from scripts.harness.process import Process
+from scripts.harness.process import alive
+from scripts.harness.process import wait_for
 
 PROVIDER = '/usr/lib/galera/libgalera_smm.so'
 # Commands (or files) and the Debian packages that bring them: the servers,

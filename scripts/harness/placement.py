@@ -10,7 +10,9 @@ from pathlib import Path
 import requests
 
 from scripts.harness.api import HEADERS
-from scripts.harness.process import Process, children, free_port
+from scripts.harness.process import Process
+from scripts.harness.process import children
+from scripts.harness.process import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,25 +14,28 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations import audit, status
+from allocations import audit
 from allocations import services as allocation_services
+from allocations import status
 from allocations.management.commands import placement_audit
-from allocations.models import Allocation, Consumer
+from allocations.models import Allocation
+from allocations.models import Consumer
 from placement_site import exceptions
-from providers import ledger, services
-from providers.models import Event, Inventory, ResourceProvider
+from providers import ledger
+from providers import services
+from providers.models import Event
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from tests.support.factories import add_provider
-from tests.support.orphans import (
-    POOL_AGGREGATE,
-    allocate,
-    build_cloud,
-    build_orphans,
-    fresh,
-    live_file,
-    remove_inventory_behind_placements_back,
-    run,
-    written_long_ago,
-)
+from tests.support.orphans import POOL_AGGREGATE
+from tests.support.orphans import allocate
+from tests.support.orphans import build_cloud
+from tests.support.orphans import build_orphans
+from tests.support.orphans import fresh
+from tests.support.orphans import live_file
+from tests.support.orphans import remove_inventory_behind_placements_back
+from tests.support.orphans import run
+from tests.support.orphans import written_long_ago
 from tests.support.state import unchanged
 
 

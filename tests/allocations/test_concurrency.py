@@ -3,12 +3,16 @@ wins, capacity is never exceeded, and losers leave nothing behind."""
 import uuid
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
+from django.db import connections
 
 from allocations import usage_totals
 from providers.models import ResourceProvider
 from tests.support.api import assert_error
-from tests.support.concurrency import WRITERS, Server, claim_body, together
+from tests.support.concurrency import WRITERS
+from tests.support.concurrency import Server
+from tests.support.concurrency import claim_body
+from tests.support.concurrency import together
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

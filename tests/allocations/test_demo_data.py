@@ -11,26 +11,29 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
+from django.core.management import call_command
 from django.db import transaction
 from django.db.models import Sum
 
-from allocations.management.commands.load_demo import (
-    DEMO_PROJECT_IDS,
-    NFS_AGGREGATE,
-    NODE_NAME,
-    POOL_AGGREGATE,
-    PROJECTS,
-    aggregate_uuid,
-    demo_pods,
-    demo_providers,
-    node_name,
-    pod_uuid,
-    provider_uuid,
-)
-from allocations.models import Allocation, Consumer
-from providers.models import Inventory, ResourceProvider, Trait
-from providers.pods.models import Pod, PodBinding
+from allocations.management.commands.load_demo import DEMO_PROJECT_IDS
+from allocations.management.commands.load_demo import NFS_AGGREGATE
+from allocations.management.commands.load_demo import NODE_NAME
+from allocations.management.commands.load_demo import POOL_AGGREGATE
+from allocations.management.commands.load_demo import PROJECTS
+from allocations.management.commands.load_demo import aggregate_uuid
+from allocations.management.commands.load_demo import demo_pods
+from allocations.management.commands.load_demo import demo_providers
+from allocations.management.commands.load_demo import node_name
+from allocations.management.commands.load_demo import pod_uuid
+from allocations.management.commands.load_demo import provider_uuid
+from allocations.models import Allocation
+from allocations.models import Consumer
+from providers.models import Inventory
+from providers.models import ResourceProvider
+from providers.models import Trait
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 
 SEED = 3
 ROWS, RACKS, NODES = 3, 10, 2  # size small

@@ -10,9 +10,13 @@ from django.utils import timezone
 
 from allocations import history
 from allocations import services as allocation_services
-from allocations.models import Allocation, Consumer, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
+from allocations.models import User
 from providers import books
-from providers.models import Event, ResourceClass
+from providers.models import Event
+from providers.models import ResourceClass
 from tests.support.factories import add_provider
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,11 @@ import shutil
 import sqlite3
 import uuid as uuid_lib
 from contextlib import contextmanager
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import format_datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import pytest
 import requests
@@ -23,8 +25,11 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from allocations import importer
-from allocations.models import Allocation, Consumer
-from providers.models import Inventory, ResourceProvider, Trait
+from allocations.models import Allocation
+from allocations.models import Consumer
+from providers.models import Inventory
+from providers.models import ResourceProvider
+from providers.models import Trait
 from scripts.harness import placement
 from tests.support.api import PlacementClient
 from tests.support.state import snapshot

@@ -2,32 +2,34 @@
 keeps every invariant the services keep, is the same for the same seed, and
 reads back through the API."""
 import io
-from collections import Counter, defaultdict
+from collections import Counter
+from collections import defaultdict
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
+from django.core.management import call_command
 from django.db import transaction
 from django.db.models import Sum
 
-from allocations.management.commands.load_scale import (
-    FLAT,
-    NUMA,
-    PF,
-    PHYSNETS,
-    TRAITS_PER_NODE,
-    Names,
-    plan_dataset,
-)
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers.models import (
-    Event,
-    EventProvider,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-    Trait,
-)
+from allocations.management.commands.load_scale import FLAT
+from allocations.management.commands.load_scale import NUMA
+from allocations.management.commands.load_scale import PF
+from allocations.management.commands.load_scale import PHYSNETS
+from allocations.management.commands.load_scale import TRAITS_PER_NODE
+from allocations.management.commands.load_scale import Names
+from allocations.management.commands.load_scale import plan_dataset
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
+from providers.models import Event
+from providers.models import EventProvider
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 N = 30
 SEED = 7

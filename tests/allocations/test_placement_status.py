@@ -19,11 +19,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from allocations import status
-from allocations.models import Allocation, Consumer, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
+from allocations.models import User
 from providers import services
-from providers.models import Inventory, ResourceClass, ResourceProvider, Trait
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from tests.support.api import new_uuid
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.state import command_result
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,17 +4,22 @@ per class in time order with their growth, pruned with the snapshots, and
 charted on the project's page."""
 import functools
 import uuid as uuid_lib
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
 from allocations import project_trends
 from allocations import services as allocation_services
-from allocations.models import Project, ProjectUsageSnapshot
+from allocations.models import Project
+from allocations.models import ProjectUsageSnapshot
 from allocations.ui import reports
 from providers import trends
-from tests.support.admin import assert_admin_read_only, changelist
-from tests.support.factories import add_allocation, add_provider
+from tests.support.admin import assert_admin_read_only
+from tests.support.admin import changelist
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.pages import exact
 from tests.support.state import count_queries
 

@@ -9,11 +9,17 @@ from django.core.management import call_command
 from django.db import connection
 
 from allocations import services as allocation_services
-from allocations import status, usage_totals
-from allocations.models import Allocation, Consumer, Project, User
+from allocations import status
+from allocations import usage_totals
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
+from allocations.models import User
 from providers import services
-from providers.models import Inventory, ResourceClass
-from tests.support.factories import add_allocation, add_provider
+from providers.models import Inventory
+from providers.models import ResourceClass
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 
 def used(provider, class_name='VCPU'):

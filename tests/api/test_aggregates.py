@@ -6,13 +6,11 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.support.api import (
-    UNDEFINED,
-    assert_error,
-    assert_put_media_type_refused,
-    error_of,
-    generation,
-)
+from tests.support.api import UNDEFINED
+from tests.support.api import assert_error
+from tests.support.api import assert_put_media_type_refused
+from tests.support.api import error_of
+from tests.support.api import generation
 from tests.support.state import unchanged
 
 

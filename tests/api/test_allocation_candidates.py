@@ -12,7 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from allocations.api import candidates as candidates_api
 from placement_site import api as placement_api
 from providers.candidates import summaries
-from tests.support.api import LATEST, UNDEFINED, assert_error, lasting_headers
+from tests.support.api import LATEST
+from tests.support.api import UNDEFINED
+from tests.support.api import assert_error
+from tests.support.api import lasting_headers
 from tests.support.state import unchanged
 
 AGG_A = str(uuid_lib.uuid4())

@@ -6,7 +6,11 @@ import uuid as uuid_lib
 
 import pytest
 
-from tests.support.api import assert_error, assert_version_refused, error_of, generation, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import assert_version_refused
+from tests.support.api import error_of
+from tests.support.api import generation
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 MAX_INT = 2147483647

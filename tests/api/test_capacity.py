@@ -12,7 +12,8 @@ from allocations.management.commands.load_scale import refresh_statistics
 from providers.pods import services as pod_services
 from providers.pods.models import Pod
 from tests.support.api import assert_error
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 ROW = 'a0000000-0000-4000-8000-00000000000a'
 STORAGE = 'b0000000-0000-4000-8000-00000000000b'

@@ -9,8 +9,10 @@ import os_traits
 import pytest
 import requests
 
-from tests.support.api import assert_error, new_uuid
-from tests.support.concurrency import HEADERS, together
+from tests.support.api import assert_error
+from tests.support.api import new_uuid
+from tests.support.concurrency import HEADERS
+from tests.support.concurrency import together
 from tests.support.state import unchanged
 
 CONCURRENT_UPDATE = 'placement.concurrent_update'

@@ -7,8 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from providers.candidates import explain as explain_module
-from tests.support.api import assert_error, error_of
-from tests.support.factories import add_allocation, add_provider
+from tests.support.api import assert_error
+from tests.support.api import error_of
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 AGG = str(uuid.uuid4())
 OTHER_AGG = str(uuid.uuid4())

@@ -3,7 +3,8 @@ built so that each limit in turn is the only cause, and the explanation,
 the step's causes and the closest miss name it, and only it."""
 import pytest
 
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 SHARED = '7b3c1d1e-51d4-4f07-9d3f-7c1a3e1f0001'
 ELSEWHERE = '7b3c1d1e-51d4-4f07-9d3f-7c1a3e1f0002'

@@ -8,7 +8,8 @@ import pytest
 from django.test import override_settings
 
 from placement_site import config
-from tests.support.api import assert_error, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import new_uuid
 
 CONSUMER = '11111111-1111-4111-8111-111111111111'
 SERVICE = {'X-Roles': 'service'}  # the reshaper is for services only

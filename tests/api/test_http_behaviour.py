@@ -9,7 +9,11 @@ import pytest
 
 from placement_site import api as placement_api
 from placement_site import compression
-from tests.support.api import allocation_body, error_of, lasting_headers, new_uuid, vcpu_provider
+from tests.support.api import allocation_body
+from tests.support.api import error_of
+from tests.support.api import lasting_headers
+from tests.support.api import new_uuid
+from tests.support.api import vcpu_provider
 from tests.support.state import unchanged
 
 pytestmark = pytest.mark.any_database

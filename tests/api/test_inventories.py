@@ -6,7 +6,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.support.api import assert_error, assert_not_acceptable, generation, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import assert_not_acceptable
+from tests.support.api import generation
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 CONCURRENT = 'placement.concurrent_update'

@@ -10,7 +10,8 @@ from django.apps import apps
 from django.db import connection
 
 from providers.models import ResourceProvider
-from tests.support.api import assert_error, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import new_uuid
 
 LOOK_ALIKES = ['cn1', 'CN1', 'cn1 ', 'cñ1', 'cn1\N{GRINNING FACE}']
 

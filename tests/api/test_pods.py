@@ -8,7 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.support.api import assert_error, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import new_uuid
 
 POD_KEYS = {'uuid', 'name', 'aggregate', 'availability_zone', 'affinity_tags', 'thresholds',
             'state', 'created_at', 'updated_at', 'resources', 'tenants', 'links'}

@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from tests.support.api import allocation_body, error_of, new_uuid, vcpu_provider
+from tests.support.api import allocation_body
+from tests.support.api import error_of
+from tests.support.api import new_uuid
+from tests.support.api import vcpu_provider
 from tests.support.state import unchanged
 
 pytestmark = pytest.mark.any_database

@@ -4,7 +4,8 @@
 for every refusal, policy. On every database: the rule is SQL."""
 import pytest
 
-from tests.support.api import assert_error, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import new_uuid
 
 SERVICE = {'X-Roles': 'service'}
 

@@ -3,7 +3,9 @@ between providers in one transaction, or nothing changes at all."""
 
 import pytest
 
-from tests.support.api import assert_error, assert_version_refused, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import assert_version_refused
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 SERVICE = {'X-Roles': 'service'}

@@ -7,7 +7,9 @@ from urllib.parse import quote
 import os_resource_classes
 import pytest
 
-from tests.support.api import UNDEFINED, assert_error, assert_not_acceptable
+from tests.support.api import UNDEFINED
+from tests.support.api import assert_error
+from tests.support.api import assert_not_acceptable
 from tests.support.state import unchanged
 
 

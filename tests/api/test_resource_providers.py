@@ -13,14 +13,13 @@ from django.utils.http import http_date
 from placement_site import api as placement_api
 from providers.api.views import providers as provider_views
 from providers.models import ResourceProvider
-from tests.support.api import (
-    UNDEFINED,
-    assert_error,
-    assert_not_acceptable,
-    lasting_headers,
-    new_uuid,
-)
-from tests.support.state import unchanged, without_event_log
+from tests.support.api import UNDEFINED
+from tests.support.api import assert_error
+from tests.support.api import assert_not_acceptable
+from tests.support.api import lasting_headers
+from tests.support.api import new_uuid
+from tests.support.state import unchanged
+from tests.support.state import without_event_log
 
 
 def names(response):

@@ -10,13 +10,11 @@ import pytest
 from django.utils.http import http_date
 
 from providers.models import Trait
-from tests.support.api import (
-    assert_error,
-    assert_not_acceptable,
-    assert_put_media_type_refused,
-    generation,
-    new_uuid,
-)
+from tests.support.api import assert_error
+from tests.support.api import assert_not_acceptable
+from tests.support.api import assert_put_media_type_refused
+from tests.support.api import generation
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 CONCURRENT = 'placement.concurrent_update'

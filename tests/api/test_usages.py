@@ -8,7 +8,9 @@ import pytest
 from django.utils import timezone
 from django.utils.http import http_date
 
-from tests.support.api import assert_error, assert_version_refused, new_uuid
+from tests.support.api import assert_error
+from tests.support.api import assert_version_refused
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 NOT_ACCEPTABLE = ('406 Not Acceptable\n\nThe resource could not be generated that was acceptable '

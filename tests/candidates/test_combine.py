@@ -2,15 +2,16 @@
 database, provider summaries and requests written out by hand."""
 import pytest
 
-from providers.candidates.combine import Combination, consolidate
-from providers.candidates.findings import GroupFindings, RequestFindings, Stage
+from providers.candidates.combine import Combination
+from providers.candidates.combine import consolidate
+from providers.candidates.findings import GroupFindings
+from providers.candidates.findings import RequestFindings
+from providers.candidates.findings import Stage
 from providers.candidates.matching import AllocationRequest
-from providers.candidates.query import (
-    CandidateQuery,
-    RequestGroup,
-    RequestWideParams,
-    SearchSettings,
-)
+from providers.candidates.query import CandidateQuery
+from providers.candidates.query import RequestGroup
+from providers.candidates.query import RequestWideParams
+from providers.candidates.query import SearchSettings
 from providers.candidates.summaries import ProviderSummary
 
 pytestmark = pytest.mark.any_database  # and no database at all

@@ -6,7 +6,9 @@ import copy
 
 import pytest
 
-from providers.candidates.findings import GroupFindings, RequestFindings, Stage
+from providers.candidates.findings import GroupFindings
+from providers.candidates.findings import RequestFindings
+from providers.candidates.findings import Stage
 from providers.candidates.matching import group_requests
 from providers.candidates.query import RequestGroup
 

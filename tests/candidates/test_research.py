@@ -11,9 +11,12 @@ from django.test.utils import CaptureQueriesContext
 from placement_site import exceptions
 from providers.candidates import research as research_module
 from providers.candidates.findings import Stage
-from providers.candidates.query import CandidateQuery, RequestGroup, RequestWideParams
+from providers.candidates.query import CandidateQuery
+from providers.candidates.query import RequestGroup
+from providers.candidates.query import RequestWideParams
 from providers.candidates.research import research
-from tests.support.factories import ROW, STORAGE
+from tests.support.factories import ROW
+from tests.support.factories import STORAGE
 
 
 def researched_for(*groups, exhaustive=False, **params):

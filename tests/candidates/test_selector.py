@@ -10,10 +10,17 @@ from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 
-from placement_site import errors, exceptions, microversion
-from providers.candidates import explain_candidates, parse, select_candidates, summaries
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import microversion
+from providers.candidates import explain_candidates
+from providers.candidates import parse
+from providers.candidates import select_candidates
+from providers.candidates import summaries
 from providers.candidates.findings import Stage
-from providers.candidates.matching import matched_trees, samplable, sample_tree_requests
+from providers.candidates.matching import matched_trees
+from providers.candidates.matching import samplable
+from providers.candidates.matching import sample_tree_requests
 from providers.candidates.query import SearchSettings
 from providers.candidates.research import research
 from tests.support.factories import ROW

@@ -9,8 +9,12 @@ from django.test.utils import CaptureQueriesContext
 
 from placement_site import microversion
 from providers import services
-from providers.candidates import parse, select_candidates, summaries
-from providers.models import ProviderTrait, ResourceProvider, Trait
+from providers.candidates import parse
+from providers.candidates import select_candidates
+from providers.candidates import summaries
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 LATEST = microversion.parse(microversion.MAX_VERSION)
 TEXT = 'resources=VCPU:1'

@@ -14,7 +14,8 @@ import requests
 from django.core.handlers.wsgi import WSGIHandler
 
 from placement_site.wsgi import _with_keystone
-from tests.support.keystone import Identity, keystone_url
+from tests.support.keystone import Identity
+from tests.support.keystone import keystone_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database,
               pytest.mark.django_db(transaction=True, serialized_rollback=True)]

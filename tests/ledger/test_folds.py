@@ -14,24 +14,28 @@ import time
 import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 
 from allocations import metrics as allocation_metrics
 from allocations import services as allocation_services
-from allocations.models import Consumer, Project
+from allocations.models import Consumer
+from allocations.models import Project
 from allocations.ui import reports
 from allocations.ui.filters import ProviderPages
 from placement_site.exceptions import PlacementDomainError
-from providers import books, capacity, ledger, scopes, services
+from providers import books
+from providers import capacity
+from providers import ledger
 from providers import metrics as provider_metrics
+from providers import scopes
+from providers import services
 from providers.ledger import live
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
+from providers.models import Trait
 from providers.pods import services as pod_services
 from tests.support.factories import add_provider
 

@@ -7,11 +7,17 @@ import pytest
 from django.db import connection
 
 from allocations import ledger as allocation_ledger
-from allocations.models import Allocation, Consumer, Project
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
 from providers import services
 from providers.ledger import stamps
-from providers.models import Inventory, ProviderAggregate, ResourceProvider, Trait
-from tests.support.factories import add_allocation, add_provider
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ResourceProvider
+from providers.models import Trait
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 # Committed, as the ledger reads them; PostgreSQL's triggers run per statement.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

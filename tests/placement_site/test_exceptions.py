@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from placement_site import errors, exceptions
+from placement_site import errors
+from placement_site import exceptions
 
 pytestmark = pytest.mark.any_database
 

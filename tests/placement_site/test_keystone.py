@@ -10,7 +10,10 @@ from django.core.wsgi import get_wsgi_application
 
 from placement_site.wsgi import _with_keystone
 from providers.models import ResourceProvider
-from tests.support.keystone import VERSION, Identity, call, keystone_url
+from tests.support.keystone import VERSION
+from tests.support.keystone import Identity
+from tests.support.keystone import call
+from tests.support.keystone import keystone_url
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
 

@@ -4,14 +4,18 @@ the password checked by Keystone, the session keeping the token and
 re-validating it within a bound, staff decided by Placement's policy, local
 accounts still signing in beside it, and an audit line for each sign-in."""
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User as Account
 from django.test import Client
 
 from placement_site import keystone_signin
-from tests.support.keystone import CountingFront, Identity, keystone_url
+from tests.support.keystone import CountingFront
+from tests.support.keystone import Identity
+from tests.support.keystone import keystone_url
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import psycopg2
 import pytest
 import requests
-from django.db import OperationalError, connection
+from django.db import OperationalError
+from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -22,7 +23,10 @@ from providers.models import ResourceProvider
 from scripts.harness.placement import Server
 from tests.support.api import new_uuid
 from tests.support.factories import bulk_trees
-from tests.support.metrics import of, parse, scrape, value
+from tests.support.metrics import of
+from tests.support.metrics import parse
+from tests.support.metrics import scrape
+from tests.support.metrics import value
 
 POOL_A = str(uuid.uuid4())
 POOL_B = str(uuid.uuid4())

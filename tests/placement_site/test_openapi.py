@@ -31,21 +31,20 @@ from placement_site import microversion
 from placement_site.api import validate
 from placement_site.errors import PlacementError
 from placement_site.microversion import ByVersion
-from placement_site.openapi import (
-    MEMBER_OF_GRAMMAR,
-    REQUIRED_GRAMMAR,
-    RESOURCES_GRAMMAR,
-    ROOT_REQUIRED_GRAMMAR,
-    UUID_KEY,
-    at_version,
-    describing,
-    keyed_maps,
-    openapi_schema,
-)
+from placement_site.openapi import MEMBER_OF_GRAMMAR
+from placement_site.openapi import REQUIRED_GRAMMAR
+from placement_site.openapi import RESOURCES_GRAMMAR
+from placement_site.openapi import ROOT_REQUIRED_GRAMMAR
+from placement_site.openapi import UUID_KEY
+from placement_site.openapi import at_version
+from placement_site.openapi import describing
+from placement_site.openapi import keyed_maps
+from placement_site.openapi import openapi_schema
 from placement_site.validation import UUID_PATTERN
 from providers import schemas as provider_schemas
 from providers import trends
-from providers.api import pool_labels, what_if
+from providers.api import pool_labels
+from providers.api import what_if
 from providers.pods import schemas as pod_schemas
 
 pytestmark = pytest.mark.any_database

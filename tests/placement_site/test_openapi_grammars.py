@@ -9,16 +9,17 @@ import urllib.parse
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from placement_site.openapi import (
-    MEMBER_OF_GRAMMAR,
-    REQUIRED_GRAMMAR,
-    RESOURCES_GRAMMAR,
-    ROOT_REQUIRED_GRAMMAR,
-    at_version,
-)
+from placement_site.openapi import MEMBER_OF_GRAMMAR
+from placement_site.openapi import REQUIRED_GRAMMAR
+from placement_site.openapi import RESOURCES_GRAMMAR
+from placement_site.openapi import ROOT_REQUIRED_GRAMMAR
+from placement_site.openapi import at_version
 
 pytestmark = pytest.mark.any_database
 

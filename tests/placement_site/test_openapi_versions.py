@@ -6,7 +6,9 @@ import pytest
 from placement_site import microversion
 from placement_site.api import versions
 from placement_site.microversion import ByVersion
-from placement_site.openapi import at_version, operation, query
+from placement_site.openapi import at_version
+from placement_site.openapi import operation
+from placement_site.openapi import query
 
 pytestmark = pytest.mark.any_database
 

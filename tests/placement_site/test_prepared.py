@@ -5,8 +5,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from placement_site.prepared import Ids, Prepared
-from providers.models import Inventory, ResourceProvider
+from placement_site.prepared import Ids
+from placement_site.prepared import Prepared
+from providers.models import Inventory
+from providers.models import ResourceProvider
 
 
 @pytest.fixture

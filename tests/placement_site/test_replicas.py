@@ -15,12 +15,16 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import OperationalError, router
+from django.db import OperationalError
+from django.db import router
 
-from placement_site import config, replicas
+from placement_site import config
+from placement_site import replicas
 from providers.models import ResourceProvider
 from scripts.harness.placement import Server
-from tests.support.replicas import Cluster, postgres_bin, wait_for
+from tests.support.replicas import Cluster
+from tests.support.replicas import postgres_bin
+from tests.support.replicas import wait_for
 
 PASSWORD = 'replica-admin-password'
 WRITERS = 20

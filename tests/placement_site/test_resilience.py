@@ -22,13 +22,20 @@ import uuid
 import psycopg2
 import pytest
 import requests
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError
+from django.db import connection
+from django.db import connections
 
 from placement_site import outages
-from scripts.harness.loads import ClaimsLoad, assert_books_balance, claim_body, seed
+from scripts.harness.loads import ClaimsLoad
+from scripts.harness.loads import assert_books_balance
+from scripts.harness.loads import claim_body
+from scripts.harness.loads import seed
 from scripts.harness.placement import Server
 from scripts.harness.process import free_port
-from tests.support.replicas import Cluster, postgres_bin, wait_for
+from tests.support.replicas import Cluster
+from tests.support.replicas import postgres_bin
+from tests.support.replicas import wait_for
 
 PORT = int(os.environ.get('PLACEMENT_RESILIENCE_TEST_PORT', '25470'))
 PASSWORD = 'resilience-admin-password'

@@ -4,15 +4,21 @@ import inspect
 import uuid
 
 import pytest
-from django.db import IntegrityError, OperationalError, ProgrammingError
+from django.db import IntegrityError
+from django.db import OperationalError
+from django.db import ProgrammingError
 
 from allocations import services as allocation_services
-from placement_site import exceptions, retries
-from placement_site.retries import retried, retried_write
+from placement_site import exceptions
+from placement_site import retries
+from placement_site.retries import retried
+from placement_site.retries import retried_write
 from providers import services as provider_services
-from providers.models import Inventory, ResourceProvider
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from providers.pods import services as pod_services
-from providers.services import claim_generation, inventories_replace
+from providers.services import claim_generation
+from providers.services import inventories_replace
 
 
 def losing(times, error):

@@ -11,17 +11,21 @@ import re
 import uuid
 
 import pytest
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
+from django.contrib.auth.models import Permission
 from django.contrib.auth.models import User as Account
 from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
 from allocations import services as allocation_services
-from placement_site import keystone_signin, policy
+from placement_site import keystone_signin
+from placement_site import policy
 from placement_site.wsgi import _with_keystone
 from providers.pods import services as pod_services
 from tests.support.factories import add_provider
-from tests.support.keystone import Identity, call, keystone_url
+from tests.support.keystone import Identity
+from tests.support.keystone import call
+from tests.support.keystone import keystone_url
 from tests.support.pages import exact
 
 pytestmark = [pytest.mark.any_database, pytest.mark.slow]

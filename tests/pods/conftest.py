@@ -5,7 +5,8 @@ import uuid as uuid_lib
 import pytest
 
 from providers.pods import services
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 
 class Cloud:

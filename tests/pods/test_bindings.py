@@ -5,11 +5,14 @@ maintenance, capacity, zone); admins bind and unbind; the history keeps
 every binding; refusals change nothing; the database itself allows one open
 binding per tenant and affinity."""
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
+from django.db import transaction
 
 from placement_site import exceptions
 from providers.pods import services
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 from providers.pods.selection import BindingRequest
 
 GENERAL = BindingRequest('tenant1')

@@ -6,7 +6,9 @@ import uuid
 import pytest
 
 from providers.pods.models import PodBinding
-from tests.support.concurrency import WRITERS, Server, together
+from tests.support.concurrency import WRITERS
+from tests.support.concurrency import Server
+from tests.support.concurrency import together
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

@@ -12,20 +12,22 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from providers.pods import pipeline, selection, services
-from providers.pods.models import Pod, PodBinding
-from providers.pods.selection import (
-    AllPodsFilter,
-    AvailabilityZoneFilter,
-    BelowThresholdFilter,
-    BindingRequest,
-    CapacityFilter,
-    CreationTimeWeigher,
-    EnabledFilter,
-    IdleCapacityWeigher,
-    ResourceAffinityFilter,
-)
-from tests.support.factories import add_allocation, add_provider
+from providers.pods import pipeline
+from providers.pods import selection
+from providers.pods import services
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
+from providers.pods.selection import AllPodsFilter
+from providers.pods.selection import AvailabilityZoneFilter
+from providers.pods.selection import BelowThresholdFilter
+from providers.pods.selection import BindingRequest
+from providers.pods.selection import CapacityFilter
+from providers.pods.selection import CreationTimeWeigher
+from providers.pods.selection import EnabledFilter
+from providers.pods.selection import IdleCapacityWeigher
+from providers.pods.selection import ResourceAffinityFilter
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 GENERAL = BindingRequest('tenant1')
 CAD = BindingRequest('tenant1', affinity='resource=CAD')

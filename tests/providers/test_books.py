@@ -10,11 +10,16 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from allocations.ui import reports
-from providers import books, rules
-from providers.models import Aggregate, Inventory, ResourceProvider
+from providers import books
+from providers import rules
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from providers.pods import services as pod_services
-from tests.support.factories import add_allocation, add_provider
-from tests.support.metrics import scrape, value
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
+from tests.support.metrics import scrape
+from tests.support.metrics import value
 
 ROW = 'a0000000-0000-4000-8000-0000000000a1'
 STORAGE = 'b0000000-0000-4000-8000-0000000000b2'

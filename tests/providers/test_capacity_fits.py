@@ -13,9 +13,11 @@ import pytest
 from providers import services
 from providers.models import Inventory
 from providers.pods import services as pod_services
-from providers.rules import EXACT_SLOTS, slots_sql
+from providers.rules import EXACT_SLOTS
+from providers.rules import slots_sql
 from tests.support.api import most_claims
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'

@@ -4,15 +4,23 @@ migration chain on every database."""
 import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 from django.db.models import F
 
 from allocations import ledger as allocation_ledger
 from allocations import usage_totals
-from allocations.models import Allocation, Consumer, Project
-from providers import change_log, services
-from providers.models import BooksChange, Inventory, ProviderAggregate, ResourceProvider
-from tests.support.factories import add_allocation, add_provider
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import Project
+from providers import change_log
+from providers import services
+from providers.models import BooksChange
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ResourceProvider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 pytestmark = pytest.mark.django_db
 

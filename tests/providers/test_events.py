@@ -7,7 +7,9 @@ import html
 import itertools
 import re
 import uuid as uuid_lib
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -16,12 +18,22 @@ from django.db.models import Max
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
-from providers import events, services
-from providers.models import Event, EventProvider, ResourceProvider
-from tests.support.admin import admin_url, form_data
-from tests.support.api import assert_error, generation, new_uuid
-from tests.support.concurrency import WRITERS, Server, claim_body, together
-from tests.support.state import unchanged, without_event_log
+from providers import events
+from providers import services
+from providers.models import Event
+from providers.models import EventProvider
+from providers.models import ResourceProvider
+from tests.support.admin import admin_url
+from tests.support.admin import form_data
+from tests.support.api import assert_error
+from tests.support.api import generation
+from tests.support.api import new_uuid
+from tests.support.concurrency import WRITERS
+from tests.support.concurrency import Server
+from tests.support.concurrency import claim_body
+from tests.support.concurrency import together
+from tests.support.state import unchanged
+from tests.support.state import without_event_log
 
 TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$')
 SERVICE = {'X-Roles': 'service'}  # the reshaper is for services only

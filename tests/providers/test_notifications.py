@@ -8,11 +8,14 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
+from django.core.management import call_command
 from django.utils import timezone
 
-from providers import events, notifications
-from providers.models import Event, EventProvider
+from providers import events
+from providers import notifications
+from providers.models import Event
+from providers.models import EventProvider
 from tests.support.api import new_uuid
 from tests.support.broker import Broker
 

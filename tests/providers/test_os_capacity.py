@@ -20,11 +20,14 @@ import uuid
 import pytest
 from django.test import Client
 
-from providers import capacity, os_capacity, scopes
+from providers import capacity
+from providers import os_capacity
+from providers import scopes
 from providers.flavors import parse_flavors
 from providers.pods import services as pod_services
 from tests.support.api import new_uuid
-from tests.support.metrics import of, parse
+from tests.support.metrics import of
+from tests.support.metrics import parse
 
 AGG_POD = str(uuid.uuid4())    # cn1, cn2: pod-a in az1, project-a bound
 AGG_NFS = str(uuid.uuid4())    # cn3 (diskless) and the NFS share: pod-b in az2, project-c bound

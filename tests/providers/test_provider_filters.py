@@ -5,7 +5,8 @@ extends the same set, filtering as the API does."""
 import pytest
 from django.http import QueryDict
 
-from placement_site import errors, microversion
+from placement_site import errors
+from placement_site import microversion
 from providers.filters import ProviderFilterSet
 from providers.models import ResourceProvider
 from tests.support.factories import ROW

@@ -6,8 +6,11 @@ import uuid
 
 import pytest
 
-from providers.models import Inventory, ResourceProvider, Trait
-from tests.support.factories import ROW, STORAGE
+from providers.models import Inventory
+from providers.models import ResourceProvider
+from providers.models import Trait
+from tests.support.factories import ROW
+from tests.support.factories import STORAGE
 
 
 @pytest.fixture

@@ -5,12 +5,14 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import User as Account
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 from django.test import Client
 
 from allocations import services as allocation_services
 from providers import remembered
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 pytestmark = pytest.mark.django_db
 

@@ -2,14 +2,19 @@
 answers on random inventories, on the real database, and Inventory.used is
 the allocations' sum they both read."""
 import pytest
-from django.db.models import F, Sum
-from hypothesis import HealthCheck, example, given, settings
+from django.db.models import F
+from django.db.models import Sum
+from hypothesis import HealthCheck
+from hypothesis import example
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from allocations.models import Allocation
 from providers import rules
 from providers.models import Inventory
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 
 @st.composite

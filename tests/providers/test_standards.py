@@ -4,7 +4,8 @@ import os_resource_classes
 import os_traits
 from django.core.management import call_command
 
-from providers.models import ResourceClass, Trait
+from providers.models import ResourceClass
+from providers.models import Trait
 
 
 def test_migration_seeds_every_standard_name(db):

@@ -15,16 +15,17 @@ import random
 import pytest
 
 from placement_site.exceptions import PlacementDomainError
-from providers import capacity, ledger, stranded
+from providers import capacity
+from providers import ledger
+from providers import stranded
 from providers.flavors import Flavor
-from providers.models import (
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceProvider,
-)
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceProvider
 from providers.pods import services as pod_services
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'
 AGG_B = 'b0000000-0000-4000-8000-00000000000b'

@@ -7,7 +7,9 @@ import functools
 import io
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -16,11 +18,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as dj_timezone
 
 from allocations.models import ProjectUsageSnapshot
-from providers import books, trends
-from providers.models import Aggregate, Inventory, UsageSnapshot
-from tests.support.admin import assert_admin_read_only, changelist
+from providers import books
+from providers import trends
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import UsageSnapshot
+from tests.support.admin import assert_admin_read_only
+from tests.support.admin import changelist
 from tests.support.api import new_uuid
-from tests.support.factories import ROW, STORAGE, add_allocation, add_provider
+from tests.support.factories import ROW
+from tests.support.factories import STORAGE
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.pages import exact
 from tests.support.state import count_queries
 

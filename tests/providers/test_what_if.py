@@ -14,7 +14,8 @@ import pytest
 
 from allocations import services as allocation_services
 from providers import what_if
-from tests.support.api import most_claims, new_uuid
+from tests.support.api import most_claims
+from tests.support.api import new_uuid
 from tests.support.factories import add_provider
 
 AGG_A = 'a0000000-0000-4000-8000-00000000000a'

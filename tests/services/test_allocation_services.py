@@ -7,10 +7,15 @@ import pytest
 from django.conf import settings
 
 from allocations import services as allocation_services
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
 from placement_site import exceptions
 from providers import services as provider_services
-from providers.models import Inventory, ResourceProvider
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from tests.services.conftest import CONCURRENT
 
 CONSUMER = 'c1c1c1c1-0000-4000-8000-000000000001'

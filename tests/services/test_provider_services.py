@@ -9,15 +9,13 @@ import pytest
 from allocations import services as allocation_services
 from placement_site import exceptions
 from providers import services
-from providers.models import (
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from tests.services.conftest import CONCURRENT
 
 ROOT_UUID = 'c0c0c0c0-0000-4000-8000-000000000001'

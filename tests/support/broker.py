@@ -12,7 +12,9 @@ from pathlib import Path
 import kombu
 from amqp.exceptions import NotFound
 
-from scripts.harness.process import Process, free_port, wait_for
+from scripts.harness.process import Process
+from scripts.harness.process import free_port
+from scripts.harness.process import wait_for
 
 BIN = Path('/usr/lib/rabbitmq/bin')
 START_TIMEOUT = 90

@@ -7,13 +7,11 @@ from django.db.models import F
 
 from allocations import services as allocation_services
 from providers import services
-from providers.models import (
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ResourceClass,
-    ResourceProvider,
-)
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 ROW = str(uuid_lib.uuid4())       # host aggregate of cn1 and cn3
 

@@ -12,7 +12,8 @@ import subprocess
 import threading
 import uuid
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from wsgiref.util import setup_testing_defaults
 

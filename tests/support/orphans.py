@@ -9,7 +9,8 @@ from django.utils import timezone
 from allocations import services as allocation_services
 from allocations.models import Consumer
 from providers import services
-from providers.models import Inventory, ResourceProvider
+from providers.models import Inventory
+from providers.models import ResourceProvider
 from tests.support.factories import add_provider
 from tests.support.state import command_result
 

@@ -9,10 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from providers.candidates import summaries
-from providers.models import (
-    BooksChange,
-    TreeStamp,
-)
+from providers.models import BooksChange
+from providers.models import TreeStamp
 
 
 def snapshot():

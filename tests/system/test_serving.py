@@ -22,14 +22,20 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from django.test import Client
-from django.urls import include, path
+from django.urls import include
+from django.urls import path
 
-from placement_site import budgets, serving
+from placement_site import budgets
+from placement_site import serving
 from placement_site.serving import front as front_conf
 from scripts.harness.api import send
-from scripts.harness.process import Process, children, free_port, wait_for
+from scripts.harness.process import Process
+from scripts.harness.process import children
+from scripts.harness.process import free_port
+from scripts.harness.process import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 

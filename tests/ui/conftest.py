@@ -5,7 +5,12 @@ import os
 import pytest
 
 from scripts.harness.placement import Server
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, PASSWORD, SCREENSHOTS, STAFF, Api
+from tests.support.browser import CHROMIUM
+from tests.support.browser import CHROMIUM_ARGS
+from tests.support.browser import PASSWORD
+from tests.support.browser import SCREENSHOTS
+from tests.support.browser import STAFF
+from tests.support.browser import Api
 
 
 @pytest.fixture(scope='module')

@@ -12,34 +12,41 @@ import pytest
 from django.apps import apps
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
-from django.db import OperationalError, connection
+from django.db import OperationalError
+from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from allocations import services as allocation_services
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
 from placement_site import retries
-from placement_site.admin import SHOWN, RelatedOnly
+from placement_site.admin import SHOWN
+from placement_site.admin import RelatedOnly
 from providers import services
 from providers.admin.inlines import InventoryFormSet
 from providers.admin.resource_providers import ResourceProviderAdmin
-from providers.models import (
-    Aggregate,
-    Event,
-    Inventory,
-    PoolLabel,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Aggregate
+from providers.models import Event
+from providers.models import Inventory
+from providers.models import PoolLabel
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from providers.pods import services as pod_services
 from providers.pods.admin import PodForm
-from providers.pods.models import Pod, PodBinding
-from tests.support.admin import admin_url, form_data
-from tests.support.api import generation, new_uuid
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
+from tests.support.admin import admin_url
+from tests.support.admin import form_data
+from tests.support.api import generation
+from tests.support.api import new_uuid
 from tests.support.state import unchanged
 
 AGGREGATE = str(uuid_lib.uuid4())

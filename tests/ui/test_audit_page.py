@@ -10,7 +10,8 @@ import re
 import uuid
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -19,15 +20,13 @@ from allocations import services as allocation_services
 from allocations.models import Consumer
 from allocations.ui.views import LIVE_ROWS
 from providers.models import Event
-from tests.support.orphans import (
-    allocate,
-    build_cloud,
-    build_orphans,
-    live_file,
-    remove_inventory_behind_placements_back,
-    run,
-    written_long_ago,
-)
+from tests.support.orphans import allocate
+from tests.support.orphans import build_cloud
+from tests.support.orphans import build_orphans
+from tests.support.orphans import live_file
+from tests.support.orphans import remove_inventory_behind_placements_back
+from tests.support.orphans import run
+from tests.support.orphans import written_long_ago
 from tests.support.pages import exact
 from tests.support.state import unchanged
 

@@ -10,25 +10,23 @@ from urllib.parse import urlparse
 import pytest
 
 from allocations.ui.paging import PAGE_SIZE
-from tests.support.browser import (
-    FITS,
-    IMPOSSIBLE,
-    NFS,
-    STAFF,
-    amounts,
-    check_candidates,
-    check_inventory_parts,
-    filled,
-    number,
-    pages,
-    pool_providers,
-    query_of,
-    rows,
-    shoot,
-    sign_in,
-    submit,
-    uuid_in,
-)
+from tests.support.browser import FITS
+from tests.support.browser import IMPOSSIBLE
+from tests.support.browser import NFS
+from tests.support.browser import STAFF
+from tests.support.browser import amounts
+from tests.support.browser import check_candidates
+from tests.support.browser import check_inventory_parts
+from tests.support.browser import filled
+from tests.support.browser import number
+from tests.support.browser import pages
+from tests.support.browser import pool_providers
+from tests.support.browser import query_of
+from tests.support.browser import rows
+from tests.support.browser import shoot
+from tests.support.browser import sign_in
+from tests.support.browser import submit
+from tests.support.browser import uuid_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

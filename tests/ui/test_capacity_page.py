@@ -14,10 +14,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from placement_site.viewers import Viewer
-from providers import capacity, trends
+from providers import capacity
+from providers import trends
 from providers.api import capacity as capacity_api
 from providers.pods import services as pod_services
-from tests.support.factories import ROW, STORAGE, bulk_trees
+from tests.support.factories import ROW
+from tests.support.factories import STORAGE
+from tests.support.factories import bulk_trees
 from tests.support.pages import exact
 
 FLAVORS = 'small=VCPU:1,DISK_GB:10;big=VCPU:2,MEMORY_MB:512'

@@ -17,11 +17,13 @@ from django.test import Client
 from allocations import services as allocation_services
 from allocations.models import Consumer
 from providers import trends
-from providers.models import Aggregate, ResourceProvider
+from providers.models import Aggregate
+from providers.models import ResourceProvider
 from providers.pods import services as pod_services
 from providers.pods.selection import BindingRequest
 from tests.support.api import PlacementClient
-from tests.support.factories import add_provider, bulk_trees
+from tests.support.factories import add_provider
+from tests.support.factories import bulk_trees
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000042'
 PROJECTS = ('proj-a', 'proj-b', 'proj-c')

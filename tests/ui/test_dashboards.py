@@ -17,28 +17,33 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from allocations.management.commands.load_scale import refresh_statistics
-from allocations.models import Allocation, Consumer, ConsumerType, Project
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
 from allocations.models import User as PlacementUser
-from allocations.ui import reports, templatetags
-from allocations.ui.filters import ProviderPages, sorted_providers
+from allocations.ui import reports
+from allocations.ui import templatetags
+from allocations.ui.filters import ProviderPages
+from allocations.ui.filters import sorted_providers
 from allocations.ui.paging import PAGE_SIZE
 from providers import books
 from providers.candidates import summaries
-from providers.models import (
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 from providers.pods import services as pod_services
-from providers.pods.models import Pod, PodBinding
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 from providers.pods.selection import BindingRequest
 from tests.pods.conftest import Cloud
 from tests.support.api import new_uuid
-from tests.support.factories import add_provider, bulk_trees
+from tests.support.factories import add_provider
+from tests.support.factories import bulk_trees
 from tests.support.pages import exact
 
 POOL = 'aaaaaaaa-0000-4000-8000-000000000001'

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 
 
 @pytest.fixture

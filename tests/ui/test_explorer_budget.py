@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from allocations.ui import explorer, forms
+from allocations.ui import explorer
+from allocations.ui import forms
 from placement_site import budgets
 from providers import candidates
 from tests.support.factories import add_provider

@@ -7,13 +7,15 @@ import csv
 import io
 import re
 import types
-from urllib.parse import quote, unquote
+from urllib.parse import quote
+from urllib.parse import unquote
 
 import pytest
 
 from allocations.ui import exports
 from placement_site import downloads
-from providers.models import ResourceClass, ResourceProvider
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 from providers.pods import services as pod_services
 from providers.pods.selection import BindingRequest
 from tests.pods import conftest as pods_conftest

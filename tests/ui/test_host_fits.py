@@ -8,7 +8,8 @@ import pytest
 from providers import host_fits
 from providers.flavors import parse_flavors
 from tests.support.api import new_uuid
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.pages import exact
 
 FLAVORS = 'small=VCPU:1,MEMORY_MB:1024;big=VCPU:2,MEMORY_MB:3000;disk=DISK_GB:60'

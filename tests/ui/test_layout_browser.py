@@ -11,7 +11,10 @@ tests/ui/conftest.py's)."""
 import pytest
 import requests
 
-from tests.support.browser import NFS, no_server_errors, shoot, sign_in
+from tests.support.browser import NFS
+from tests.support.browser import no_server_errors
+from tests.support.browser import shoot
+from tests.support.browser import sign_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

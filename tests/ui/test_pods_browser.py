@@ -13,16 +13,14 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from tests.support.browser import (
-    HEADERS,
-    check_candidates,
-    number,
-    pool_providers,
-    rows,
-    shoot,
-    sign_in,
-    submit,
-)
+from tests.support.browser import HEADERS
+from tests.support.browser import check_candidates
+from tests.support.browser import number
+from tests.support.browser import pool_providers
+from tests.support.browser import rows
+from tests.support.browser import shoot
+from tests.support.browser import sign_in
+from tests.support.browser import submit
 
 CAD = 'resource=CAD'
 MODELING = 'workload=CAD Modeling'   # pod-row3-cad's other tag

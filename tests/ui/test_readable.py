@@ -3,13 +3,15 @@ figure at hand, counts with separators, one time format, a consumer's
 history as before and after, forecast badges coloured by urgency."""
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.ui import templatetags, trend_charts
+from allocations.ui import templatetags
+from allocations.ui import trend_charts
 from providers import trends
 from providers.pods import services as pod_services
 from tests.support.factories import bulk_trees

@@ -9,15 +9,23 @@ import threading
 import uuid
 
 import pytest
-from django.db import OperationalError, connection, connections, transaction
+from django.db import OperationalError
+from django.db import connection
+from django.db import connections
+from django.db import transaction
 from django.http import StreamingHttpResponse
 
 from allocations import services as allocation_services
-from allocations.models import Allocation, Consumer
+from allocations.models import Allocation
+from allocations.models import Consumer
 from allocations.ui import reports
-from placement_site import replicas, snapshots
-from providers import change_log, remembered
-from providers.models import BooksChange, ResourceProvider, Trait
+from placement_site import replicas
+from placement_site import snapshots
+from providers import change_log
+from providers import remembered
+from providers.models import BooksChange
+from providers.models import ResourceProvider
+from providers.models import Trait
 from tests.support.factories import add_provider
 
 # Committed writes from another connection, as a second worker makes them.

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from tests.support.factories import add_allocation, add_provider
+from tests.support.factories import add_allocation
+from tests.support.factories import add_provider
 from tests.support.pages import exact
 
 FLAVORS = 'small=VCPU:1,MEMORY_MB:512,DISK_GB:10;big=VCPU:4,MEMORY_MB:2048,DISK_GB:40'

@@ -12,7 +12,11 @@ from datetime import datetime
 import pytest
 import requests
 
-from tests.support.browser import HEADERS, SCREENSHOTS, exact_amounts, shoot, sign_in
+from tests.support.browser import HEADERS
+from tests.support.browser import SCREENSHOTS
+from tests.support.browser import exact_amounts
+from tests.support.browser import shoot
+from tests.support.browser import sign_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 

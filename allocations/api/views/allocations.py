@@ -2,32 +2,36 @@
 the allocations of consumers, and those on a provider."""
 import collections
 
-from allocations import querysets, schemas, services
-from placement_site import conditional, errors, exceptions, microversion
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    json_body,
-    require_json,
-    versions,
-)
-from placement_site.errors import Worded, worded
-from placement_site.openapi import (
-    GENERATION,
-    PROVIDER_UUID,
-    UUID,
-    UUID_KEY,
-    Component,
-    closed,
-    link,
-    operation,
-    path,
-    request_body,
-    resources_map,
-)
-from placement_site.validation import is_uuid_like, normalize_uuid
+from allocations import querysets
+from allocations import schemas
+from allocations import services
+from placement_site import conditional
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import require_json
+from placement_site.api import versions
+from placement_site.errors import Worded
+from placement_site.errors import worded
+from placement_site.openapi import GENERATION
+from placement_site.openapi import PROVIDER_UUID
+from placement_site.openapi import UUID
+from placement_site.openapi import UUID_KEY
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import operation
+from placement_site.openapi import path
+from placement_site.openapi import request_body
+from placement_site.openapi import resources_map
+from placement_site.validation import is_uuid_like
+from placement_site.validation import normalize_uuid
 from providers.api import serializers as provider_serializers
-from providers.api.views import NO_PROVIDER, find_provider
+from providers.api.views import NO_PROVIDER
+from providers.api.views import find_provider
 
 POLICY = 'placement:allocations:%s'
 

@@ -1,11 +1,18 @@
 """/reshaper (1.30): move inventory and allocations between providers in
 one transaction."""
-from allocations import schemas, services
+from allocations import schemas
+from allocations import services
 from allocations.api.views.allocations import request_for_consumer
-from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, json_body, require_json, versions
-from placement_site.errors import Worded, worded
-from placement_site.openapi import operation, request_body
+from placement_site import errors
+from placement_site import exceptions
+from placement_site.api import PlacementViewSet
+from placement_site.api import json_body
+from placement_site.api import require_json
+from placement_site.api import versions
+from placement_site.errors import Worded
+from placement_site.errors import worded
+from placement_site.openapi import operation
+from placement_site.openapi import request_body
 from providers.models import ResourceProvider
 
 # ---- the body the operation describes ------------------------------------------------

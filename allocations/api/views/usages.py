@@ -2,20 +2,24 @@
 inventory is allocated, and what a project's consumers hold."""
 from django.utils import timezone
 
-from allocations import querysets, schemas
-from placement_site.api import PlacementViewSet, accept_json, query_params, versions
+from allocations import querysets
+from allocations import schemas
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import query_params
+from placement_site.api import versions
 from placement_site.microversion import ByVersion
-from placement_site.openapi import (
-    GENERATION,
-    PROVIDER_UUID,
-    Component,
-    closed,
-    operation,
-    query,
-    resources_map,
-)
-from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN, NAME_PATTERN
-from providers.api.views import NO_PROVIDER, find_provider
+from placement_site.openapi import GENERATION
+from placement_site.openapi import PROVIDER_UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import query
+from placement_site.openapi import resources_map
+from placement_site.validation import CONSUMER_TYPE_QUERY_PATTERN
+from placement_site.validation import NAME_PATTERN
+from providers.api.views import NO_PROVIDER
+from providers.api.views import find_provider
 
 # ---- the answers and parameters the operations describe ------------------------------
 

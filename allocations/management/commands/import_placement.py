@@ -3,7 +3,8 @@
 (allocations.importer; the runbook is docs/import.md)."""
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
 
 from allocations import importer
 

@@ -38,23 +38,37 @@ import random
 import re
 import time
 import uuid as uuid_lib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
+from django.db import connection
+from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from allocations.models import Allocation, Consumer, ProjectUsageSnapshot
-from allocations.services import ConsumerAllocations, allocations_delete, allocations_replace
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ProjectUsageSnapshot
+from allocations.services import ConsumerAllocations
+from allocations.services import allocations_delete
+from allocations.services import allocations_replace
 from placement_site.exceptions import PlacementDomainError
-from providers import rules, services, trends
-from providers.models import Inventory, ResourceProvider, Trait, UsageSnapshot
+from providers import rules
+from providers import services
+from providers import trends
+from providers.models import Inventory
+from providers.models import ResourceProvider
+from providers.models import Trait
+from providers.models import UsageSnapshot
 from providers.pods import selection
 from providers.pods import services as pod_services
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 from providers.pods.selection import BindingRequest
 
 NAMESPACE = uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, 'https://placement.invalid/load_demo')

@@ -33,24 +33,31 @@ import io
 import random
 import time
 import uuid as uuid_lib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from django.core.management.base import BaseCommand, CommandError
-from django.db import IntegrityError, connection, transaction
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
+from django.db import IntegrityError
+from django.db import connection
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from allocations.models import Allocation, Consumer, ConsumerType, Project, User
-from providers import rules, services
-from providers.models import (
-    Aggregate,
-    Inventory,
-    ProviderAggregate,
-    ProviderTrait,
-    ResourceClass,
-    ResourceProvider,
-    Trait,
-)
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
+from allocations.models import User
+from providers import rules
+from providers import services
+from providers.models import Aggregate
+from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ProviderTrait
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
+from providers.models import Trait
 
 DEFAULT_SEED = 42
 

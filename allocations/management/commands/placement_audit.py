@@ -18,14 +18,17 @@ import os
 import sys
 import traceback
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
 from allocations import audit
 from allocations import services as allocation_services
-from placement_site import actor, exceptions
+from placement_site import actor
+from placement_site import exceptions
 
 # Who the event log says deleted.
 ACTOR_USER = 'command:placement_audit'

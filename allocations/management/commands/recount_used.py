@@ -3,7 +3,8 @@ inventory's `used` (the sum of its allocations) and recount them all; what
 placement_status's "Inventory Used Counts" check asks for when they
 disagree."""
 from django.core.management.base import BaseCommand
-from django.db import connection, transaction
+from django.db import connection
+from django.db import transaction
 
 from allocations import usage_totals
 

@@ -2,20 +2,22 @@
 more of each flavor fit and what is stranded."""
 from dataclasses import dataclass
 
-from django.db.models import (
-    Count,
-    Exists,
-    OuterRef,
-    Q,
-)
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import OuterRef
+from django.db.models import Q
 
-from allocations.models import Consumer, Project
+from allocations.models import Consumer
+from allocations.models import Project
 from allocations.ui.reports.usage import ledger_serves
-from providers import books, capacity, ledger, scopes, stranded
-from providers.flavors import Flavor, configured_flavors
-from providers.models import (
-    ResourceProvider,
-)
+from providers import books
+from providers import capacity
+from providers import ledger
+from providers import scopes
+from providers import stranded
+from providers.flavors import Flavor
+from providers.flavors import configured_flavors
+from providers.models import ResourceProvider
 
 
 def class_summary():

@@ -3,23 +3,21 @@ hosts, consumers, pools and pod bindings."""
 import collections
 from dataclasses import dataclass
 
-from django.db.models import (
-    Count,
-    F,
-    Q,
-    Sum,
-)
+from django.db.models import Count
+from django.db.models import F
+from django.db.models import Q
+from django.db.models import Sum
 
 from allocations import ledger as allocation_ledger
-from allocations.models import Allocation, ConsumerType
+from allocations.models import Allocation
+from allocations.models import ConsumerType
 from allocations.ui.reports.trees import Counted
-from allocations.ui.reports.usage import ledger_serves, owned_consumers
-from providers.models import (
-    Aggregate,
-    Event,
-    ProviderAggregate,
-    ResourceClass,
-)
+from allocations.ui.reports.usage import ledger_serves
+from allocations.ui.reports.usage import owned_consumers
+from providers.models import Aggregate
+from providers.models import Event
+from providers.models import ProviderAggregate
+from providers.models import ResourceClass
 from providers.pods.models import PodBinding
 
 

@@ -3,8 +3,11 @@ would be bound to."""
 from dataclasses import dataclass
 
 from providers import books
-from providers.pods import pipeline, selection
-from providers.pods.models import GENERAL_PURPOSE, Pod, PodBinding
+from providers.pods import pipeline
+from providers.pods import selection
+from providers.pods.models import GENERAL_PURPOSE
+from providers.pods.models import Pod
+from providers.pods.models import PodBinding
 
 
 @dataclass

@@ -2,21 +2,19 @@
 and sorted."""
 import collections
 
-from django.db.models import (
-    Count,
-    F,
-)
+from django.db.models import Count
+from django.db.models import F
 
 from allocations.ui import exports
 from allocations.ui.reports.cloud import flavor_fits
 from allocations.ui.reports.rows import classes_with_inventory
 from placement_site.queries import count_of
-from providers import books, capacity, stranded
+from providers import books
+from providers import capacity
+from providers import stranded
 from providers.flavors import configured_flavors
-from providers.models import (
-    Aggregate,
-    ProviderAggregate,
-)
+from providers.models import Aggregate
+from providers.models import ProviderAggregate
 
 
 def pools(aggregates):

@@ -2,21 +2,19 @@
 usage, events and bindings, streamed a chunk at a time."""
 import collections
 
-from django.db.models import (
-    Exists,
-    OuterRef,
-)
+from django.db.models import Exists
+from django.db.models import OuterRef
 
-from allocations.models import Allocation, ConsumerType
+from allocations.models import Allocation
+from allocations.models import ConsumerType
 from allocations.ui import exports
 from allocations.ui.reports.trees import tree_usage_of
 from placement_site.api import timestamp
-from providers import books, rules
-from providers.models import (
-    Inventory,
-    ResourceClass,
-    ResourceProvider,
-)
+from providers import books
+from providers import rules
+from providers.models import Inventory
+from providers.models import ResourceClass
+from providers.models import ResourceProvider
 
 
 def classes_with_inventory():

@@ -1,19 +1,18 @@
 """A provider's tree: its nodes, its books, the consumers holding any of it and
 the sharing providers it reaches or serves."""
 import collections
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from django.db.models import (
-    Count,
-    Window,
-)
+from django.db.models import Count
+from django.db.models import Window
 
-from allocations.models import Allocation, Consumer
-from providers import books, scopes
-from providers.models import (
-    Inventory,
-    ResourceProvider,
-)
+from allocations.models import Allocation
+from allocations.models import Consumer
+from providers import books
+from providers import scopes
+from providers.models import Inventory
+from providers.models import ResourceProvider
 
 
 def tree_usage_of(root_ids):

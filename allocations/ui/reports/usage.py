@@ -3,20 +3,19 @@ the largest holders."""
 import collections
 from dataclasses import dataclass
 
-from django.db.models import (
-    Count,
-    Exists,
-    OuterRef,
-    Q,
-    Sum,
-)
+from django.db.models import Count
+from django.db.models import Exists
+from django.db.models import OuterRef
+from django.db.models import Q
+from django.db.models import Sum
 
 from allocations import ledger as allocation_ledger
-from allocations.models import Allocation, Consumer, ConsumerType, Project
+from allocations.models import Allocation
+from allocations.models import Consumer
+from allocations.models import ConsumerType
+from allocations.models import Project
 from allocations.models import User as PlacementUser
-from providers.models import (
-    ResourceClass,
-)
+from providers.models import ResourceClass
 
 
 def owners_wanted(filters):

@@ -15,12 +15,15 @@ operation()). The URL map and the allocations app import the views from
 here.
 """
 from providers.api.views.events import EventViewSet
-from providers.api.views.inventories import INVENTORY_POLICY, InventoryViewSet
+from providers.api.views.inventories import INVENTORY_POLICY
+from providers.api.views.inventories import InventoryViewSet
 from providers.api.views.provider_aggregates import ProviderAggregatesViewSet
 from providers.api.views.provider_traits import ProviderTraitsViewSet
-from providers.api.views.providers import RP_POLICY, ResourceProviderViewSet
+from providers.api.views.providers import RP_POLICY
+from providers.api.views.providers import ResourceProviderViewSet
 from providers.api.views.resource_classes import ResourceClassViewSet
-from providers.api.views.shared import NO_PROVIDER, find_provider
+from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import find_provider
 from providers.api.views.traits import TraitViewSet
 
 __all__ = [

@@ -1,23 +1,20 @@
 """GET /events: the event log (ours, not OpenStack Placement's)."""
 from placement_site import errors
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    moment,
-    page_after_marker,
-    query_params,
-)
-from placement_site.openapi import (
-    LINKS,
-    UUID,
-    Component,
-    closed,
-    operation,
-    paging_parameters,
-    query,
-)
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import moment
+from placement_site.api import page_after_marker
+from placement_site.api import query_params
+from placement_site.openapi import LINKS
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import paging_parameters
+from placement_site.openapi import query
 from placement_site.validation import normalize_uuid
-from providers import events, schemas
+from providers import events
+from providers import schemas
 from providers.models import Event
 
 # ---- the answer the operation describes ----------------------------------------------

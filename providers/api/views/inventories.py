@@ -1,23 +1,30 @@
 """/resource_providers/{uuid}/inventories[/{resource_class}]: a provider's
 inventories."""
-from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
-from placement_site.errors import Worded, worded
-from placement_site.openapi import (
-    CLASS_NAME_SCHEMA,
-    GENERATION,
-    PROVIDER_UUID,
-    Component,
-    closed,
-    link,
-    operation,
-    path,
-    request_body,
-    resources_map,
-)
-from providers import schemas, services
+from placement_site import errors
+from placement_site import exceptions
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import require_json
+from placement_site.api import versions
+from placement_site.errors import Worded
+from placement_site.errors import worded
+from placement_site.openapi import CLASS_NAME_SCHEMA
+from placement_site.openapi import GENERATION
+from placement_site.openapi import PROVIDER_UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import operation
+from placement_site.openapi import path
+from placement_site.openapi import request_body
+from placement_site.openapi import resources_map
+from providers import schemas
+from providers import services
 from providers.api import serializers
-from providers.api.views.shared import CONFLICT, NO_PROVIDER, find_provider
+from providers.api.views.shared import CONFLICT
+from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import find_provider
 from providers.models import Inventory
 
 INVENTORY_POLICY = 'placement:resource_providers:inventories:%s'

@@ -1,21 +1,28 @@
 """/resource_providers/{uuid}/aggregates: the aggregates a provider is in."""
 from django.utils import timezone
 
-from placement_site import errors, exceptions, microversion
-from placement_site.api import PlacementViewSet, accept_json, json_body, require_json, versions
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import require_json
+from placement_site.api import versions
 from placement_site.errors import worded
-from placement_site.openapi import (
-    GENERATION,
-    PROVIDER_UUID,
-    UUID,
-    Component,
-    closed,
-    operation,
-    request_body,
-)
-from providers import schemas, services
+from placement_site.openapi import GENERATION
+from placement_site.openapi import PROVIDER_UUID
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import operation
+from placement_site.openapi import request_body
+from providers import schemas
+from providers import services
 from providers.api import serializers
-from providers.api.views.shared import CONFLICT, NO_PROVIDER, find_provider
+from providers.api.views.shared import CONFLICT
+from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import find_provider
 
 # ---- the answer and body the operations describe -------------------------------------
 

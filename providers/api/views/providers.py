@@ -1,34 +1,32 @@
 """/resource_providers[/{uuid}]: the providers themselves."""
 import uuid as uuid_lib
 
-from placement_site import exceptions, microversion
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    json_body,
-    list_chunks,
-    query_params,
-    require_json,
-)
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import list_chunks
+from placement_site.api import query_params
+from placement_site.api import require_json
 from placement_site.errors import worded
-from placement_site.openapi import (
-    GENERATION,
-    LINKS,
-    PROVIDER_UUID,
-    RESOURCES,
-    RESOURCES_GRAMMAR,
-    UUID,
-    Component,
-    closed,
-    link,
-    member_of_parameter,
-    operation,
-    query,
-    request_body,
-    required_parameter,
-)
+from placement_site.openapi import GENERATION
+from placement_site.openapi import LINKS
+from placement_site.openapi import PROVIDER_UUID
+from placement_site.openapi import RESOURCES
+from placement_site.openapi import RESOURCES_GRAMMAR
+from placement_site.openapi import UUID
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import member_of_parameter
+from placement_site.openapi import operation
+from placement_site.openapi import query
+from placement_site.openapi import request_body
+from placement_site.openapi import required_parameter
 from placement_site.validation import normalize_uuid
-from providers import schemas, services
+from providers import schemas
+from providers import services
 from providers.api import serializers
 from providers.api.views.shared import find_provider
 from providers.filters import ProviderFilterSet

@@ -1,29 +1,30 @@
 """/resource_classes[/{name}]: the standard and custom resource classes."""
-from placement_site import errors, exceptions, microversion
-from placement_site.api import (
-    PlacementViewSet,
-    accept_json,
-    json_body,
-    parse_json,
-    require_json,
-    validate,
-    versions,
-)
-from placement_site.errors import Worded, worded
-from placement_site.openapi import (
-    CLASS_NAME_SCHEMA,
-    CUSTOM_NAME_SCHEMA,
-    LINKS,
-    Component,
-    closed,
-    link,
-    operation,
-    path,
-    request_body,
-)
+from placement_site import errors
+from placement_site import exceptions
+from placement_site import microversion
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import json_body
+from placement_site.api import parse_json
+from placement_site.api import require_json
+from placement_site.api import validate
+from placement_site.api import versions
+from placement_site.errors import Worded
+from placement_site.errors import worded
+from placement_site.openapi import CLASS_NAME_SCHEMA
+from placement_site.openapi import CUSTOM_NAME_SCHEMA
+from placement_site.openapi import LINKS
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import operation
+from placement_site.openapi import path
+from placement_site.openapi import request_body
 from placement_site.queries import storable
-from placement_site.validation import CUSTOM_NAME_PATTERN, NAME_PATTERN
-from providers import schemas, services
+from placement_site.validation import CUSTOM_NAME_PATTERN
+from placement_site.validation import NAME_PATTERN
+from providers import schemas
+from providers import services
 from providers.api import serializers
 from providers.models import ResourceClass
 

@@ -1,19 +1,23 @@
 """/traits[/{name}]: the standard and custom traits."""
-from placement_site import errors, exceptions
-from placement_site.api import PlacementViewSet, accept_json, query_params, validate, versions
-from placement_site.openapi import (
-    CUSTOM_NAME_SCHEMA,
-    TRAIT_NAME_SCHEMA,
-    Component,
-    closed,
-    link,
-    operation,
-    path,
-    query,
-)
+from placement_site import errors
+from placement_site import exceptions
+from placement_site.api import PlacementViewSet
+from placement_site.api import accept_json
+from placement_site.api import query_params
+from placement_site.api import validate
+from placement_site.api import versions
+from placement_site.openapi import CUSTOM_NAME_SCHEMA
+from placement_site.openapi import TRAIT_NAME_SCHEMA
+from placement_site.openapi import Component
+from placement_site.openapi import closed
+from placement_site.openapi import link
+from placement_site.openapi import operation
+from placement_site.openapi import path
+from placement_site.openapi import query
 from placement_site.queries import storable
 from placement_site.validation import CUSTOM_NAME_PATTERN
-from providers import schemas, services
+from providers import schemas
+from providers import services
 from providers.api import serializers
 from providers.models import Trait
 

@@ -41,22 +41,20 @@ Each has its module: funnel.py, limits.py, combining.py, suggestions.py,
 near_misses.py, and wording.py (labels and sentences, each limit's once).
 """
 import collections
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from providers.candidates.explain import (
-    combining,
-    funnel,
-    limits,
-    near_misses,
-    suggestions,
-)
-from providers.candidates.explain.funnel import Funnel, Step
-from providers.candidates.explain.wording import (
-    STAGE_LABELS,
-    cause_rows,
-    label,
-    summary,
-)
+from providers.candidates.explain import combining
+from providers.candidates.explain import funnel
+from providers.candidates.explain import limits
+from providers.candidates.explain import near_misses
+from providers.candidates.explain import suggestions
+from providers.candidates.explain.funnel import Funnel
+from providers.candidates.explain.funnel import Step
+from providers.candidates.explain.wording import STAGE_LABELS
+from providers.candidates.explain.wording import cause_rows
+from providers.candidates.explain.wording import label
+from providers.candidates.explain.wording import summary
 from providers.candidates.research import provider_names
 from providers.candidates.selector import select_candidates
 

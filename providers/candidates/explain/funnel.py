@@ -3,9 +3,11 @@ unsuffixed group in a cloud of trees or sharing providers), how many are
 left after each constraint of the group in turn, read from the group's
 findings (see the package docstring for how a tree passes)."""
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from providers.candidates.explain import limits, wording
+from providers.candidates.explain import limits
+from providers.candidates.explain import wording
 from providers.candidates.findings import root_traits_text
 
 

@@ -18,7 +18,8 @@ alone would let the unit take it:
 From the inventories research read for the explanation; no I/O.
 """
 import collections
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import NamedTuple
 
 from providers import rules

@@ -5,9 +5,11 @@ chosen (named)."""
 import dataclasses
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from providers.candidates.explain import limits, wording
+from providers.candidates.explain import limits
+from providers.candidates.explain import wording
 
 # A group that fits fewer trees (providers) than this is nearly empty, and
 # its closest misses are named: this many at most.

@@ -3,7 +3,8 @@ are older than --older-than-days; unsent events are never deleted (they
 have yet to go out). Run it from cron to keep the event log bounded."""
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
 

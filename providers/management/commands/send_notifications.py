@@ -11,9 +11,11 @@ is left (exit status 1 if the broker could not be reached).
 """
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
 
-from providers import notifications, trends
+from providers import notifications
+from providers import trends
 
 
 class Command(BaseCommand):

@@ -11,11 +11,13 @@ import math
 import os
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
 
 from placement_site import exceptions
 from providers import services
-from providers.models import INVENTORY_FIELDS, ResourceProvider
+from providers.models import INVENTORY_FIELDS
+from providers.models import ResourceProvider
 
 UNITS = {'B': 1, 'KB': 1024, 'MB': 1024 ** 2, 'GB': 1024 ** 3, 'TB': 1024 ** 4}
 ATTEMPTS = 5

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from providers.models import ResourceClass, Trait
+from providers.models import ResourceClass
+from providers.models import Trait
 from providers.standards import sync_standard_names
 
 

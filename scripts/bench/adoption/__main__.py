@@ -40,11 +40,17 @@ import time
 import traceback
 
 from scripts.bench.adoption import log
-from scripts.bench.adoption.checks import get_requests, prepare_writes, send_writes
-from scripts.bench.adoption.cloud import Cloud, Filler
+from scripts.bench.adoption.checks import get_requests
+from scripts.bench.adoption.checks import prepare_writes
+from scripts.bench.adoption.checks import send_writes
+from scripts.bench.adoption.cloud import Cloud
+from scripts.bench.adoption.cloud import Filler
 from scripts.bench.adoption.compare import compare_all
-from scripts.bench.adoption.report import passed, print_report, summary
-from scripts.bench.adoption.servers import Backend, Servers
+from scripts.bench.adoption.report import passed
+from scripts.bench.adoption.report import print_report
+from scripts.bench.adoption.report import summary
+from scripts.bench.adoption.servers import Backend
+from scripts.bench.adoption.servers import Servers
 
 
 class Run:

@@ -9,10 +9,13 @@ import random
 import threading
 import time
 import uuid as uuidlib
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter
+from collections import defaultdict
+from dataclasses import dataclass
+from dataclasses import field
 
-from scripts.bench.adoption import LATEST, log
+from scripts.bench.adoption import LATEST
+from scripts.bench.adoption import log
 
 CUSTOM_CLASSES = ['CUSTOM_BAREMETAL_GOLD', 'CUSTOM_BAREMETAL_SILVER', 'CUSTOM_FPGA_XILINX',
                   'CUSTOM_LICENSE_WINDOWS', 'CUSTOM_PMEM_NAMESPACE_4GB']

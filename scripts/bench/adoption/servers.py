@@ -16,7 +16,9 @@ from pathlib import Path
 
 from scripts.bench.adoption import LATEST
 from scripts.harness.api import send
-from scripts.harness.placement import RealPlacement, Server, placement_venv
+from scripts.harness.placement import RealPlacement
+from scripts.harness.placement import Server
+from scripts.harness.placement import placement_venv
 
 ROOT = Path(__file__).resolve().parents[3]
 OUR_PYTHON = ROOT / '.venv' / 'bin' / 'python'
