@@ -176,6 +176,21 @@ class Clients:
                 answer.code = ''
         return reply
 
+    def _attempt(self, session, answer, send):
+        """send(session), which fills `answer`; the answer recorded, a pause
+        of `self.pause` after an error. The session to go on with: a new one
+        after a broken connection."""
+        try:
+            send(session)
+        except requests.RequestException as exc:
+            answer.error = f'{type(exc).__name__}: {exc}'
+            session = requests.Session()
+        answer.done = time.monotonic()
+        self.record(answer)
+        if answer.status not in OK:
+            time.sleep(self.pause)
+        return session
+
     def _client(self, index):
         raise NotImplementedError
 
@@ -196,16 +211,9 @@ class ClaimsLoad(Clients):
             count += 1
             consumer = str(uuid.uuid4())
             answer = Answer('claim', self.server.url, time.monotonic(), consumers=(consumer,))
-            try:
-                self._send(session, 'PUT', f'{self.server.url}/allocations/{consumer}', answer,
-                           claim_body(self.cloud, index * 1000 + count))
-            except requests.RequestException as exc:
-                answer.error = f'{type(exc).__name__}: {exc}'
-                session = requests.Session()
-            answer.done = time.monotonic()
-            self.record(answer)
-            if answer.status not in OK:
-                time.sleep(self.pause)
+            session = self._attempt(session, answer, lambda s: self._send(
+                s, 'PUT', f'{self.server.url}/allocations/{consumer}', answer,
+                claim_body(self.cloud, index * 1000 + count)))
 
 
 class MixedLoad(Clients):
@@ -232,15 +240,8 @@ class MixedLoad(Clients):
                 step = 'claim'
             target = self.targets[next(sent) % len(self.targets)]
             answer = Answer(step, target, time.monotonic())
-            try:
-                self._write(session, step, target, answer, held, own, state, sent)
-            except requests.RequestException as exc:
-                answer.error = f'{type(exc).__name__}: {exc}'
-                session = requests.Session()
-            answer.done = time.monotonic()
-            self.record(answer)
-            if answer.status not in OK:
-                time.sleep(self.pause)
+            session = self._attempt(session, answer, lambda s: self._write(
+                s, step, target, answer, held, own, state, sent))
 
     def _write(self, session, step, target, answer, held, own, state, sent):
         cloud, timeout = self.cloud, self.timeout

@@ -103,6 +103,12 @@ PROVIDERS = 'Resource providers'
 
 class ResourceProviderViewSet(PlacementViewSet):
 
+    def _send(self, request, provider, **headers):
+        """The provider as it is now, with its Last-Modified and ETag."""
+        return self.respond(serializers.provider(request, provider, self.version),
+                            last_modified=provider.last_modified,
+                            etag=serializers.provider_etag(provider), **headers)
+
     @operation(
         'listResourceProviders', tag=PROVIDERS, summary='List resource providers',
         description='Resource providers, filtered by the query parameters (all must match). '
@@ -165,12 +171,10 @@ class ResourceProviderViewSet(PlacementViewSet):
                 name=data['name'], uuid=provider_uuid,
                 parent_provider_uuid=data.get('parent_provider_uuid'))
         location = serializers.provider_url(request, provider.uuid)
-        etag = serializers.provider_etag(provider)
         if self.version.matches((1, 20)):
-            return self.respond(serializers.provider(request, provider, self.version),
-                                last_modified=provider.last_modified, location=location,
-                                etag=etag)
-        return self.no_content(status=201, location=location, etag=etag)
+            return self._send(request, provider, location=location)
+        return self.no_content(status=201, location=location,
+                               etag=serializers.provider_etag(provider))
 
     @operation(
         'showResourceProvider', tag=PROVIDERS, summary='Show a resource provider',
@@ -186,9 +190,7 @@ class ResourceProviderViewSet(PlacementViewSet):
     def retrieve(self, request, uuid):
         self.authorize(RP_POLICY % 'show')
         provider = find_provider(uuid)
-        return self.respond(serializers.provider(request, provider, self.version),
-                            last_modified=provider.last_modified,
-                            etag=serializers.provider_etag(provider))
+        return self._send(request, provider)
 
     @operation(
         'updateResourceProvider', tag=PROVIDERS, summary='Update a resource provider',
@@ -221,9 +223,7 @@ class ResourceProviderViewSet(PlacementViewSet):
                 provider=provider, name=data.get('name'),
                 parent_provider_uuid=data.get('parent_provider_uuid', ...),
                 allow_reparenting=self.version.matches((1, 37)), as_read=guarded)
-        return self.respond(serializers.provider(request, provider, self.version),
-                            last_modified=provider.last_modified,
-                            etag=serializers.provider_etag(provider))
+        return self._send(request, provider)
 
     @operation(
         'deleteResourceProvider', tag=PROVIDERS, summary='Delete a resource provider',
