@@ -127,7 +127,6 @@ def test_a_search_past_its_time_is_stopped_with_a_clear_message(staff, hosts, se
     assert 'Over budget, stopped GET /ui/explorer/' in record.getMessage()
     # The thread goes on serving as usual.
     monkeypatch.undo()
-    time.sleep(0.6)
     assert explore(staff, resources='VCPU:1', limit=1).status_code == 200
 
 
