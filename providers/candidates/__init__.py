@@ -13,8 +13,8 @@ Python.
                input); SearchSettings.
   research     research.research: CandidateQuery -> Researched. Every read
                that decides the candidates: one query per constraint
-               through the catalogue's query vocabulary (providers.querysets),
-               each compiled once per shape (placement_site.prepared):
+               (reads.py, over the catalogue's query vocabulary in
+               providers.querysets, each compiled once per shape):
                request-wide one query for the names' ids, the sharing
                providers and whether there are trees, then ROOT_TRAITS
                (root_required); per group MEMBER_OF, IN_TREE, CAPACITY (one

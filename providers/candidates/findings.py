@@ -55,7 +55,7 @@ class RequestFindings:
     has_trees: bool = False              # some provider has a parent
     sharing_roots: dict = field(default_factory=dict)  # sharing provider id -> its own root id
     anchors: frozenset = None            # roots root_required allows (None: any root)
-    trees: int = 0                       # how many trees, counted up to research.TREES_COUNTED + 1
+    trees: int = 0                       # how many trees, counted up to reads.TREES_COUNTED + 1
 
     @property
     def sharing(self):

@@ -1,11 +1,11 @@
 """Research: every read that decides which providers can hold a request,
 and, explaining, every read the explanation needs. The search's other
 reads are the provider summaries of the trees it uses (summaries.py) and
-the names of the near misses an explanation chose (provider_names).
+the names of the near misses an explanation chose (reads.provider_names).
 
-research(query) runs one query per constraint through the catalogue's query
-vocabulary (providers.querysets), each returning the provider ids that pass
-it (or, for forbidden traits and aggregates, the ids it excludes), in
+research(query) runs one query per constraint (reads.py), each returning
+the provider ids that pass it (or, for forbidden traits and aggregates, the
+ids it excludes), in
 Placement's order: request-wide first, then one request group at a time. It
 hands on a Researched (findings.py): RequestFindings, a GroupFindings per
 group built once its stages are read, and a StageRecord per stage with its
@@ -34,18 +34,10 @@ Research's own rules:
 """
 import dataclasses
 
-from django.db import connections
-from django.db.models import Count
-from django.db.models import F
-from django.db.models import Q
-from django.db.models import Subquery
-from django.db.models import Value
-from django.db.models.expressions import RawSQL
-
 from placement_site import exceptions
 from placement_site.prepared import Ids
-from placement_site.prepared import Prepared
 from placement_site.queries import storable
+from providers.candidates import reads
 from providers.candidates.combine import answer_stops_at
 from providers.candidates.findings import GroupFindings
 from providers.candidates.findings import RequestFindings
@@ -55,25 +47,11 @@ from providers.candidates.findings import StageRecord
 from providers.candidates.findings import aggregates_text
 from providers.candidates.findings import root_traits_text
 from providers.candidates.findings import traits_text
-from providers.models import Inventory
-from providers.models import ProviderAggregate
-from providers.models import ProviderTrait
-from providers.models import ResourceClass
 from providers.models import ResourceProvider
-from providers.models import Trait
-from providers.querysets import SHARING_TRAIT
-from providers.querysets import ids_in_aggregates
-from providers.querysets import ids_with_any_trait
-from providers.querysets import trees_served_by
 
 # member_of narrows the capacity queries to at most this many providers; a
 # larger IN list costs more than it saves.
 CAPACITY_SCOPE_LIMIT = 20000
-
-
-# The search counts the cloud's trees up to this many (plus one): enough
-# for summaries.Summaries to choose how to read up to 1,000 trees' rows.
-TREES_COUNTED = 2000
 
 
 # A limit above this reads every tree (and stays within any database's
@@ -207,7 +185,7 @@ class _Research:
         required = tuple(sorted(n for n in required if storable(n)))
         for name in required:
             self._with_trait[name] = {}
-        for kind, name, pk, root in _REQUEST_WIDE.rows(
+        for kind, name, pk, root in reads.REQUEST_WIDE.rows(
                 class_names, trait_names, tuple(sorted(aggregates)), required):
             if kind == 'sharing':
                 sharing_roots[pk] = root
@@ -295,11 +273,11 @@ class _Research:
         required_sets = self._required(group, tree_mode, required_ids) if required_ids else ()
         forbidden = in_forbidden_aggs = frozenset()
         if forbidden_ids:
-            forbidden = providers_with_any_trait(forbidden_ids)
+            forbidden = reads.providers_with_any_trait(forbidden_ids)
             self.record(Stage.FORBIDDEN_TRAITS, len(forbidden),
                         ', '.join(sorted(group.forbidden_traits)))
         if group.forbidden_aggs:
-            in_forbidden_aggs = providers_in_aggregates(group.forbidden_aggs)
+            in_forbidden_aggs = reads.providers_in_aggregates(group.forbidden_aggs)
             self.record(Stage.FORBIDDEN_AGGREGATES, len(in_forbidden_aggs),
                         ', '.join(sorted(group.forbidden_aggs)))
         sharing, sharing_by_class, served = self._sharing(group, tree_mode, members,
@@ -318,7 +296,7 @@ class _Research:
         sets = []
         for any_of in group.member_of:
             read = self._read_with(self._members, any_of)
-            in_set = set(read) if read is not None else providers_in_aggregates(any_of)
+            in_set = set(read) if read is not None else reads.providers_in_aggregates(any_of)
             sets.append(in_set)
             members = in_set if members is None else members & in_set
             if not members and not self.exhaustive:
@@ -345,13 +323,13 @@ class _Research:
             roots = {provider: root for provider, root in self._under.items() if root in read}
             roots.update(read)
         else:
-            roots = dict(_MEMBERS_AND_UNDER.rows(Ids(members)))
+            roots = dict(reads.MEMBERS_AND_UNDER.rows(Ids(members)))
         return (roots.keys(), roots) if len(roots) <= CAPACITY_SCOPE_LIMIT else (None, None)
 
     def _in_tree(self, group):
         """in_tree's root id (None: no such provider)."""
         uuid = group.in_tree
-        root = next((root for root, in _ROOT_OF_UUID.rows(uuid)), None)
+        root = next((root for root, in reads.ROOT_OF_UUID.rows(uuid)), None)
         self.narrowed(Stage.IN_TREE, set() if root is None else {root}, uuid)
         return root
 
@@ -365,14 +343,14 @@ class _Research:
         if wanted and not (group.in_tree and tree_root is None):
             trees = self.tree_limit if self._trees_suffice(group, tree_mode, wanted) else None
             within, roots = self._capacity_scope(group, tree_mode, members)
-            fitting, sharing_fitting = providers_with_capacity(
+            fitting, sharing_fitting = reads.providers_with_capacity(
                 wanted, tree_root, within, self.wide.sharing, trees,
                 self.provider_roots if within is None else roots)
             if trees is not None and self.wide.sharing and len(
                     {root for pairs in fitting.values() for _, root in pairs}) < trees:
                 # Too few trees hold every class themselves: those sharing
                 # providers serve may make up the rest.
-                fitting, sharing_fitting = providers_with_capacity(
+                fitting, sharing_fitting = reads.providers_with_capacity(
                     wanted, tree_root, None, self.wide.sharing, roots=self.provider_roots)
         capacity, capacity_sharing = {}, {}
         for name, amount in group.resources.items():
@@ -388,7 +366,7 @@ class _Research:
         else of those whose root is another (a root's is its own id)."""
         if self._provider_roots is None:
             self._provider_roots = dict(
-                (_EVERY_ROOT if self.exhaustive else _NOT_OWN_ROOTS).rows())
+                (reads.EVERY_ROOT if self.exhaustive else reads.NOT_OWN_ROOTS).rows())
         return self._provider_roots
 
     def _trees_suffice(self, group, tree_mode, wanted):
@@ -399,7 +377,7 @@ class _Research:
         """Per required set, the providers with one of its traits."""
         required_sets = tuple(
             set(read) if (read := self._read_with(self._with_trait, names)) is not None
-            else providers_with_any_trait(ids)
+            else reads.providers_with_any_trait(ids)
             for names, ids in zip(group.required_traits, required_ids))
         with_all = set.intersection(*required_sets)
         self.record(Stage.REQUIRED_TRAITS, len(with_all), traits_text(group.required_traits))
@@ -424,12 +402,12 @@ class _Research:
             # One provider takes the group: a sharing provider with room
             # for every class is anchored in each tree it serves.
             with_room = list(capacity_sharing.values())
-            served = trees_served(set.intersection(*with_room) & sharing) if with_room else {}
+            served = reads.trees_served(set.intersection(*with_room) & sharing) if with_room else {}
             return frozenset(), {}, served
         if group.in_tree or not sharing:  # no sharing within one tree
             return sharing, {}, {}
         by_class = {name: providers & sharing for name, providers in capacity_sharing.items()}
-        served = trees_served(set().union(*by_class.values()))
+        served = reads.trees_served(set().union(*by_class.values()))
         for name, providers in by_class.items():
             if providers:
                 self.record(Stage.SHARING, len(providers), name)
@@ -443,8 +421,8 @@ class _Research:
         allowed, excluded = findings.allowed()
         if not allowed:
             return findings
-        pairs = frozenset(provider_roots(allowed - excluded))
-        served = trees_served({p for p, _ in pairs} & self.wide.sharing)
+        pairs = frozenset(reads.provider_roots(allowed - excluded))
+        served = reads.trees_served({p for p, _ in pairs} & self.wide.sharing)
         return dataclasses.replace(findings, resourceless=pairs, served=served)
 
     # -- what the explanation reads
@@ -469,14 +447,14 @@ class _Research:
                                   for class_id in findings.class_ids.values()
                                   if class_id is not None}))
         inventories = {}
-        for provider_id, class_id, *row in _INVENTORIES_OF_CLASSES.rows(class_ids):
+        for provider_id, class_id, *row in reads.INVENTORIES_OF_CLASSES.rows(class_ids):
             if provider_id in roots_of:
                 inventories.setdefault(class_id, {})[provider_id] = tuple(row)
         unsuffixed = groups.get('')
         served = {}
         if (unsuffixed is not None and unsuffixed.tree_mode and unsuffixed.sharing
                 and not unsuffixed.group.in_tree):
-            served = trees_served({p for rows in inventories.values() for p in rows
+            served = reads.trees_served({p for rows in inventories.values() for p in rows
                                    if p in unsuffixed.sharing and p not in unsuffixed.served})
         return inventories, served
 
@@ -519,189 +497,3 @@ def _constraints(group):
             tuple(frozenset(s) for s in group.required_traits), frozenset(group.forbidden_traits),
             tuple(frozenset(s) for s in group.member_of), frozenset(group.forbidden_aggs),
             group.in_tree)
-
-
-def trees_served(provider_ids):
-    """{sharing provider id: roots of the trees it serves} (one query, none
-    for no providers)."""
-    served = {}
-    if provider_ids:
-        for sharing_id, root_id in trees_served_by(provider_ids):
-            served.setdefault(sharing_id, set()).add(root_id)
-    return served
-
-
-def provider_names(provider_ids):
-    """{provider id: (name, uuid)} of some providers (one query): the
-    explanation's near misses, named once it has chosen them."""
-    return {pk: (name, uuid) for pk, name, uuid in ResourceProvider.objects.filter(
-        pk__in=provider_ids).values_list('pk', 'name', 'uuid')}
-
-
-# ---- one query per constraint ------------------------------------------------------
-
-def providers_with_capacity(wanted, tree_root=None, within=None, sharing=frozenset(),
-                            trees=None, roots=None):
-    """({class id: {(provider id, root id)}}, {class id: {sharing provider id}}):
-    the providers whose inventory of each class of `wanted` ({class id:
-    amount}) can take its amount more (capacity, min/max unit, step size),
-    optionally in one tree or among some providers, and which of them are
-    in `sharing`. One query for every class; with `trees`, only in the
-    first `trees` trees that have room for every class (the database
-    groups the rows by tree and stops there: on MariaDB, which takes no
-    LIMIT in an IN subquery, in a query of its own). `roots` gives the
-    roots of the providers (those not in it are roots), as a dict or a
-    function returning one, called only if some inventory fits; without
-    it, each row's root is looked up in the query."""
-    if trees is not None:  # (for a lone group: no member_of, no in_tree)
-        fitting = _in_first_trees(wanted, trees)
-        fitting = fitting.values_list(
-            'resource_class_id', 'resource_provider_id', 'root').order_by()
-    elif tree_root is None and roots is not None:
-        # The roots from a map, not looked up per row: PostgreSQL's lookup
-        # for each of 3,000 rows cost twice the rest of the query.
-        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()),
-                                None if within is None else Ids(within), None, False)
-        if fitting and callable(roots):
-            roots = roots()
-        fitting = [(class_id, provider_id, roots.get(provider_id, provider_id))
-                   for class_id, provider_id in fitting]
-    else:
-        fitting = _FITTING.rows(tuple(wanted), tuple(wanted.values()),
-                                None if within is None else Ids(within), tree_root, True)
-    by_class = {class_id: set() for class_id in wanted}
-    sharing_by_class = {class_id: set() for class_id in wanted}
-    for class_id, provider_id, root_id in fitting:
-        by_class[class_id].add((provider_id, root_id))
-        if provider_id in sharing:
-            sharing_by_class[class_id].add(provider_id)
-    return by_class, sharing_by_class
-
-
-def _in_first_trees(wanted, trees):
-    """The inventories able to fit `wanted` in the first `trees` trees with
-    room for every class, annotated with their `root`."""
-    # Grouped by the root joined in, not with_root's per-row lookup: when
-    # aggregating, PostgreSQL hashes the join (82 against 131 ms at 100,000
-    # providers).
-    with_root = F('resource_provider__root_provider_id')
-    roots = Inventory.objects.able_to_fit_any(wanted).annotate(root=with_root).values(
-        'root').annotate(classes=Count('resource_class_id', distinct=True)).filter(
-        classes=len(wanted)).order_by('root').values_list('root', flat=True)[:trees]
-    if connections[roots.db].vendor == 'mysql':
-        roots = list(roots)
-    # The trees' rows again, found from their roots by index.
-    return Inventory.objects.filter(resource_provider__root_provider_id__in=roots).able_to_fit_any(
-        wanted).annotate(root=with_root)
-
-
-def providers_in_aggregates(aggregate_uuids):
-    """Providers in at least one of the aggregates."""
-    return {pk for pk, in _IN_AGGREGATES.rows(tuple(sorted(aggregate_uuids)))}
-
-
-def providers_with_any_trait(trait_ids):
-    """Providers having at least one of the traits."""
-    return {pk for pk, in _WITH_ANY_TRAIT.rows(tuple(sorted(trait_ids)))}
-
-
-def provider_roots(provider_ids):
-    """(provider id, root id) of the providers: the candidates of a group
-    that asks for no resources."""
-    return set(_ROOTS_OF.rows(Ids(provider_ids)))
-
-
-# ---- the research's reads, compiled once per shape (placement_site.prepared.Prepared) --
-
-def _request_wide(class_names, trait_names, aggregates=(), required=()):
-    """(kind, name, id, root) rows: every sharing provider ('sharing', with
-    its root), the first provider with a parent ('tree', if any), the
-    classes and traits named ('class', 'trait'), how many trees there
-    are, counted up to TREES_COUNTED + 1 ('trees', the count as its id);
-    the providers in each of the aggregates ('member', named by its uuid)
-    and those whose root is in any ('under'), with their roots; the
-    providers with each of the `required` traits ('has', named by it)."""
-    def rows(queryset, kind, name=Value('')):  # noqa: B008 (an expression, never changed)
-        return queryset.annotate(kind=Value(kind), key=name).values_list(
-            'kind', 'key', 'id', 'root').order_by()
-
-    root = {'root': F('root_provider_id')}
-    parts = [
-        rows(ResourceProvider.objects.filter(id__in=ids_with_any_trait(
-            Trait.objects.filter(name=SHARING_TRAIT).values('id'))).annotate(**root), 'sharing'),
-        # A scalar subquery: SQLite takes no LIMIT in a UNION's parts.
-        rows(ResourceProvider.objects.filter(id=Subquery(ResourceProvider.objects.filter(
-            parent_provider__isnull=False).values('id')[:1])).annotate(**root), 'tree'),
-    ]
-    parts += [rows(model.objects.filter(name__in=names).annotate(root=Value(0)), kind, F('name'))
-              for model, kind, names in ((ResourceClass, 'class', class_names),
-                                         (Trait, 'trait', trait_names)) if names]
-    if aggregates:
-        # The links by aggregate, each with its provider's root; and the
-        # providers whose root is linked to any (by their roots).
-        members = ProviderAggregate.objects.filter(aggregate__uuid__in=aggregates)
-        parts.append(members.annotate(kind=Value('member'), key=F('aggregate__uuid'),
-                                      provider=F('resource_provider_id'),
-                                      root=F('resource_provider__root_provider_id')).values_list(
-            'kind', 'key', 'provider', 'root').order_by())
-        parts.append(rows(ResourceProvider.objects.filter(
-            root_provider_id__in=ids_in_aggregates(aggregates)).annotate(**root), 'under'))
-    if required:
-        parts.append(ProviderTrait.objects.filter(trait__name__in=required).annotate(
-            kind=Value('has'), key=F('trait__name'), provider=F('resource_provider_id'),
-            root=Value(0)).values_list('kind', 'key', 'provider', 'root').order_by())
-    # Up to TREES_COUNTED + 1 roots, counted from the index on parents alone
-    # (a quarter of the time of counting the roots up to the last one's id),
-    # on the row of the first provider: none, no trees.
-    first = ResourceProvider.objects.filter(id=Subquery(
-        ResourceProvider.objects.order_by('id').values('id')[:1]))
-    parts.append(first.annotate(kind=Value('trees'), key=Value(''), n=_BOUNDED_TREE_COUNT,
-                                root=Value(0)).values_list('kind', 'key', 'n', 'root').order_by())
-    return parts[0].union(*parts[1:], all=True)
-
-
-_BOUNDED_TREE_COUNT = RawSQL(
-    f'SELECT COUNT(*) FROM (SELECT 1 FROM {ResourceProvider._meta.db_table} '
-    f'WHERE parent_provider_id IS NULL LIMIT {TREES_COUNTED + 1}) roots', ())
-
-
-_REQUEST_WIDE = Prepared(ResourceProvider, _request_wide)
-_MEMBERS_AND_UNDER = Prepared(ResourceProvider, lambda members: (
-    ResourceProvider.objects.filter(Q(id__in_ids=members) | Q(root_provider_id__in_ids=members))
-    .values_list('id', 'root_provider_id').order_by()))
-# Providers whose root is another (a root's is its own id).
-_NOT_OWN_ROOTS = Prepared(ResourceProvider, lambda: ResourceProvider.objects.exclude(
-    root_provider_id=F('id')).values_list('id', 'root_provider_id').order_by())
-_EVERY_ROOT = Prepared(ResourceProvider, lambda: ResourceProvider.objects.values_list(
-    'id', 'root_provider_id'))
-_INVENTORIES_OF_CLASSES = Prepared(Inventory, lambda class_ids: Inventory.objects.filter(
-    resource_class_id__in=class_ids).values_list(
-    'resource_provider_id', 'resource_class_id', 'total', 'reserved', 'allocation_ratio', 'used',
-    'min_unit', 'max_unit', 'step_size').order_by())
-_ROOT_OF_UUID = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.filter(
-    uuid=uuid).values_list('root_provider_id').order_by()[:1])
-_IN_AGGREGATES = Prepared(ProviderAggregate, lambda uuids: ids_in_aggregates(uuids).values_list(
-    'resource_provider_id'))
-_WITH_ANY_TRAIT = Prepared(ProviderTrait, lambda trait_ids: ids_with_any_trait(
-    trait_ids).values_list('resource_provider_id'))
-_ROOTS_OF = Prepared(ResourceProvider, lambda ids: ResourceProvider.objects.filter(
-    id__in_ids=ids).values_list('id', 'root_provider_id').order_by())
-
-
-def _fitting(class_ids, amounts, within, tree_root, rooted):
-    """(class id, provider id[, root id]) of the inventories able to fit the
-    amounts, among `within` or in the tree of `tree_root` if given; with
-    each row's root (looked up per row) if `rooted`."""
-    fitting = Inventory.objects.all()
-    if within is not None:
-        fitting = fitting.filter(resource_provider_id__in_ids=within)
-    fitting = fitting.able_to_fit_any(dict(zip(class_ids, amounts)))
-    if not rooted:
-        return fitting.values_list('resource_class_id', 'resource_provider_id').order_by()
-    fitting = fitting.with_root()
-    if tree_root is not None:
-        fitting = fitting.filter(root=tree_root)
-    return fitting.values_list('resource_class_id', 'resource_provider_id', 'root').order_by()
-
-
-_FITTING = Prepared(Inventory, _fitting)

@@ -55,7 +55,7 @@ from providers.candidates.explain.wording import STAGE_LABELS
 from providers.candidates.explain.wording import cause_rows
 from providers.candidates.explain.wording import label
 from providers.candidates.explain.wording import summary
-from providers.candidates.research import provider_names
+from providers.candidates.reads import provider_names
 from providers.candidates.selector import select_candidates
 
 __all__ = ['STAGE_LABELS', 'Explanation', 'Funnel', 'Step', 'cause_rows', 'explain_candidates',
