@@ -1,12 +1,12 @@
 """Research: every read that decides which providers can hold a request,
-and, explaining, every read the explanation needs. The search's other
+and, explaining, every read the explanation needs but one. The search's other
 reads are the provider summaries of the trees it uses (summaries.py) and
 the names of the near misses an explanation chose (reads.provider_names).
 
 research(query) runs one query per constraint (reads.py), each returning
 the provider ids that pass it (or, for forbidden traits and aggregates, the
-ids it excludes), in
-Placement's order: request-wide first, then one request group at a time. It
+ids it excludes), in Placement's order: request-wide first, then one
+request group at a time. It
 hands on a Researched (findings.py): RequestFindings, a GroupFindings per
 group built once its stages are read, and a StageRecord per stage with its
 count. Nothing later asks it anything: its input is the query, whether the
@@ -99,7 +99,7 @@ class _Research:
     def run(self):
         groups = {}
         try:
-            self.wide = self._request_wide()
+            self._request_wide()
             self.wide_records = tuple(self.records)
             if self.bounded_by is not None and len(self.query.groups) == 1:
                 self.tree_limit = answer_stops_at(self.query, self.bounded_by,
@@ -215,15 +215,15 @@ class _Research:
     # -- request-wide
 
     def _request_wide(self):
-        """The RequestFindings (stops when root_required leaves no root,
+        """Sets the RequestFindings (stops when root_required leaves no root,
         unless explaining)."""
         has_trees, sharing_roots, trees = self._read_request_wide()
+        # What research hands on if root_required names an unknown trait.
         self.wide = RequestFindings(has_trees, sharing_roots, trees=trees)
         anchors = self._root_traits()
         self.wide = RequestFindings(has_trees, sharing_roots, anchors, trees)
         if anchors is not None and not anchors:
             self.dead_end()
-        return self.wide
 
     def _root_traits(self):
         """root_required: the roots every candidate's tree must hang from

@@ -4,7 +4,8 @@ and explain_candidates call it. Each stage is a function of what the
 earlier ones handed on, and nothing hands anything back:
 
   research     research.research -> Researched (every read that decides the
-               candidates; explaining, every read the explanation needs)
+               candidates; explaining, every read the explanation needs but
+               the near misses' names)
   matching     per group, in the query's order: matching.group_requests
                (pure) -> the group's requests and stage records; a name
                research refused is raised here, unless an earlier group
@@ -16,8 +17,9 @@ earlier ones handed on, and nothing hands anything back:
                (reads; for candidates handed on as they are made, read
                before combining: the trees every group reaches)
 
-The CandidateResult holds all of it, complete: writing the answer or the
-explanation reads nothing more.
+The CandidateResult holds all of it, complete: writing the answer reads
+nothing more, and the explanation only the names of the near misses it
+chose (reads.provider_names).
 """
 import contextlib
 import gc
@@ -124,6 +126,7 @@ def _matched(query, researched, combination, counted):
     wide, findings_by_suffix = researched.wide, researched.groups
     one_group = len(query.groups) == 1
     records = list(researched.wide_records)
+    researched_so_far = len(records)   # how many of research's records are in `records`
     alive = True   # no group so far without requests, and research left something
     by_suffix = {}
     spread = None  # the unsuffixed group's findings, matched after the others
@@ -132,8 +135,9 @@ def _matched(query, researched, combination, counted):
             raise researched.refused
         findings = findings_by_suffix.get(suffix)
         if findings is None:     # research stopped before it: nothing is left
-            return {}, list(researched.records), False
+            return {}, records + list(researched.records[researched_so_far:]), False
         records += findings.records
+        researched_so_far += len(findings.records)
         if not (alive and findings.alive):
             alive = False    # explaining: every group's research is recorded still
             continue

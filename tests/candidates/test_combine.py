@@ -1,5 +1,7 @@
 """Combining the groups' requests into candidates, in Python alone: no
 database, provider summaries and requests written out by hand."""
+import copy
+
 import pytest
 
 from providers.candidates.combine import Combination
@@ -96,9 +98,12 @@ def test_products_respect_max_unit_of_the_summed_amount():
 def test_merging_sums_amounts_and_keeps_each_distinct_candidate_once():
     loaded = summaries({2: (10, 0, 10), 4: (10, 0, 10)})
     combine = combination(groups('1', '2'), group_policy='none')
+    handed_on, wide = findings('1', '2'), combine.wide
+    before = copy.deepcopy((handed_on, wide))
     combined = combine.candidates({'1': [request(2, '1'), request(4, '1')],
                                    '2': [request(2, '2'), request(4, '2')]},
-                                  findings('1', '2'), loaded)
+                                  handed_on, loaded)
+    assert (handed_on, wide) == before   # combining reads the findings, never changes them
     merged = combined.requests
     assert keys(merged) == [((2, VCPU, 1), (4, VCPU, 1)), ((2, VCPU, 1), (4, VCPU, 1)),
                             ((2, VCPU, 2),), ((4, VCPU, 2),)]

@@ -341,3 +341,13 @@ def test_summaries_read_by_ids_roots_or_whole_tables_are_the_same(cloud, monkeyp
         assert len(read_now) == len(queries), way
         if way != 'by ids' and (most or way != 'most of the trees: whole tables'):
             assert [q['sql'] for q in read_now] != [q['sql'] for q in queries], way
+
+
+def test_the_stages_stay_in_order_when_a_later_group_fits_nothing(cloud):
+    result = select_candidates(query(
+        'resources1=VCPU:1&resources2=DISK_GB:100000&group_policy=none'))
+    assert result.allocation_requests == []
+    # Group 1's research and matching, then group 2's research, stopped.
+    assert [(r.stage, r.group, r.remaining) for r in result.stages] == [
+        (Stage.CAPACITY, '1', 2), (Stage.PROVIDERS_MATCHING, '1', 2),
+        (Stage.GROUP_CANDIDATES, '1', 2), (Stage.CAPACITY, '2', 0)]
