@@ -78,13 +78,13 @@ INVENTORY_FAMILIES = (
      '(total - reserved) * allocation_ratio.', lambda i: number(i.capacity), False),
     ('placement_provider_free',
      'Capacity not allocated of a resource class on a provider (at least 0).',
-     lambda i: number(max(i.capacity - i.used, 0)), False),
+     lambda i: number(rules.free(i.capacity, i.used)), False),
     ('openstack_hypervisor_placement_allocated',
      'Currently allocated resource for each provider in placement.',
      lambda i: str(i.used), True),
     ('openstack_hypervisor_placement_allocatable_capacity',
      'The total allocatable resource in the placement inventory.',
-     lambda i: number(rules.capacity(i.total, i.reserved, i.allocation_ratio)), True),
+     lambda i: number(i.capacity), True),
 )
 HYPERVISOR_FLAVORS = 'openstack_free_capacity_hypervisor_by_flavor'
 # Trees per bucket, roughly: a claim renders one bucket again.

@@ -97,19 +97,9 @@ def trees_served_by(provider_ids):
                   'resource_provider__root_provider_id').order_by()
 
 
-def in_pool(member_ids, prefix=''):
-    """The pool rule, as a condition on providers (reached through
-    `prefix`): a provider is in a pool when it is a member of the pool's
-    aggregate (`member_ids`: their ids, a list or a subquery) or the root
-    of its tree is, as a candidate search's member_of reads a pool (a
-    compute node's NUMA nodes hold its VCPU). in_pools below states it per
-    pool."""
-    return Q(**{f'{prefix}id__in': member_ids}) | Q(**{f'{prefix}root_provider_id__in': member_ids})
-
-
 def in_pools(inventories, aggregate_ids):
     """`inventories` narrowed to the providers of the pools (aggregates, by
-    id: a list or a subquery; in_pool's rule), as two querysets whose rows
+    id: a list or a subquery; rules.in_pool_sql, per pool), as two querysets whose rows
     are annotated `pool` (the aggregate id).
 
     The first queryset has the trees under member roots, the second the
@@ -187,10 +177,10 @@ class ResourceProviderQuerySet(models.QuerySet):
         return self.filter(id__in=ids_in_aggregates(aggregate_uuids))
 
     def in_pool_of(self, aggregate):
-        """The pool's providers (in_pool), each annotated `member`: whether
+        """The pool's providers (rules.in_pool_sql), each annotated `member`: whether
         it is itself in the aggregate."""
         members = _model('ProviderAggregate').objects.filter(aggregate_id=aggregate.pk)
-        return self.filter(in_pool(members.values('resource_provider_id'))).annotate(
+        return self.filter(rules.in_pool_sql(members.values('resource_provider_id'))).annotate(
             member=Exists(members.filter(resource_provider_id=OuterRef('pk'))))
 
     def member_of(self, any_of_sets):

@@ -4,8 +4,9 @@ An inventory can hold capacity = (total - reserved) * allocation_ratio
 (`capacity`; `whole_capacity` as Placement truncates it). One more claim of
 `amount` fits it when the amount is within min_unit..max_unit and a multiple
 of step_size (`takes`), and used + amount <= capacity (`holds`, `fits`).
-What is free is capacity - used, never below 0 (`free`): an inventory
-lowered below what is allocated has nothing free. Utilization is used /
+The room left is capacity - used (`room`, below 0 when over capacity);
+what is free is the room, never below 0 (`free`): an inventory lowered
+below what is allocated has nothing free. Utilization is used /
 capacity, a fraction, unknown (None) without capacity (`utilization`); a
 percent only where an answer or a page gives one (`percent`). Claims of one
 amount fit one after another `slots` times: the largest k with
@@ -16,8 +17,13 @@ sum of the inventory's allocations the database keeps
 The claim check, the candidate search and its explanation, GET /capacity's
 "how many more fit", the books, the dashboards, the metrics, the status
 checks and the scale loader all ask these; tests/providers/test_rules.py holds the
-Python and the SQL to the same answers on random inventories. Which
-providers a pool (an aggregate) holds is querysets.in_pool's rule.
+Python and the SQL to the same answers on random inventories.
+
+A pool (an aggregate) holds its members and every provider in the tree of
+a member root, as a candidate search's member_of reads it (a compute
+node's NUMA nodes hold its VCPU): `pools_of` a provider, `in_pool_sql` as a
+condition on providers; the same test holds them to the same answers on
+random trees.
 """
 import math
 
@@ -58,14 +64,28 @@ def whole_capacity(total, reserved, allocation_ratio):
     return int(capacity(total, reserved, allocation_ratio))
 
 
+def valid_capacity(total, reserved, allocation_ratio, *, reserved_can_be_total=True):
+    """May an inventory have these amounts? Not when its whole capacity is
+    below 0, nor 0 where reserved may not equal total (Placement before
+    microversion 1.26)."""
+    whole = whole_capacity(total, reserved, allocation_ratio)
+    return whole > 0 or (whole == 0 and reserved_can_be_total)
+
+
 def holds(used, capacity):
     """The inventory holds `used` within its capacity."""
     return used <= capacity
 
 
+def room(capacity, used):
+    """capacity - used, below 0 when over capacity: what an amount must
+    fit within (the candidate search's test, as holds() counts)."""
+    return capacity - used
+
+
 def free(capacity, used):
-    """What is left to claim: capacity - used, never below 0."""
-    return max(capacity - used, 0.0)
+    """What is left to claim, as the books show it: room, never below 0."""
+    return max(room(capacity, used), 0.0)
 
 
 def utilization(used, capacity):
@@ -78,6 +98,12 @@ def percent(used, capacity):
     None without capacity. (100 * used / capacity, in that order: the
     answers' digits.)"""
     return 100.0 * used / capacity if capacity else None
+
+
+def pools_of(own, roots):
+    """The pools a provider is in: its own aggregates (a set) and those of
+    its tree's root (empty for a root)."""
+    return own | roots if roots else own
 
 
 def takes(amount, min_unit, max_unit, step_size):
@@ -166,6 +192,13 @@ def utilization_sql(used, capacity):
     The 0 is written into the text, so SQLite matches the inventories'
     expression index (InventoryQuerySet.with_utilization)."""
     return Cast(used, FloatField()) / NullIf(capacity, SQLConstant(0))
+
+
+def in_pool_sql(member_ids, prefix=''):
+    """In the pool, as SQL: a condition on providers (reached through
+    `prefix`), given the ids of the pool aggregate's members (a list or a
+    subquery)."""
+    return Q(**{f'{prefix}id__in': member_ids}) | Q(**{f'{prefix}root_provider_id__in': member_ids})
 
 
 def takes_sql(amount):

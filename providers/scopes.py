@@ -24,13 +24,13 @@ from django.db.models import Q
 from django.db.models import Value
 
 from providers import remembered
+from providers import rules
 from providers.ledger import groupings
 from providers.models import Inventory
 from providers.models import ProviderAggregate
 from providers.models import ProviderTrait
 from providers.models import ResourceProvider
 from providers.querysets import SHARING_TRAIT
-from providers.querysets import in_pool
 from providers.querysets import in_pools
 from providers.querysets import trees_served_by
 
@@ -170,8 +170,8 @@ def unions_of_pools(pools_of):
     for key, aggregate_ids in pools_of.items():
         ids = ProviderAggregate.objects.filter(aggregate_id__in=list(aggregate_ids)).values(
             'resource_provider_id')
-        parts.append(Inventory.objects.filter(in_pool(ids, 'resource_provider__')).annotate(
-            grp=Value(key)))
+        parts.append(Inventory.objects.filter(
+            rules.in_pool_sql(ids, 'resource_provider__')).annotate(grp=Value(key)))
         for aggregate_id in aggregate_ids:
             keys_of[aggregate_id].add(key)
 

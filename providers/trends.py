@@ -164,7 +164,7 @@ def forecast(points, *, window=FORECAST_WINDOW):
         return Forecast(UNKNOWN)
     if slope <= 0:
         return Forecast(NOT_FILLING, slope)
-    days = (latest.capacity - latest.used) / slope
+    days = latest.free / slope
     if days > FORECAST_HORIZON / timedelta(days=1):
         return Forecast(NOT_FILLING, slope)
     return Forecast(FILLING, slope, days, latest.taken_at + timedelta(days=days))

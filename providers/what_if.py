@@ -408,7 +408,7 @@ class _Edit:
         if setting.reserved is not None:
             changes['reserved'] = setting.reserved
         changed = inventory._replace(**changes)
-        if rules.whole_capacity(changed.total, changed.reserved, changed.allocation_ratio) < 0:
+        if not rules.valid_capacity(changed.total, changed.reserved, changed.allocation_ratio):
             provider = tree.provider(inventory.provider)
             raise Refused(
                 f'{setting.resource_class} on {provider.name if provider else tree.name}: '
@@ -451,8 +451,8 @@ class _Edit:
         records = {}
         for class_name, record in inventories.items():
             record = {**INVENTORY_DEFAULTS, **record}
-            if rules.whole_capacity(record['total'], record['reserved'],
-                                    record['allocation_ratio']) < 0:
+            if not rules.valid_capacity(record['total'], record['reserved'],
+                                        record['allocation_ratio']):
                 raise Refused(f'{class_name} of {name}: reserved {record["reserved"]} and '
                               f'allocation_ratio {record["allocation_ratio"]} leave a capacity '
                               f'below zero (total {record["total"]}).')

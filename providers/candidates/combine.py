@@ -162,8 +162,9 @@ class Combination:
         """The cartesian product of the groups' requests, pruning prefixes
         that already exceed a provider's capacity or max_unit."""
         lists = [tuple(items) for items in lists]
-        # (provider id, class) -> (room: capacity - used, below 0 when over
-        # capacity, as rules.holds counts it; max_unit). No Django here.
+        # (provider id, class) -> (room, max_unit): room as rules.room defines
+        # it, capacity - used, below 0 when over capacity (rules imports
+        # Django; this module does not).
         limits = {}
         for items in lists:
             for request in items:

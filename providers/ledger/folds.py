@@ -30,6 +30,7 @@ import math
 
 from providers import books as the_books
 from providers import fits as fitting
+from providers import rules
 from providers.fits import Fit
 from providers.ledger import groupings
 from providers.ledger.image import scaled_capacity
@@ -388,8 +389,7 @@ class FullestFold(_Levels):
         names = {provider.id: provider.name for provider in tree.providers}
         for i in tree.inventories:
             if i.total > i.reserved:
-                capacity = i.capacity
-                yield (float(i.used) / capacity if capacity else None,
+                yield (rules.utilization(i.used, i.capacity),
                        (names[i.provider], i.provider, i.resource_class))
 
     def _add(self, image, tree, sign):

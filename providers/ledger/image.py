@@ -115,10 +115,9 @@ class Tree:
                 max_unit=i.max_unit, step_size=i.step_size))
 
     def aggregates_of(self, provider):
-        """The pools a provider (Provider) of this tree is in as member_of
-        reads them: its own aggregates and its root's."""
+        """The pools a provider (Provider) of this tree is in (rules.pools_of)."""
         root = self.root_provider
-        return provider.aggregates | root.aggregates if root is not None else provider.aggregates
+        return rules.pools_of(provider.aggregates, root.aggregates if root is not None else ())
 
 
 class Catalogue(NamedTuple):

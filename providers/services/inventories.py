@@ -23,8 +23,8 @@ LOG = logging.getLogger('placement.inventories')
 def check_inventory_capacity(provider, resource_class, record, *, reserved_can_be_total):
     """Refuse an inventory whose capacity, truncated to a whole number as
     Placement does, is negative (or zero before 1.26)."""
-    usable = rules.whole_capacity(record['total'], record['reserved'], record['allocation_ratio'])
-    if usable < 0 or (usable == 0 and not reserved_can_be_total):
+    if not rules.valid_capacity(record['total'], record['reserved'], record['allocation_ratio'],
+                                reserved_can_be_total=reserved_can_be_total):
         error = (exceptions.InvalidInventoryCapacityReservedCanBeTotal if reserved_can_be_total
                  else exceptions.InvalidInventoryCapacity)
         raise error(resource_class=resource_class, resource_provider=provider.uuid)
@@ -48,7 +48,7 @@ def _over_capacity(provider, records_by_id, names_by_id):
     for class_id, record in sorted(records_by_id.items()):
         in_use = used.get(class_id, 0)
         limit = rules.capacity(record['total'], record['reserved'], record['allocation_ratio'])
-        if in_use > limit:
+        if not rules.holds(in_use, limit):
             exceeded.append((names_by_id[class_id], in_use, limit))
     return exceeded
 

@@ -1,6 +1,7 @@
 """The capacity rule (providers.rules): its Python and its SQL give the same
 answers on random inventories, on the real database, and Inventory.used is
-the allocations' sum they both read."""
+the allocations' sum they both read; the pool rule's give the same pools on
+random aggregate memberships of a forest of trees."""
 import pytest
 from django.db.models import F
 from django.db.models import Sum
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 
 from allocations.models import Allocation
 from providers import rules
+from providers.models import Aggregate
 from providers.models import Inventory
+from providers.models import ProviderAggregate
+from providers.models import ResourceProvider
 from tests.support.factories import add_allocation
 from tests.support.factories import add_provider
 
@@ -88,6 +92,7 @@ def test_the_python_and_the_sql_agree(row, values, amount):
 def test_free_is_never_below_zero_and_utilization_unknown_without_capacity():
     assert rules.free(13.5, 3) == 10.5
     assert rules.free(10.0, 12) == 0.0       # an inventory lowered below its use
+    assert rules.room(10.0, 12) == -2.0      # ... which the search weighs below 0
     assert rules.utilization(3, 12.0) == 0.25
     assert rules.utilization(3, 0.0) is None
     assert rules.percent(3, 12.0) == 25.0
@@ -125,3 +130,38 @@ def test_an_inventory_refuses_a_claim_exactly_when_it_does_not_fit(values, amoun
                                                  values['allocation_ratio']))
     assert (set(refused) <= {'capacity'}) == rules.takes(
         amount, values['min_unit'], values['max_unit'], values['step_size'])
+
+
+@pytest.fixture
+def forest(db):
+    """Two compute nodes with NUMA nodes (one with a VF under it), a lone
+    shared-storage provider, and two aggregates."""
+    cn1 = add_provider('cn1')
+    numa = add_provider('cn1-numa0', parent=cn1)
+    add_provider('cn1-numa0-vf', parent=numa)
+    cn2 = add_provider('cn2')
+    add_provider('cn2-numa0', parent=cn2)
+    add_provider('nfs')
+    aggregates = [Aggregate.objects.create(uuid=f'{n:08d}-0000-0000-0000-000000000000')
+                  for n in range(2)]
+    return list(ResourceProvider.objects.order_by('pk')), aggregates
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(links=st.sets(st.tuples(st.integers(0, 5), st.integers(0, 1))))
+def test_the_pool_rule_in_python_and_in_sql_agree(forest, links):
+    providers, aggregates = forest
+    ProviderAggregate.objects.all().delete()
+    ProviderAggregate.objects.bulk_create(
+        ProviderAggregate(resource_provider=providers[p], aggregate=aggregates[a])
+        for p, a in links)
+    own = {rp.pk: {aggregates[a].pk for p, a in links if providers[p] == rp} for rp in providers}
+    for aggregate in aggregates:
+        members = ProviderAggregate.objects.filter(aggregate=aggregate).values(
+            'resource_provider_id')
+        in_sql = set(ResourceProvider.objects.filter(rules.in_pool_sql(members)).values_list(
+            'pk', flat=True))
+        in_python = {rp.pk for rp in providers if aggregate.pk in rules.pools_of(
+            own[rp.pk], own[rp.root_provider_id] if rp.root_provider_id != rp.pk else set())}
+        assert in_sql == in_python

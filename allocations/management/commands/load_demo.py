@@ -316,7 +316,7 @@ class Command(BaseCommand):
                           + ', '.join(f'{n} {t}' for t, n in sorted(by_type.items())) + ')')
         self.stdout.write(f'  projects: {len(projects)} ({", ".join(projects)}), users: {users}')
         self.stdout.write('  usage: ' + ', '.join(
-            f'{name} {100 * used.get(name, 0) / limit:.0f}%'
+            f'{name} {rules.percent(used.get(name, 0), limit):.0f}%'
             for name, limit in sorted(limits.items()) if limit))
         pods = demo_pods()
         bindings = PodBinding.objects.filter(pod__in=[p.pk for p in pods])

@@ -159,7 +159,8 @@ class Offers:
         for provider_id, row in rows.items():
             if row not in met:
                 total, reserved, ratio, used, min_unit, max_unit, step = row
-                met[row] = (rules.capacity(total, reserved, ratio) - (used or 0), rules.refusals(
+                capacity = rules.capacity(total, reserved, ratio)
+                met[row] = (rules.room(capacity, used or 0), rules.refusals(
                     amount, total=total, reserved=reserved, allocation_ratio=ratio,
                     used=used or 0, min_unit=min_unit, max_unit=max_unit, step_size=step))
             room, refused = met[row]
