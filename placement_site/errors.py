@@ -32,6 +32,11 @@ QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 POD_IN_USE = 'placement.pod.inuse'
 NO_POD_AVAILABLE = 'placement.pod.none_available'
 
+CODES = (DEFAULT, INVENTORY_INUSE, CONCURRENT_UPDATE, DUPLICATE_NAME, PROVIDER_IN_USE,
+         PROVIDER_CANNOT_DELETE_PARENT, RESOURCE_PROVIDER_NOT_FOUND,
+         ILLEGAL_DUPLICATE_QUERYPARAM, QUERYPARAM_BAD_VALUE, QUERYPARAM_MISSING_VALUE,
+         POD_IN_USE, NO_POD_AVAILABLE)
+
 # Error codes appear in bodies from this microversion on.
 ERROR_CODE_MICROVERSION = (1, 23)
 
@@ -170,6 +175,13 @@ def worded(wording, **names):
                 how = how if isinstance(how, Worded) else Worded(how)
                 raise how.error(exc, names) from exc
         raise
+
+
+def raise_worded(exc, detail='{error}', names=None, **differences):
+    """Raise the domain error `exc` as a handler words it: worded() with a
+    Worded(detail, **differences) for its class (`names` for the detail)."""
+    with worded({type(exc): Worded(detail, **differences)}, **(names or {})):
+        raise exc
 
 
 def _strip_tags(text):

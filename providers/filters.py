@@ -69,11 +69,10 @@ class ProviderFilterSet(django_filters.FilterSet):
 
     def with_traits(self, queryset, values):
         required, forbidden = querystring.required_traits(self.data, self.version)
-        try:
+        with errors.worded({exceptions.TraitNotFound: errors.Worded(
+                'Invalid trait(s) in "required" parameter: {error}', status=400)}):
             required_ids = [set(querysets.trait_ids(any_of).values()) for any_of in required]
             forbidden_ids = set(querysets.trait_ids(forbidden).values())
-        except exceptions.TraitNotFound as exc:
-            raise errors.bad_request(f'Invalid trait(s) in "required" parameter: {exc}')
         queryset = queryset.with_traits(required_ids)
         return queryset.without_traits(forbidden_ids) if forbidden_ids else queryset
 

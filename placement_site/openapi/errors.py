@@ -3,6 +3,8 @@ and noauth2's 401), what each status means, and the HTTP server's 414.
 """
 from drf_spectacular.utils import OpenApiResponse
 
+from placement_site import errors
+from placement_site import microversion
 from placement_site.openapi.schemas import Component
 
 ERROR = Component('Error', {
@@ -17,20 +19,12 @@ ERROR = Component('Error', {
                     'status': {'type': 'integer', 'description': 'The HTTP status code.'},
                     'title': {'type': 'string', 'example': 'Not Found'},
                     'detail': {'type': 'string', 'description': 'What went wrong.'},
-                    'code': {
-                        'type': 'string',
-                        'description': (
-                            'From microversion 1.23: what went wrong, for programs. One of '
-                            'placement.undefined_code, placement.concurrent_update, '
-                            'placement.duplicate_name, placement.inventory.inuse, '
-                            'placement.resource_provider.inuse, '
-                            'placement.resource_provider.cannot_delete_parent, '
-                            'placement.resource_provider.not_found, '
-                            'placement.query.duplicate_key, placement.query.bad_value, '
-                            'placement.query.missing_value; for the pod endpoints (ours) '
-                            'also placement.pod.inuse and placement.pod.none_available.'),
-                        'example': 'placement.concurrent_update',
-                    },
+                    'code': microversion.since(errors.ERROR_CODE_MICROVERSION, {
+                        'type': 'string', 'enum': list(errors.CODES),
+                        'description': 'What went wrong, for programs (placement.pod.*: the '
+                                       'pod endpoints, ours).',
+                        'example': errors.CONCURRENT_UPDATE,
+                    }),
                     'request_id': {
                         'type': 'string', 'example': 'req-7c1b9a46-0f5e-4d0e-9d3c-2f1f3e1c0a11'},
                     'min_version': {

@@ -465,7 +465,7 @@ class PodBindingViewSet(PlacementViewSet):
                     f'An explicit binding names its pod: {name} is for binding requests.')
         pod = Pod.objects.with_aggregate().filter(uuid=normalize_uuid(data['pod'])).first()
         if pod is None:
-            raise errors.bad_request(str(exceptions.PodNotFound(uuid=data['pod'])))
+            errors.raise_worded(exceptions.PodNotFound(uuid=data['pod']), status=400)
         return services.binding_bind(project_id=data['project_id'], affinity=affinity, pod=pod)
 
     @operation(

@@ -63,7 +63,7 @@ class ResourceClassViewSet(PlacementViewSet):
         found = ResourceClass.objects.filter(name=name).first() if storable(name) else None
         if found is None:
             # Placement's generic 404, without Vary.
-            raise errors.not_found(str(exceptions.ResourceClassNotFound(name=name)), vary=False)
+            errors.raise_worded(exceptions.ResourceClassNotFound(name=name), vary=False)
         return found
 
     @operation(

@@ -3,11 +3,12 @@ names (or Placement's 404), and the words their descriptions share. The
 allocations app's views find providers with find_provider too.
 """
 from placement_site import errors
+from placement_site import exceptions
 from placement_site.queries import storable
 from providers.models import ResourceProvider
 
 NO_PROVIDER = 'No provider has this uuid.'
-CONFLICT = 'The generation is stale (placement.concurrent_update).'
+STALE_GENERATION = 'The generation is stale (placement.concurrent_update).'
 
 
 def find_provider(uuid, detail='{error}', vary=False):
@@ -20,6 +21,6 @@ def find_provider(uuid, detail='{error}', vary=False):
     if storable(uuid):
         provider = ResourceProvider.objects.with_tree_uuids().filter(uuid=uuid).first()
     if provider is None:
-        error = f'No resource provider with uuid {uuid} found'
-        raise errors.not_found(detail.format(uuid=uuid, error=error), vary=vary)
+        errors.raise_worded(exceptions.ResourceProviderNotFound(uuid=uuid), detail,
+                            {'uuid': uuid}, vary=vary)
     return provider

@@ -136,5 +136,5 @@ class TraitViewSet(PlacementViewSet):
     def destroy(self, request, name):
         self.authorize(self.POLICY % 'delete')
         trait = self._find(name)
-        services.trait_delete(trait=trait)   # standard: 400, in use: 409
+        services.trait_delete(trait=trait)
         return self.no_content()
