@@ -16,3 +16,33 @@ def page_of(request, items, param='page'):
     except ValueError:
         size = PAGE_SIZE
     return Paginator(items, size).get_page(request.GET.get(param))
+
+
+class Counted:
+    """A queryset as a Paginator and an export read it (counted, sliced,
+    iterated), counted by `count()`: the same number as COUNT(*) over the
+    queryset, from a cheaper query."""
+    ordered = True
+
+    def __init__(self, queryset, count):
+        self.queryset, self._count, self._counted = queryset, count, None
+
+    def count(self):
+        if self._counted is None:
+            self._counted = self._count()
+        return self._counted
+
+    def __len__(self):
+        return self.count()
+
+    def __getitem__(self, key):
+        return self.queryset[key]
+
+    def __iter__(self):
+        return iter(self.queryset)
+
+    def iterator(self, chunk_size=None):
+        return self.queryset.iterator(chunk_size=chunk_size)
+
+    def values_list(self, *fields):
+        return self.queryset.values_list(*fields)

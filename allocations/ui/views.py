@@ -26,6 +26,7 @@ from allocations.ui.filters import sorted_providers
 from allocations.ui.forms import CapacityForm
 from allocations.ui.forms import LiveListForm
 from allocations.ui.forms import UsageFilter
+from allocations.ui.paging import Counted
 from allocations.ui.paging import page_of
 from placement_site import errors
 from placement_site import replicas
@@ -321,7 +322,7 @@ def capacity_report(request):
     pool = Aggregate.objects.filter(uuid=chosen).first() if chosen and storable(chosen) else None
     class_ids = None if asked.class_ids is None else sorted(asked.class_ids)
     return render(request, 'ui/capacity.html', {
-        'form': form, 'asked': asked, 'page': page, 'pool': pool,
+        'form': form, 'asked': asked, 'page': page,
         'trend_charts': (trend_charts.capacity(request, pool, class_ids)
                          if viewer(request).may_read(trends_api.POLICY) else None),
     })
@@ -419,7 +420,7 @@ def audit_page(request):
         (f for f in findings if counts[f.key]), findings[0])
     # Paged by the count just read, not counted again (none: no rows read).
     page = shown.rows[:min(LIVE_ROWS, counts[shown.key])] if live is not None else page_of(
-        request, reports.Counted(shown.rows, lambda: counts[shown.key]))
+        request, Counted(shown.rows, lambda: counts[shown.key]))
     return render(request, 'ui/audit.html', {
         'findings': [(finding, counts[finding.key]) for finding in findings],
         'shown': shown, 'page': page, 'form': form, 'live': live,

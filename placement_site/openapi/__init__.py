@@ -39,7 +39,6 @@ from placement_site.openapi.operations import link
 from placement_site.openapi.operations import operation
 from placement_site.openapi.parameters import MEMBER_OF
 from placement_site.openapi.parameters import PROVIDER_UUID
-from placement_site.openapi.parameters import REQUIRED
 from placement_site.openapi.parameters import RESOURCES
 from placement_site.openapi.parameters import member_of_parameter
 from placement_site.openapi.parameters import paging_parameters
@@ -64,7 +63,7 @@ from placement_site.openapi.versions import describing
 
 __all__ = [
     'CLASS_NAME_SCHEMA', 'CUSTOM_NAME_SCHEMA', 'GENERATION', 'LINKS', 'MEMBER_OF',
-    'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID', 'REQUIRED', 'REQUIRED_GRAMMAR', 'RESOURCES',
+    'MEMBER_OF_GRAMMAR', 'PROVIDER_UUID', 'REQUIRED_GRAMMAR', 'RESOURCES',
     'RESOURCES_GRAMMAR', 'ROOT_REQUIRED_GRAMMAR', 'TRAIT_NAME_SCHEMA', 'UUID', 'UUID_KEY',
     'Component', 'DocumentView', 'at_version', 'closed', 'describe_version', 'describing',
     'keyed_maps', 'link', 'member_of_parameter', 'openapi_schema', 'operation', 'paging_parameters',

@@ -9,7 +9,7 @@ from placement_site import exceptions
 from placement_site.retries import retried_write
 from providers.models import Inventory
 from providers.models import ResourceClass
-from providers.services.traits import delete_custom
+from providers.services.custom_names import delete_custom
 
 
 @retried_write

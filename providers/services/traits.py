@@ -9,6 +9,7 @@ from providers import events
 from providers import querysets
 from providers.models import ProviderTrait
 from providers.models import Trait
+from providers.services.custom_names import delete_custom
 from providers.services.generations import claim_generation
 from providers.services.generations import lock_as_read
 
@@ -59,20 +60,3 @@ def trait_delete(*, trait):
     """Delete a custom trait no provider carries."""
     delete_custom(trait, ProviderTrait.objects.filter(trait_id=trait.pk),
                    standard=exceptions.TraitCannotDeleteStandard, in_use=exceptions.TraitInUse)
-
-
-def delete_custom(row, users, *, standard, in_use):
-    """Delete a custom name (a trait, a resource class) that no row of
-    `users` refers to: a standard name is refused with `standard`, one in
-    use with `in_use`, also when a user arrives meanwhile (the foreign key
-    refuses the delete)."""
-    if not row.is_custom:
-        raise standard(name=row.name)
-    with transaction.atomic():
-        if users.exists():
-            raise in_use(name=row.name)
-        try:
-            with transaction.atomic():
-                type(row).objects.filter(pk=row.pk).delete()
-        except IntegrityError:
-            raise in_use(name=row.name)

@@ -1,7 +1,16 @@
-"""What only the tests use: a throw-away RabbitMQ broker (broker), a real
-Keystone and its admin API (keystone), a PostgreSQL primary with its
-streaming replica (replicas), reading the dashboards' HTML (pages) and the
-browser tests' helpers (browser). What the tools in scripts/ use too (a
-server process started, waited for and stopped; Placement under gunicorn;
-the Galera cluster; the loads) is scripts/harness/, which imports nothing
-from here."""
+"""What only the tests use, one module a kind of help:
+- api: the API over Django's test client, and Placement's error answers
+- factories: providers and allocations written for a test
+- state: the database's state around a test step (rows, queries)
+- admin: a changelist's rows, a read-only admin's refusals
+- metrics: GET /metrics parsed
+- concurrency: many writers at once over HTTP
+- orphans: an orphaned cloud for the audit
+- broker: a throw-away RabbitMQ broker
+- keystone: a real Keystone and its admin API
+- replicas: a PostgreSQL primary with its streaming replica
+- pages: reading the dashboards' HTML
+- browser: the browser tests' helpers
+What the tools in scripts/ use too (a server process started, waited for
+and stopped; Placement under gunicorn; the Galera cluster; the loads; the
+API's headers) is scripts/harness/, which imports nothing from here."""

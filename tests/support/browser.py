@@ -14,12 +14,12 @@ import requests
 
 from allocations.ui.paging import PAGE_SIZE
 from allocations.ui.templatetags import amount
+from scripts.harness.api import HEADERS
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
                  '--disable-component-update', '--disable-sync', '--no-first-run']
 SCREENSHOTS = Path(__file__).resolve().parents[2] / 'test-artifacts' / 'screenshots'
-HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
 STAFF, PASSWORD = 'operator', 'browser-test-pw-7Q'
 NFS = 'nfs-share-1'
 FITS = 'VCPU:1,MEMORY_MB:512,DISK_GB:100'

@@ -6,11 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
+from scripts.harness.api import HEADERS
+
 WRITERS = 20
-
-
-HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39',
-           'Accept': 'application/json'}
 
 
 def together(count, work):
@@ -33,7 +31,6 @@ def claim_body(provider, amount):
 class Server:
     def __init__(self, url):
         self.url = url
-        self.session = requests.Session()
 
     def call(self, method, path, body=None):
         return requests.request(method, self.url + path, json=body, headers=HEADERS, timeout=120)

@@ -11,7 +11,7 @@ from django.db.models import Sum
 from allocations import ledger as allocation_ledger
 from allocations.models import Allocation
 from allocations.models import ConsumerType
-from allocations.ui.reports.trees import Counted
+from allocations.ui.paging import Counted
 from allocations.ui.reports.usage import ledger_serves
 from allocations.ui.reports.usage import owned_consumers
 from providers.models import Aggregate

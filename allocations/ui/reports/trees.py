@@ -9,6 +9,7 @@ from django.db.models import Window
 
 from allocations.models import Allocation
 from allocations.models import Consumer
+from allocations.ui.paging import Counted
 from providers import books
 from providers import scopes
 from providers.models import Inventory
@@ -60,36 +61,6 @@ def consumers_holding(**within):
         Consumer.objects.filter(pk__in=Allocation.objects.filter(**within).values(
             'consumer_id')).select_related('project', 'user', 'consumer_type').order_by('uuid'),
         lambda: Allocation.objects.filter(**within).values('consumer_id').distinct().count())
-
-
-class Counted:
-    """A queryset as a Paginator and an export read it (counted, sliced,
-    iterated), counted by `count()`: the same number as COUNT(*) over the
-    queryset, from a cheaper query."""
-    ordered = True
-
-    def __init__(self, queryset, count):
-        self.queryset, self._count, self._counted = queryset, count, None
-
-    def count(self):
-        if self._counted is None:
-            self._counted = self._count()
-        return self._counted
-
-    def __len__(self):
-        return self.count()
-
-    def __getitem__(self, key):
-        return self.queryset[key]
-
-    def __iter__(self):
-        return iter(self.queryset)
-
-    def iterator(self, chunk_size=None):
-        return self.queryset.iterator(chunk_size=chunk_size)
-
-    def values_list(self, *fields):
-        return self.queryset.values_list(*fields)
 
 
 def holdings(consumers, **within):

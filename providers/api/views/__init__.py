@@ -15,11 +15,9 @@ operation()). The URL map and the allocations app import the views from
 here.
 """
 from providers.api.views.events import EventViewSet
-from providers.api.views.inventories import INVENTORY_POLICY
 from providers.api.views.inventories import InventoryViewSet
 from providers.api.views.provider_aggregates import ProviderAggregatesViewSet
 from providers.api.views.provider_traits import ProviderTraitsViewSet
-from providers.api.views.providers import RP_POLICY
 from providers.api.views.providers import ResourceProviderViewSet
 from providers.api.views.resource_classes import ResourceClassViewSet
 from providers.api.views.shared import NO_PROVIDER
@@ -27,7 +25,7 @@ from providers.api.views.shared import find_provider
 from providers.api.views.traits import TraitViewSet
 
 __all__ = [
-    'INVENTORY_POLICY', 'RP_POLICY', 'EventViewSet', 'InventoryViewSet',
+    'EventViewSet', 'InventoryViewSet',
     'ProviderAggregatesViewSet', 'ProviderTraitsViewSet', 'ResourceClassViewSet',
     'ResourceProviderViewSet', 'TraitViewSet', 'NO_PROVIDER', 'find_provider',
 ]

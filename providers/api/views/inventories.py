@@ -22,8 +22,8 @@ from placement_site.openapi import resources_map
 from providers import schemas
 from providers import services
 from providers.api import serializers
-from providers.api.views.shared import CONFLICT
 from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import STALE_GENERATION
 from providers.api.views.shared import find_provider
 from providers.models import Inventory
 
@@ -172,7 +172,7 @@ class InventoryViewSet(PlacementViewSet):
         responses={200: (INVENTORIES, 'The inventories.')},
         accept_json=False,
         errors={400: 'Unknown resource class or inconsistent amounts.', 404: NO_PROVIDER,
-                409: f'{CONFLICT} Or allocations would no longer fit '
+                409: f'{STALE_GENERATION} Or allocations would no longer fit '
                      '(placement.inventory.inuse).'},
         changes={'1.26': '`reserved` may equal `total`.'},
         conditional='write',
@@ -249,7 +249,7 @@ class InventoryViewSet(PlacementViewSet):
         errors={400: 'The provider has no inventory of this class, or the amounts are '
                      'inconsistent.',
                 404: 'No such provider or resource class.',
-                409: f'{CONFLICT} Or allocations would no longer fit '
+                409: f'{STALE_GENERATION} Or allocations would no longer fit '
                      '(placement.inventory.inuse).'},
         changes={'1.26': '`reserved` may equal `total`.'},
         conditional='write',

@@ -20,8 +20,8 @@ from placement_site.openapi import request_body
 from providers import schemas
 from providers import services
 from providers.api import serializers
-from providers.api.views.shared import CONFLICT
 from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import STALE_GENERATION
 from providers.api.views.shared import find_provider
 
 # ---- the answer and body the operations describe -------------------------------------
@@ -77,7 +77,8 @@ class ProviderAggregatesViewSet(PlacementViewSet):
         parameters=[PROVIDER_UUID], request=AGGREGATES_UPDATE,
         responses={200: (AGGREGATES, 'The aggregates.')},
         accept_json=False,
-        errors={404: NO_PROVIDER, 409: microversion.since((1, 19), f'From 1.19: {CONFLICT}')},
+        errors={404: NO_PROVIDER,
+                409: microversion.since((1, 19), f'From 1.19: {STALE_GENERATION}')},
         changes={'1.19': 'the body is an object with `resource_provider_generation`, checked '
                          'against the provider; the change increments the generation.'},
         conditional='write',

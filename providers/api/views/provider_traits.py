@@ -14,8 +14,8 @@ from placement_site.openapi import request_body
 from providers import schemas
 from providers import services
 from providers.api import serializers
-from providers.api.views.shared import CONFLICT
 from providers.api.views.shared import NO_PROVIDER
+from providers.api.views.shared import STALE_GENERATION
 from providers.api.views.shared import find_provider
 from providers.models import Trait
 
@@ -65,7 +65,7 @@ class ProviderTraitsViewSet(PlacementViewSet):
         parameters=[PROVIDER_UUID], request=PROVIDER_TRAITS_UPDATE,
         responses={200: (PROVIDER_TRAITS, 'The traits.')},
         accept_json=False,
-        errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: CONFLICT},
+        errors={400: 'An unknown trait.', 404: NO_PROVIDER, 409: STALE_GENERATION},
         conditional='write',
     )
     @versions('1.6')
