@@ -33,7 +33,8 @@ def inventories(draw):
         'allocation_ratio': draw(st.one_of(
             st.sampled_from([1.0, 1.5, 2.0, 4.0, 16.0, 0.5, 0.1, 3.0e7]),
             st.floats(0.0, 64.0, allow_nan=False, allow_infinity=False))),
-        'used': draw(st.integers(0, 2 * total)),
+        # One allocation holds it: an integer column, as Placement's.
+        'used': draw(st.integers(0, min(2 * total, 2 ** 31 - 1))),
         'min_unit': min_unit,
         'max_unit': draw(st.integers(min_unit, 2 ** 31 - 1)),
         'step_size': draw(st.integers(1, 64)),
