@@ -80,13 +80,20 @@ def pod_update(*, pod, aggregate_uuid=None, **changes):
     return Pod.objects.with_aggregate().get(pk=pod.pk)
 
 
+def _locked(row, missing):
+    """`row` read again and locked until the transaction ends; `missing`
+    (a not-found error) when it is gone meanwhile."""
+    locked = type(row).objects.select_for_update().filter(pk=row.pk).first()
+    if locked is None:
+        raise missing(uuid=row.uuid)
+    return locked
+
+
 @retried_write
 def pod_delete(*, pod):
     """Delete a pod that nobody was ever bound to (bindings are history)."""
     with transaction.atomic():
-        locked = Pod.objects.select_for_update().filter(pk=pod.pk).first()
-        if locked is None:
-            raise exceptions.PodNotFound(uuid=pod.uuid)
+        locked = _locked(pod, exceptions.PodNotFound)
         if PodBinding.objects.filter(pod_id=pod.pk).exists():
             raise exceptions.PodInUse(name=pod.name)
         locked.delete()
@@ -206,9 +213,7 @@ def binding_bind(*, project_id, affinity=GENERAL_PURPOSE, pod):
 def binding_end(*, binding):
     """An admin unbinds: the binding ends with the reason 'admin'."""
     with transaction.atomic():
-        locked = PodBinding.objects.select_for_update().filter(pk=binding.pk).first()
-        if locked is None:
-            raise exceptions.PodBindingNotFound(uuid=binding.uuid)
+        locked = _locked(binding, exceptions.PodBindingNotFound)
         if locked.ended_at is not None:
             raise exceptions.PodBindingEnded(uuid=locked.uuid, ended_at=locked.ended_at.isoformat(),
                                              reason=locked.end_reason)
