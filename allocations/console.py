@@ -14,6 +14,8 @@ import argparse
 import os
 import sys
 
+from placement_site import db_sync
+
 
 def _setup():
     os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
@@ -33,7 +35,6 @@ def manage(argv=None):
     db.add_parser('version', help='print the latest migration applied, per app')
     args = parser.parse_args(argv)
     _setup()
-    from placement_site import db_sync
     if args.action == 'sync':
         try:
             db_sync.sync(verbosity=0)
