@@ -7,17 +7,29 @@
 
 Exit codes as Placement's: placement-manage 0 on success, 1 when it fails;
 placement-status the worst result (0 success, 1 warning, 2 failure), 255
-when the checks themselves break. The settings are the service's own
-(DATABASE_URL and the other environment variables).
+when the checks themselves break. The settings are the service's own:
+placement.conf (/etc/placement, or --config-file and --config-dir) and the
+environment variables, which win.
 """
 import argparse
 import os
 import sys
 
 from placement_site import db_sync
+from placement_site import placement_conf
 
 
-def _setup():
+def _options(parser):
+    """--config-file and --config-dir, as oslo.config's commands take them."""
+    parser.add_argument('--config-file', action='append', default=[], metavar='PATH',
+                        help='a placement.conf to read (may repeat; later ones win)')
+    parser.add_argument('--config-dir', metavar='DIR', help='read every *.conf in DIR too')
+
+
+def _setup(args):
+    files = placement_conf.command_files(args.config_file, args.config_dir)
+    if files:
+        os.environ[placement_conf.FILES_VARIABLE] = os.pathsep.join(files)
     os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
     import django
     django.setup()
@@ -26,6 +38,7 @@ def _setup():
 def manage(argv=None):
     """placement-manage."""
     parser = argparse.ArgumentParser(prog='placement-manage')
+    _options(parser)
     db = parser.add_subparsers(dest='category', required=True).add_parser(
         'db', help='the database').add_subparsers(dest='action', required=True)
     db.add_parser('sync', help='migrate the schema (safe from several nodes at once)')
@@ -34,7 +47,7 @@ def manage(argv=None):
     data.add_argument('--max-count', type=int, help='accepted, as Placement does')
     db.add_parser('version', help='print the latest migration applied, per app')
     args = parser.parse_args(argv)
-    _setup()
+    _setup(args)
     if args.action == 'sync':
         try:
             db_sync.sync(verbosity=0)
@@ -61,13 +74,14 @@ def manage(argv=None):
 def status(argv=None):
     """placement-status."""
     parser = argparse.ArgumentParser(prog='placement-status')
+    _options(parser)
     upgrade = parser.add_subparsers(dest='category', required=True).add_parser(
         'upgrade', help='checks before and after an upgrade').add_subparsers(
         dest='action', required=True)
     check = upgrade.add_parser('check', help='run the status checks')
     check.add_argument('--json', action='store_true', help='the results as JSON')
     args = parser.parse_args(argv)
-    _setup()
+    _setup(args)
     from django.core.management import call_command
     try:
         call_command('placement_status', format='json' if args.json else 'table')

@@ -7,6 +7,7 @@ import logging
 import random
 import time
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.db import IntegrityError
 from django.db import OperationalError
@@ -83,7 +84,9 @@ def _catch_up():
         cursor.execute('SELECT 1')
 
 
-RETRY_ATTEMPTS = 10
+# How many times a write that lost a race, or was aborted, is run at most:
+# settings.PLACEMENT_RETRY_ATTEMPTS (placement.conf's [placement]
+# allocation_conflict_retry_count, 10 by default).
 # An aborted write is rerun for at least this long, however many times: on a
 # Galera cluster every writer that touches a shared provider (a disk pool)
 # collides with the others at commit, tens of times a second.
@@ -98,7 +101,7 @@ RETRY_BACKOFF = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 
 def retried(write, *, also=(), before_retry=None, exhausted=exceptions.ConcurrentUpdate,
-            attempts=RETRY_ATTEMPTS, integrity=True):
+            attempts=None, integrity=True):
     """Run `write()` in one transaction, again from fresh reads when the
     database aborted it (is_retryable: a deadlock, serialization failure,
     lock wait timeout or busy lock, or a Galera cluster's certification
@@ -107,6 +110,7 @@ def retried(write, *, also=(), before_retry=None, exhausted=exceptions.Concurren
     `before_retry()` resets what the failed attempt left behind. After
     `attempts` lost races, or `attempts` aborts and RETRY_SECONDS (or
     RETRY_CEILING_SECONDS in all), `exhausted()` is raised."""
+    attempts = attempts or settings.PLACEMENT_RETRY_ATTEMPTS
     retry_on = (OperationalError, ProgrammingError, *also,
                 *((IntegrityError,) if integrity else ()))
     started, lost, aborted = time.monotonic(), 0, 0

@@ -1,4 +1,5 @@
-"""Django settings, all driven by environment variables.
+"""Django settings, all driven by environment variables (and placement.conf,
+read into the ones the environment leaves unset: placement_site.placement_conf).
 
 Placement's own options keep the names the conformance harness and operators
 use: DATABASE_URL, PLACEMENT_AUTH_STRATEGY, PLACEMENT_ENFORCE_NEW_DEFAULTS,
@@ -7,12 +8,21 @@ PLACEMENT_CORS_ALLOW_HEADERS. Django's own: DJANGO_DEBUG, DJANGO_SECRET_KEY,
 DJANGO_ALLOWED_HOSTS.
 """
 import os
+import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
 
 from placement_site import config
+from placement_site import placement_conf
 from placement_site import serving
+
+try:
+    placement_conf.load()
+except placement_conf.ConfError as exc:
+    # A start-up error that says where, not a traceback.
+    sys.stderr.write(f'placement.conf: {exc}\n')
+    raise SystemExit(1)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', BASE_DIR / 'data')).resolve()
@@ -314,8 +324,15 @@ serving.trusted_networks(tuple(PLACEMENT_TRUSTED_PROXIES))  # a bad one stops th
 PLACEMENT_MAX_BODY_SIZE = config.env_int('PLACEMENT_MAX_BODY_SIZE', 8 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLACEMENT_MAX_BODY_SIZE or None
 # Consumers written before microversion 1.8 carry no project or user.
-PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
-PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = '00000000-0000-0000-0000-000000000000'
+PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID = os.environ.get(
+    'PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID', '00000000-0000-0000-0000-000000000000')
+PLACEMENT_INCOMPLETE_CONSUMER_USER_ID = os.environ.get(
+    'PLACEMENT_INCOMPLETE_CONSUMER_USER_ID', '00000000-0000-0000-0000-000000000000')
+# How often a write that lost a race (a generation conflict) is run again.
+PLACEMENT_RETRY_ATTEMPTS = config.env_int('PLACEMENT_RETRY_ATTEMPTS', 10)
+# placement.conf's [placement_database] sync_on_startup: the WSGI application
+# runs `placement-manage db sync` before it serves.
+PLACEMENT_SYNC_ON_STARTUP = config.env_bool('PLACEMENT_SYNC_ON_STARTUP', False)
 # Who may sign in to the dashboards: 'django' (local accounts), 'keystone'
 # (the cloud's Keystone, placement_site.keystone_signin) or both,
 # comma-separated. Keystone's URL: PLACEMENT_UI_KEYSTONE_URL, else the API's
@@ -397,3 +414,12 @@ LOGGING = {
         'placement.signin': {'handlers': ['console'], 'level': 'INFO', 'propagate': False},
     },
 }
+# A log file as well (placement.conf's [DEFAULT] log_file and log_dir, as
+# oslo.log joins them; reopened when logrotate moves it).
+_LOG_FILE, _LOG_DIR = os.environ.get('PLACEMENT_LOG_FILE'), os.environ.get('PLACEMENT_LOG_DIR')
+if _LOG_FILE or _LOG_DIR:
+    LOGGING['handlers']['file'] = {
+        'class': 'logging.handlers.WatchedFileHandler', 'formatter': 'plain',
+        'filename': str(Path(_LOG_DIR or '', _LOG_FILE or 'placement-api.log'))}
+    for _logger in (LOGGING['root'], *LOGGING['loggers'].values()):
+        _logger['handlers'] = [*_logger['handlers'], 'file']

@@ -7,11 +7,15 @@ import os
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from placement_site import db_sync
 from placement_site.middleware import is_api_path
 
 os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'placement_site.settings')
 
 application = get_wsgi_application()
+if settings.PLACEMENT_SYNC_ON_STARTUP:
+    # placement.conf's sync_on_startup: safe from every worker at once.
+    db_sync.sync(verbosity=0)
 # Django, DRF and the policy rules are loaded now and live as long as the
 # process: keep them out of every future garbage collection.
 gc.freeze()
@@ -31,5 +35,5 @@ def _with_keystone(app):
     return keystone_in_front
 
 
-if os.environ.get('PLACEMENT_AUTH_STRATEGY', 'noauth2') == 'keystone':
+if settings.PLACEMENT_AUTH_STRATEGY == 'keystone':
     application = _with_keystone(application)

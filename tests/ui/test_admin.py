@@ -10,6 +10,7 @@ import os_resource_classes
 import os_traits
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 from django.db import OperationalError
@@ -895,7 +896,7 @@ def test_an_admin_save_aborted_every_time_changes_nothing(admin_client, cloud, m
     with unchanged():
         response = edit_provider(admin_client, 'busy', setting('MEMORY_MB', 'total', 8192),
                                  follow=True)
-    assert len(runs) == retries.RETRY_ATTEMPTS
+    assert len(runs) == settings.PLACEMENT_RETRY_ATTEMPTS
     assert messages_of(response) == [
         'Another thread concurrently updated the data. Please retry your update']
 

@@ -1,0 +1,203 @@
+"""placement.conf, read as OpenStack Placement reads it, into our settings.
+
+Deployment tools write /etc/placement/placement.conf (the directory in
+OS_PLACEMENT_CONFIG_DIR); placement-manage and placement-status also take
+--config-file and --config-dir (handed over in PLACEMENT_CONFIG_FILES). The
+files are parsed with oslo.config's parser, later files winning, and each
+option Placement defines becomes the environment variable our settings
+read (settings.py, before it reads any): an environment variable already
+set wins, so today's set-ups keep working. An option that has no meaning
+here is accepted and logged once as ignored; a section Placement does not
+define, too. An unknown option in one of Placement's sections, or a value
+of the wrong kind, is a ConfError naming the file, the section and the
+option.
+"""
+import logging
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from oslo_config import cfg
+from oslo_config import types
+
+LOG = logging.getLogger('placement.config')
+DEFAULT_DIR = '/etc/placement'
+FILE_NAME = 'placement.conf'
+# Set by the commands' --config-file/--config-dir: the files, os.pathsep-separated.
+FILES_VARIABLE = 'PLACEMENT_CONFIG_FILES'
+
+_BOOL, _INT, _STR = types.Boolean(), types.Integer(), types.String()
+_LIST = types.List()
+
+
+class ConfError(Exception):
+    """placement.conf holds what cannot be read: its message says where."""
+
+
+def _database_url(value, _):
+    """SQLAlchemy's URL (mysql+pymysql://, postgresql+psycopg2://) as ours:
+    the driver is ours to choose."""
+    parts = urlsplit(value)
+    scheme = parts.scheme.split('+', 1)[0]
+    if scheme not in ('mysql', 'mariadb', 'postgresql', 'postgres', 'sqlite'):
+        raise ValueError(f'a database URL of {scheme!r} is not supported')
+    return scheme + value[len(parts.scheme):]
+
+
+def _relative_to(value, config_dir):
+    """A file named relative to the configuration directory, as oslo.policy
+    finds policy_file."""
+    return str(Path(config_dir, value)) if config_dir else value
+
+
+def _debug(value, _):
+    return 'DEBUG' if value else None
+
+
+def _words(value, _):
+    return ','.join(value)
+
+
+def _as_is(value, _):
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# section -> option -> (type, the environment variable, how the value reads there).
+HONOURED = {
+    'DEFAULT': {
+        'debug': (_BOOL, 'PLACEMENT_LOG_LEVEL', _debug),
+        'log_file': (_STR, 'PLACEMENT_LOG_FILE', _as_is),
+        'log_dir': (_STR, 'PLACEMENT_LOG_DIR', _as_is),
+    },
+    'api': {
+        'auth_strategy': (_STR, 'PLACEMENT_AUTH_STRATEGY', _as_is),
+    },
+    'placement_database': {
+        'connection': (_STR, 'DATABASE_URL', _database_url),
+        'sync_on_startup': (_BOOL, 'PLACEMENT_SYNC_ON_STARTUP', _as_is),
+    },
+    'oslo_policy': {
+        'policy_file': (_STR, 'PLACEMENT_POLICY_FILE', _relative_to),
+        'enforce_scope': (_BOOL, 'PLACEMENT_ENFORCE_SCOPE', _as_is),
+        'enforce_new_defaults': (_BOOL, 'PLACEMENT_ENFORCE_NEW_DEFAULTS', _as_is),
+    },
+    'cors': {
+        'allowed_origin': (_LIST, 'PLACEMENT_CORS_ALLOWED_ORIGINS', _words),
+        'allow_headers': (_LIST, 'PLACEMENT_CORS_ALLOW_HEADERS', _words),
+    },
+    'placement': {
+        'randomize_allocation_candidates': (
+            _BOOL, 'PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES', _as_is),
+        'max_allocation_candidates': (_INT, 'PLACEMENT_MAX_ALLOCATION_CANDIDATES', _as_is),
+        'allocation_candidates_generation_strategy': (
+            _STR, 'PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY', _as_is),
+        'incomplete_consumer_project_id': (
+            _STR, 'PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID', _as_is),
+        'incomplete_consumer_user_id': (_STR, 'PLACEMENT_INCOMPLETE_CONSUMER_USER_ID', _as_is),
+        'allocation_conflict_retry_count': (_INT, 'PLACEMENT_RETRY_ATTEMPTS', _as_is),
+    },
+}
+
+# Placement's options that have no meaning here: accepted, logged as ignored.
+IGNORED = {
+    'placement_database': {
+        'connection_recycle_time', 'max_pool_size', 'max_overflow', 'max_retries',
+        'pool_timeout', 'retry_interval', 'connection_parameters', 'sqlite_synchronous',
+        'slave_connection', 'mysql_sql_mode', 'mysql_enable_ndb', 'connection_debug',
+        'connection_trace', 'db_max_retries', 'db_retry_interval', 'db_inc_retry_interval',
+        'db_max_retry_interval', 'use_db_reconnect', 'mysql_wsrep_sync_wait',
+    },
+    'cors': {'allow_credentials', 'expose_headers', 'max_age', 'allow_methods'},
+    'oslo_policy': {
+        'policy_default_rule', 'policy_dirs', 'remote_content_type',
+        'remote_ssl_verify_server_crt', 'remote_ssl_ca_crt_file', 'remote_ssl_client_crt_file',
+        'remote_ssl_client_key_file', 'remote_timeout',
+    },
+    'oslo_middleware': {'enable_proxy_headers_parsing', 'max_request_body_size',
+                        'http_basic_auth_user_file'},
+    'profiler': None,       # any option: osprofiler is not wired in
+    'api': {'local_metadata_per_cell'},
+}
+
+
+def _oslo_log_options():
+    """oslo.log's [DEFAULT] options (use_stderr, log_config_append, ...):
+    the service logs as settings.LOGGING says."""
+    from oslo_log import _options
+    return {opt.name for group, opts in _options.list_opts() if group is None for opt in opts}
+
+
+def config_files(environ=os.environ):
+    """The files to read: PLACEMENT_CONFIG_FILES when a command was given
+    some, else placement.conf in OS_PLACEMENT_CONFIG_DIR (/etc/placement)
+    where it exists."""
+    given = environ.get(FILES_VARIABLE)
+    if given:
+        return [path for path in given.split(os.pathsep) if path]
+    path = Path(environ.get('OS_PLACEMENT_CONFIG_DIR', DEFAULT_DIR).strip(), FILE_NAME)
+    return [str(path)] if path.is_file() else []
+
+
+def command_files(config_file=(), config_dir=None):
+    """The files of --config-file (each) and --config-dir (its *.conf, in
+    name order), as oslo.config takes them."""
+    files = list(config_file)
+    if config_dir:
+        files += sorted(str(p) for p in Path(config_dir).glob('*.conf'))
+    return files
+
+
+def read(files):
+    """({environment variable: value}, [ignored (file, section, option)])
+    of the files, later files winning."""
+    values, ignored = {}, []
+    default_ignored = _oslo_log_options() | {'state_path', 'host', 'my_ip', 'transport_url',
+                                             'control_exchange', 'memcache_servers'}
+    for path in files:
+        sections = _parsed(path)
+        config_dir = str(Path(path).resolve().parent)
+        for section, options in sections.items():
+            honoured = HONOURED.get(section, {})
+            skipped = IGNORED.get(section, set())
+            if section == 'DEFAULT':
+                skipped = default_ignored
+            for name, raw in options.items():
+                raw = raw[-1]
+                if section == 'keystone_authtoken':
+                    # keystonemiddleware's and its auth plugin's options, as they are.
+                    values[f'KEYSTONE_AUTHTOKEN_{name.upper()}'] = raw
+                elif name in honoured:
+                    kind, variable, reading = honoured[name]
+                    try:
+                        value = reading(kind(raw), config_dir)
+                    except ValueError as exc:
+                        raise ConfError(f'{path}: [{section}] {name} = {raw!r}: {exc}')
+                    if value is not None:
+                        values[variable] = value
+                elif skipped is None or name in skipped or section not in (
+                        *HONOURED, *IGNORED):
+                    ignored.append((path, section, name))
+                else:
+                    raise ConfError(f'{path}: [{section}] {name}: no such option in '
+                                    f'Placement\'s [{section}]')
+    return values, ignored
+
+
+def _parsed(path):
+    sections = {}
+    try:
+        cfg.ConfigParser(path, sections).parse()
+    except (OSError, cfg.ParseError) as exc:
+        raise ConfError(f'{path}: {exc}')
+    return sections
+
+
+def load(environ=os.environ):
+    """Read the configuration files into `environ` where it has no value
+    yet; log what is ignored, once. Raises ConfError."""
+    values, ignored = read(config_files(environ))
+    for variable, value in values.items():
+        environ.setdefault(variable, value)
+    for path, section, name in ignored:
+        LOG.warning('%s: [%s] %s has no meaning here: ignored', path, section, name)
+    return values
