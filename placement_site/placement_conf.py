@@ -81,6 +81,9 @@ HONOURED = {
         'enforce_scope': (_BOOL, 'PLACEMENT_ENFORCE_SCOPE', _as_is),
         'enforce_new_defaults': (_BOOL, 'PLACEMENT_ENFORCE_NEW_DEFAULTS', _as_is),
     },
+    'oslo_middleware': {
+        'enable_proxy_headers_parsing': (_BOOL, 'PLACEMENT_PROXY_HEADERS_PARSING', _as_is),
+    },
     'cors': {
         'allowed_origin': (_LIST, 'PLACEMENT_CORS_ALLOWED_ORIGINS', _words),
         'allow_headers': (_LIST, 'PLACEMENT_CORS_ALLOW_HEADERS', _words),
@@ -113,8 +116,7 @@ IGNORED = {
         'remote_ssl_verify_server_crt', 'remote_ssl_ca_crt_file', 'remote_ssl_client_crt_file',
         'remote_ssl_client_key_file', 'remote_timeout',
     },
-    'oslo_middleware': {'enable_proxy_headers_parsing', 'max_request_body_size',
-                        'http_basic_auth_user_file'},
+    'oslo_middleware': {'max_request_body_size', 'http_basic_auth_user_file'},
     'profiler': None,       # any option: osprofiler is not wired in
     'api': {'local_metadata_per_cell'},
 }

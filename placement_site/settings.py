@@ -167,6 +167,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # default is two weeks); a Keystone session also ends with its token.
 SESSION_COOKIE_AGE = config.env_int('PLACEMENT_UI_SESSION_HOURS', 8) * 3600
 SECURE_PROXY_SSL_HEADER = ('HTTP_X_FORWARDED_PROTO', 'https')
+# placement.conf's [oslo_middleware] enable_proxy_headers_parsing: the
+# Location of a created resource names the host the client asked the proxy for.
+USE_X_FORWARDED_HOST = config.env_bool('PLACEMENT_PROXY_HEADERS_PARSING', False)
 SILENCED_SYSTEM_CHECKS = [
     # TLS terminates at the proxy in front of the service (see README).
     'security.W004', 'security.W008',

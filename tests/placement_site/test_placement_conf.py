@@ -104,6 +104,7 @@ def test_each_option_becomes_the_setting_it_stands_for(rendered, tmp_path):
         'PLACEMENT_POLICY_FILE': str(tmp_path / 'policy.yaml'),
         'PLACEMENT_ENFORCE_SCOPE': 'false',
         'PLACEMENT_ENFORCE_NEW_DEFAULTS': 'false',
+        'PLACEMENT_PROXY_HEADERS_PARSING': 'true',
         'PLACEMENT_CORS_ALLOWED_ORIGINS': 'https://horizon.example,https://other.example',
         'PLACEMENT_CORS_ALLOW_HEADERS': 'X-Custom',
         'PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES': 'true',
@@ -117,7 +118,6 @@ def test_each_option_becomes_the_setting_it_stands_for(rendered, tmp_path):
         ('DEFAULT', 'use_stderr'), ('DEFAULT', 'state_path'),
         ('placement_database', 'max_pool_size'),
         ('placement_database', 'connection_recycle_time'),
-        ('oslo_middleware', 'enable_proxy_headers_parsing'),
         ('profiler', 'enabled'), ('oslo_concurrency', 'lock_path')]
 
 
@@ -190,6 +190,7 @@ print(json.dumps({
     'keystone': s.KEYSTONE_AUTHTOKEN.get('memcached_servers'),
     'log_level': s.LOGGING['loggers']['placement']['level'],
     'log_file': s.LOGGING['handlers'].get('file', {}).get('filename'),
+    'forwarded_host': s.USE_X_FORWARDED_HOST,
 }))
 """
 
@@ -217,7 +218,7 @@ def test_the_settings_take_the_files_options(tmp_path):
         'incomplete': ['11111111-1111-1111-1111-111111111111',
                        '22222222-2222-2222-2222-222222222222'],
         'retries': 7, 'sync': True, 'keystone': '127.0.0.1:11211', 'log_level': 'DEBUG',
-        'log_file': f'{tmp_path}/log/placement-api.log',
+        'log_file': f'{tmp_path}/log/placement-api.log', 'forwarded_host': True,
     }
     # Said once, where the operator looks.
     assert f'{conf}: [profiler] enabled has no meaning here: ignored' in stderr
