@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from placement_site import placement_conf
+from tests.support.environment import clean_environment
 
 pytestmark = pytest.mark.any_database
 
@@ -160,16 +161,6 @@ def test_a_broken_file_is_an_error_naming_where(tmp_path, text, where):
         placement_conf.read([str(path)])
     assert str(refused.value).startswith(f'{path}: ')
     assert where in str(refused.value)
-
-
-def clean_environment(**extra):
-    """This process's environment without the variables placement.conf sets."""
-    options = {variable for section in placement_conf.HONOURED.values()
-               for _, variable, _ in section.values()}
-    env = {name: value for name, value in os.environ.items()
-           if name not in options and not name.startswith('KEYSTONE_AUTHTOKEN_')
-           and name not in ('DJANGO_SETTINGS_MODULE', placement_conf.FILES_VARIABLE)}
-    return {**env, **extra}
 
 
 SHOW = """

@@ -6,6 +6,7 @@
 - metrics: GET /metrics parsed
 - concurrency: many writers at once over HTTP
 - orphans: an orphaned cloud for the audit
+- environment: a process's environment without what placement.conf sets
 - broker: a throw-away RabbitMQ broker
 - keystone: a real Keystone and its admin API
 - replicas: a PostgreSQL primary with its streaming replica

@@ -1,0 +1,64 @@
+"""The service under uWSGI with the documented ini (docs/deploy/
+placement-api-uwsgi.ini) and a placement.conf, as a deployment runs it:
+both workers load the application themselves (lazy-apps), each syncing
+the schema as it starts (sync_on_startup); the API, the version document
+and the static files answer."""
+import json
+import re
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scripts.harness import api
+from scripts.harness.process import Process
+from scripts.harness.process import free_port
+from tests.support.environment import clean_environment
+
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
+
+REPO = Path(__file__).resolve().parents[2]
+INI = REPO / 'docs' / 'deploy' / 'placement-api-uwsgi.ini'
+UWSGI = Path(sys.executable).parent / 'uwsgi'
+
+
+@pytest.fixture
+def served(tmp_path):
+    port = free_port()
+    (tmp_path / 'placement.conf').write_text(
+        '[api]\nauth_strategy = noauth2\n'
+        f'[placement_database]\nconnection = sqlite:///{tmp_path}/placement.sqlite3\n'
+        'sync_on_startup = true\n')
+    # The documented ini, on a free port.
+    ini = tmp_path / 'placement-api-uwsgi.ini'
+    ini.write_text(re.sub(r'(?m)^http = .*$', f'http = 127.0.0.1:{port}', INI.read_text()))
+    server = Process([str(UWSGI), '--ini', str(ini)], tmp_path / 'uwsgi.log', cwd=tmp_path,
+                     env=clean_environment(OS_PLACEMENT_CONFIG_DIR=str(tmp_path)), name='uwsgi')
+    server.start()
+    try:
+        server.wait_answering(f'http://127.0.0.1:{port}/', timeout=120)
+        yield port, server
+    finally:
+        server.stop(timeout=30)
+
+
+def test_the_documented_ini_serves_the_api_and_the_static_files(served):
+    port, server = served
+    response, body, _ = api.send(port, 'GET', '/')
+    assert response.status == 200 and json.loads(body)['versions'][0]['max_version'] == '1.39'
+    response, body, _ = api.send(port, 'POST', '/resource_providers', {'name': 'cn1'},
+                                 version='1.20')
+    assert response.status == 200, body
+    assert response.getheader('Location').startswith(
+        f'http://127.0.0.1:{port}/resource_providers/')
+    response, body, _ = api.send(port, 'GET', '/resource_providers', version='1.39')
+    assert response.status == 200
+    assert [rp['name'] for rp in json.loads(body)['resource_providers']] == ['cn1']
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}/static/img/favicon.svg',
+                                timeout=10) as answer:
+        assert answer.status == 200 and b'<svg' in answer.read()
+    # Both workers started, each with the application loaded by itself.
+    server.wait_until(lambda: server.log().count("WSGI app 0 (mountpoint='') ready") == 2,
+                      'both workers to load the application', timeout=60)
+    assert 'Traceback' not in server.log()
