@@ -10,8 +10,9 @@ cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
-# The service itself, editable: its commands (placement-manage, placement-status).
-[ -x .venv/bin/placement-manage ] ||
+# The service itself, editable: its commands (placement-manage, placement-status)
+# and its WSGI script (placement-api).
+[ -x .venv/bin/placement-api ] ||
     .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
 # A mysql:// DATABASE_URL needs the MySQL driver (requirements-mysql.txt).
 scripts/dev/mysql-driver.sh

@@ -23,8 +23,10 @@ INI = REPO / 'docs' / 'deploy' / 'placement-api-uwsgi.ini'
 UWSGI = Path(sys.executable).parent / 'uwsgi'
 
 
-@pytest.fixture
-def served(tmp_path):
+@pytest.fixture(params=['module', 'wsgi-file'])
+def served(request, tmp_path):
+    """uWSGI on a free port with the documented ini: loading the module it
+    names, or (as devstack's ini does) the installed placement-api script."""
     port = free_port()
     (tmp_path / 'placement.conf').write_text(
         '[api]\nauth_strategy = noauth2\n'
@@ -32,7 +34,10 @@ def served(tmp_path):
         'sync_on_startup = true\n')
     # The documented ini, on a free port.
     ini = tmp_path / 'placement-api-uwsgi.ini'
-    ini.write_text(re.sub(r'(?m)^http = .*$', f'http = 127.0.0.1:{port}', INI.read_text()))
+    text = re.sub(r'(?m)^http = .*$', f'http = 127.0.0.1:{port}', INI.read_text())
+    if request.param == 'wsgi-file':
+        text = re.sub(r'(?m)^module = .*$', f'wsgi-file = {UWSGI.parent / "placement-api"}', text)
+    ini.write_text(text)
     server = Process([str(UWSGI), '--ini', str(ini)], tmp_path / 'uwsgi.log', cwd=tmp_path,
                      env=clean_environment(OS_PLACEMENT_CONFIG_DIR=str(tmp_path)), name='uwsgi')
     server.start()
