@@ -25,7 +25,15 @@ except placement_conf.ConfError as exc:
     raise SystemExit(1)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', BASE_DIR / 'data')).resolve()
+# A checkout holds templates/ and static/ beside the packages (and the data
+# in data/); `pip install .` puts them in <prefix>/share/placement (and the
+# data in <prefix>/var/placement), the packages in <prefix>/lib/pythonX.Y/.
+if (BASE_DIR / 'templates').is_dir():
+    SHARED_DIR, DEFAULT_DATA_DIR = BASE_DIR, BASE_DIR / 'data'
+else:
+    _PREFIX = BASE_DIR.parents[2]
+    SHARED_DIR, DEFAULT_DATA_DIR = _PREFIX / 'share' / 'placement', _PREFIX / 'var' / 'placement'
+DATA_DIR = Path(os.environ.get('PLACEMENT_DATA_DIR', DEFAULT_DATA_DIR)).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 # Off unless a developer turns it on: a production server never shows
@@ -99,7 +107,7 @@ APPEND_SLASH = False
 TEMPLATES = [
     {
         'BACKEND': 'django.template.backends.django.DjangoTemplates',
-        'DIRS': [BASE_DIR / 'templates'],
+        'DIRS': [SHARED_DIR / 'templates'],
         'APP_DIRS': True,
         'OPTIONS': {
             'context_processors': [
@@ -154,7 +162,7 @@ USE_TZ = True
 
 STATIC_URL = 'static/'
 STATIC_ROOT = BASE_DIR / 'staticfiles'
-STATICFILES_DIRS = [BASE_DIR / 'static']
+STATICFILES_DIRS = [SHARED_DIR / 'static']
 
 LOGIN_URL = 'login'
 LOGIN_REDIRECT_URL = '/ui/'
