@@ -20,8 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVER="${COMPAT_PROJECT_SERVER:-$PWD/../shared/compat/servers/project.sh}"
 
-# sqlite:////tmp/placement-compat-<file>-XXXXXXXX/db.sqlite3 -> compat_<file>
-workdir=$(basename "$(dirname "${DATABASE_URL#sqlite://}")")
+# sqlite:////tmp/placement-compat-<file>-XXXXXXXX/db.sqlite3 -> compat_<file>;
+# the harness's directory for the file, which it removes afterwards, to the server.
+export COMPAT_WORKDIR=$(dirname "${DATABASE_URL#sqlite://}")
+workdir=$(basename "$COMPAT_WORKDIR")
 file=${workdir#placement-compat-}
 file=${file%-*}
 name=compat_$(printf '%s' "$file" | tr -c 'A-Za-z0-9' _ | cut -c1-50)
