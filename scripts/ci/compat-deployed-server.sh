@@ -36,7 +36,7 @@ policy_file = policy.yaml
 [oslo_middleware]
 enable_proxy_headers_parsing = true
 CONF
-sed "s/^http = .*/http = 127.0.0.1:$PORT/" docs/deploy/placement-api-uwsgi.ini > "$conf_dir/uwsgi.ini"
+sed "s/^http-socket = .*/http-socket = 127.0.0.1:$PORT/" docs/deploy/placement-api-uwsgi.ini > "$conf_dir/uwsgi.ini"
 unset DATABASE_URL
 export OS_PLACEMENT_CONFIG_DIR=$conf_dir
 exec .venv/bin/uwsgi --ini "$conf_dir/uwsgi.ini" --logto "$conf_dir/uwsgi.log"

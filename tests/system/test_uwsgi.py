@@ -34,7 +34,7 @@ def served(request, tmp_path):
         'sync_on_startup = true\n')
     # The documented ini, on a free port.
     ini = tmp_path / 'placement-api-uwsgi.ini'
-    text = re.sub(r'(?m)^http = .*$', f'http = 127.0.0.1:{port}', INI.read_text())
+    text = re.sub(r'(?m)^http-socket = .*$', f'http-socket = 127.0.0.1:{port}', INI.read_text())
     if request.param == 'wsgi-file':
         text = re.sub(r'(?m)^module = .*$', f'wsgi-file = {UWSGI.parent / "placement-api"}', text)
     ini.write_text(text)
