@@ -197,7 +197,12 @@ def _parsed(path):
 def load(environ=os.environ):
     """Read the configuration files into `environ` where it has no value
     yet; log what is ignored, once. Raises ConfError."""
-    values, ignored = read(config_files(environ))
+    files = config_files(environ)
+    values, ignored = read(files)
+    if files:
+        # Deployed as Placement is, behind a load balancer's names: like
+        # Placement, answer whatever Host a client asked for.
+        values.setdefault('DJANGO_ALLOWED_HOSTS', '*')
     for variable, value in values.items():
         environ.setdefault(variable, value)
     for path, section, name in ignored:

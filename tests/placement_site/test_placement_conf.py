@@ -181,7 +181,7 @@ print(json.dumps({
     'keystone': s.KEYSTONE_AUTHTOKEN.get('memcached_servers'),
     'log_level': s.LOGGING['loggers']['placement']['level'],
     'log_file': s.LOGGING['handlers'].get('file', {}).get('filename'),
-    'forwarded_host': s.USE_X_FORWARDED_HOST,
+    'forwarded_host': s.USE_X_FORWARDED_HOST, 'hosts': s.ALLOWED_HOSTS,
 }))
 """
 
@@ -210,6 +210,8 @@ def test_the_settings_take_the_files_options(tmp_path):
                        '22222222-2222-2222-2222-222222222222'],
         'retries': 7, 'sync': True, 'keystone': '127.0.0.1:11211', 'log_level': 'DEBUG',
         'log_file': f'{tmp_path}/log/placement-api.log', 'forwarded_host': True,
+        # Any Host, as Placement answers (the load balancer's names are many).
+        'hosts': ['*'],
     }
     # Said once, where the operator looks.
     assert f'{conf}: [profiler] enabled has no meaning here: ignored' in stderr
