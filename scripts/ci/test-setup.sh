@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What the test suite needs, installed where it is missing: the virtualenv
-# with the pinned requirements (requirements-dev.txt), the MySQL driver for a
-# mysql:// DATABASE_URL, Debian's chromium for the browser tests, Debian's
-# rabbitmq-server for the notification tests and Debian's nginx for the
-# serving tests (scripts/run.sh's front). scripts/test.sh runs it first;
+# with the pinned requirements (requirements-dev.txt) and the service itself
+# (pip install -e .), the MySQL driver for a mysql:// DATABASE_URL, Debian's
+# chromium for the browser tests, Debian's rabbitmq-server for the
+# notification tests, Debian's memcached for the deployment test and
+# Debian's nginx for the serving tests (scripts/run.sh's front). scripts/test.sh runs it first;
 # CI runs it as a stage of its own, to show its time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +33,15 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
         apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
     else
         echo "test-setup: the notification tests need rabbitmq-server: sudo apt-get install rabbitmq-server" >&2
+    fi
+fi
+# The deployment test caches Keystone's tokens in Debian's memcached.
+if [ ! -x /usr/bin/memcached ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test-setup: installing memcached (Debian package) for the deployment test" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached >&2
+    else
+        echo "test-setup: the deployment test needs memcached: sudo apt-get install memcached" >&2
     fi
 fi
 # The serving tests start scripts/run.sh's default set-up, nginx in front.

@@ -8,7 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from django.db import connection
+
+from tests.support import databases
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -39,29 +40,8 @@ def start(database_url, command, *args):
 
 @pytest.fixture
 def empty_database(db, tmp_path):
-    """The URL of a new, empty database on the tests' database server."""
-    vendor, params = connection.vendor, connection.settings_dict
-    if vendor == 'sqlite':
-        yield f'sqlite:///{tmp_path / "synced.sqlite3"}'
-        return
-    name = f'console_{os.getpid()}'
-    raw = connection.get_new_connection(connection.get_connection_params())
-    if vendor == 'postgresql':
-        raw.autocommit = True   # CREATE DATABASE runs outside a transaction
-
-    def admin(sql):
-        with raw.cursor() as cursor:
-            if vendor == 'postgresql':
-                cursor.execute('SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
-                               'WHERE datname = %s AND pid <> pg_backend_pid()', [name])
-            cursor.execute(sql)
-    admin(f'DROP DATABASE IF EXISTS {name}')
-    admin(f'CREATE DATABASE {name}')
-    scheme = 'postgresql' if vendor == 'postgresql' else 'mysql'
-    yield (f'{scheme}://{params["USER"]}:{params["PASSWORD"]}@{params["HOST"]}:'
-           f'{params["PORT"]}/{name}')
-    admin(f'DROP DATABASE IF EXISTS {name}')
-    raw.close()
+    with databases.empty_database(tmp_path, 'console') as url:
+        yield url
 
 
 @pytest.mark.slow
