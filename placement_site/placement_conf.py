@@ -7,8 +7,9 @@ files are parsed with oslo.config's parser, later files winning, and each
 option Placement defines becomes the environment variable our settings
 read (settings.py, before it reads any): an environment variable already
 set wins, so today's set-ups keep working. An option that has no meaning
-here is accepted and logged once as ignored; a section Placement does not
-define, too. An unknown option in one of Placement's sections, or a value
+here is accepted and logged once as ignored; so is a section Placement does
+not define, and any other [DEFAULT] option (every oslo library reads that
+section). An unknown option in one of Placement's sections, or a value
 of the wrong kind, is a ConfError naming the file, the section and the
 option.
 """
@@ -118,15 +119,11 @@ IGNORED = {
     },
     'oslo_middleware': {'max_request_body_size', 'http_basic_auth_user_file'},
     'profiler': None,       # any option: osprofiler is not wired in
+    # Every oslo library reads [DEFAULT] (oslo.log's formats, oslo.service's
+    # timeouts, state_path, ...): what is not honoured above is ignored.
+    'DEFAULT': None,
     'api': {'local_metadata_per_cell'},
 }
-
-
-def _oslo_log_options():
-    """oslo.log's [DEFAULT] options (use_stderr, log_config_append, ...):
-    the service logs as settings.LOGGING says."""
-    from oslo_log import _options
-    return {opt.name for group, opts in _options.list_opts() if group is None for opt in opts}
 
 
 def config_files(environ=os.environ):
@@ -153,16 +150,12 @@ def read(files):
     """({environment variable: value}, [ignored (file, section, option)])
     of the files, later files winning."""
     values, ignored = {}, []
-    default_ignored = _oslo_log_options() | {'state_path', 'host', 'my_ip', 'transport_url',
-                                             'control_exchange', 'memcache_servers'}
     for path in files:
         sections = _parsed(path)
         config_dir = str(Path(path).resolve().parent)
         for section, options in sections.items():
             honoured = HONOURED.get(section, {})
             skipped = IGNORED.get(section, set())
-            if section == 'DEFAULT':
-                skipped = default_ignored
             for name, raw in options.items():
                 raw = raw[-1]
                 if section == 'keystone_authtoken':

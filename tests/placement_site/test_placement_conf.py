@@ -25,6 +25,7 @@ debug = True
 log_dir = {dir}/log
 use_stderr = False
 state_path = /var/lib/placement
+graceful_shutdown_timeout = 60
 
 [api]
 auth_strategy = keystone
@@ -117,6 +118,7 @@ def test_each_option_becomes_the_setting_it_stands_for(rendered, tmp_path):
     }
     assert [(section, name) for _, section, name in ignored] == [
         ('DEFAULT', 'use_stderr'), ('DEFAULT', 'state_path'),
+        ('DEFAULT', 'graceful_shutdown_timeout'),
         ('placement_database', 'max_pool_size'),
         ('placement_database', 'connection_recycle_time'),
         ('profiler', 'enabled'), ('oslo_concurrency', 'lock_path')]
