@@ -9,9 +9,11 @@ read (settings.py, before it reads any): an environment variable already
 set wins, so today's set-ups keep working. An option that has no meaning
 here is accepted and logged once as ignored; so is a section Placement does
 not define, and any other [DEFAULT] option (every oslo library reads that
-section). An unknown option in one of Placement's sections, or a value
-of the wrong kind, is a ConfError naming the file, the section and the
-option.
+section). Our own settings have sections of their own (OURS: [dashboards],
+[ledger], [metrics], ...), each option the environment variable of the same
+meaning. An unknown option in one of Placement's sections or of ours, or a
+value of the wrong kind, is a ConfError naming the file, the section and
+the option.
 """
 import logging
 import os
@@ -28,7 +30,10 @@ FILE_NAME = 'placement.conf'
 FILES_VARIABLE = 'PLACEMENT_CONFIG_FILES'
 
 _BOOL, _INT, _STR = types.Boolean(), types.Integer(), types.String()
-_LIST = types.List()
+_FLOAT, _LIST = types.Float(), types.List()
+# oslo.messaging's notifications use [DEFAULT] transport_url unless their
+# own section names one: read under this name, settled after the files.
+_DEFAULT_TRANSPORT = '[DEFAULT] transport_url'
 
 
 class ConfError(Exception):
@@ -43,6 +48,10 @@ def _database_url(value, _):
     if scheme not in ('mysql', 'mariadb', 'postgresql', 'postgres', 'sqlite'):
         raise ValueError(f'a database URL of {scheme!r} is not supported')
     return scheme + value[len(parts.scheme):]
+
+
+def _database_urls(value, config_dir):
+    return ','.join(_database_url(url, config_dir) for url in value)
 
 
 def _relative_to(value, config_dir):
@@ -71,7 +80,8 @@ HONOURED = {
         'log_dir': (_STR, 'PLACEMENT_LOG_DIR', _as_is),
     },
     'api': {
-        'auth_strategy': (_STR, 'PLACEMENT_AUTH_STRATEGY', _as_is),
+        'auth_strategy': (types.String(choices=('noauth2', 'keystone')),
+                          'PLACEMENT_AUTH_STRATEGY', _as_is),
     },
     'placement_database': {
         'connection': (_STR, 'DATABASE_URL', _database_url),
@@ -94,11 +104,82 @@ HONOURED = {
             _BOOL, 'PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES', _as_is),
         'max_allocation_candidates': (_INT, 'PLACEMENT_MAX_ALLOCATION_CANDIDATES', _as_is),
         'allocation_candidates_generation_strategy': (
-            _STR, 'PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY', _as_is),
+            types.String(choices=('depth-first', 'breadth-first')),
+            'PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY', _as_is),
         'incomplete_consumer_project_id': (
             _STR, 'PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID', _as_is),
         'incomplete_consumer_user_id': (_STR, 'PLACEMENT_INCOMPLETE_CONSUMER_USER_ID', _as_is),
         'allocation_conflict_retry_count': (_INT, 'PLACEMENT_RETRY_ATTEMPTS', _as_is),
+    },
+}
+
+# Our own settings (docs/configuration.md), in sections Placement does not
+# have: section -> option -> (type, the environment variable, how it reads).
+OURS = {
+    'DEFAULT': {
+        'transport_url': (_STR, _DEFAULT_TRANSPORT, _as_is),
+    },
+    'django': {
+        'debug': (_BOOL, 'DJANGO_DEBUG', _as_is),
+        'secret_key': (_STR, 'DJANGO_SECRET_KEY', _as_is),
+        'data_dir': (_STR, 'PLACEMENT_DATA_DIR', _relative_to),
+    },
+    'replicas': {
+        'read_connections': (_LIST, 'PLACEMENT_READ_DATABASE_URLS', _database_urls),
+        'max_lag_seconds': (_FLOAT, 'PLACEMENT_REPLICA_MAX_LAG_SECONDS', _as_is),
+    },
+    'http': {
+        'allowed_hosts': (_LIST, 'DJANGO_ALLOWED_HOSTS', _words),
+        'csrf_trusted_origins': (_LIST, 'DJANGO_CSRF_TRUSTED_ORIGINS', _words),
+        'secure_cookies': (_BOOL, 'DJANGO_SECURE_COOKIES', _as_is),
+        'trusted_proxies': (_LIST, 'PLACEMENT_TRUSTED_PROXIES', _words),
+        'max_body_size': (_INT, 'PLACEMENT_MAX_BODY_SIZE', _as_is),
+    },
+    'dashboards': {
+        'auth': (types.List(item_type=types.String(choices=('django', 'keystone'))),
+                 'PLACEMENT_UI_AUTH', _words),
+        'keystone_url': (_STR, 'PLACEMENT_UI_KEYSTONE_URL', _as_is),
+        'token_recheck_seconds': (_INT, 'PLACEMENT_UI_TOKEN_RECHECK_SECONDS', _as_is),
+        'signin_failures': (_INT, 'PLACEMENT_UI_SIGNIN_FAILURES', _as_is),
+        'signin_lockout_minutes': (_INT, 'PLACEMENT_UI_SIGNIN_LOCKOUT_MINUTES', _as_is),
+        'session_hours': (_INT, 'PLACEMENT_UI_SESSION_HOURS', _as_is),
+        'content_security_policy': (_STR, 'PLACEMENT_UI_CSP', _as_is),
+    },
+    'serving': {
+        'operator_statement_timeout_seconds': (
+            _FLOAT, 'PLACEMENT_OPERATOR_STATEMENT_TIMEOUT_SECONDS', _as_is),
+        'export_duty': (_FLOAT, 'PLACEMENT_EXPORT_DUTY', _as_is),
+    },
+    'ledger': {
+        'enabled': (_BOOL, 'PLACEMENT_LEDGER', _as_is),
+        'size_mb': (_INT, 'PLACEMENT_LEDGER_MB', _as_is),
+        'follow_seconds': (_FLOAT, 'PLACEMENT_LEDGER_FOLLOW_SECONDS', _as_is),
+        'remembered_mb': (_INT, 'PLACEMENT_REMEMBERED_MB', _as_is),
+    },
+    'capacity': {
+        'flavors': (_STR, 'PLACEMENT_CAPACITY_FLAVORS', _as_is),
+        'refuse_overcommitted_inventory': (
+            _BOOL, 'PLACEMENT_REFUSE_OVERCOMMITTED_INVENTORY', _as_is),
+    },
+    'trends': {
+        'retention_days': (_INT, 'PLACEMENT_TREND_RETENTION_DAYS', _as_is),
+        'interval_minutes': (_INT, 'PLACEMENT_TREND_INTERVAL_MINUTES', _as_is),
+    },
+    'metrics': {
+        'allowed_networks': (_LIST, 'PLACEMENT_METRICS_ALLOWED_NETWORKS', _words),
+        'token': (_STR, 'PLACEMENT_METRICS_TOKEN', _as_is),
+        'os_capacity': (_BOOL, 'PLACEMENT_METRICS_OS_CAPACITY', _as_is),
+    },
+    # oslo.messaging's own section and names, as the other services write it.
+    'oslo_messaging_notifications': {
+        'driver': (types.String(choices=('noop', 'log', 'messagingv2')),
+                   'PLACEMENT_NOTIFICATIONS_DRIVER', _as_is),
+        'transport_url': (_STR, 'PLACEMENT_TRANSPORT_URL', _as_is),
+        'topics': (_LIST, 'PLACEMENT_NOTIFICATIONS_TOPICS', _words),
+    },
+    'pods': {
+        'filters': (_LIST, 'PLACEMENT_POD_FILTERS', _words),
+        'weighers': (_LIST, 'PLACEMENT_POD_WEIGHERS', _words),
     },
 }
 
@@ -154,7 +235,7 @@ def read(files):
         sections = _parsed(path)
         config_dir = str(Path(path).resolve().parent)
         for section, options in sections.items():
-            honoured = HONOURED.get(section, {})
+            honoured = {**HONOURED.get(section, {}), **OURS.get(section, {})}
             skipped = IGNORED.get(section, set())
             for name, raw in options.items():
                 raw = raw[-1]
@@ -170,11 +251,15 @@ def read(files):
                     if value is not None:
                         values[variable] = value
                 elif skipped is None or name in skipped or section not in (
-                        *HONOURED, *IGNORED):
+                        *HONOURED, *OURS, *IGNORED):
                     ignored.append((path, section, name))
                 else:
+                    whose = 'Placement\'s ' if section in HONOURED else ''
                     raise ConfError(f'{path}: [{section}] {name}: no such option in '
-                                    f'Placement\'s [{section}]')
+                                    f'{whose}[{section}]')
+    default_transport = values.pop(_DEFAULT_TRANSPORT, None)
+    if default_transport:
+        values.setdefault('PLACEMENT_TRANSPORT_URL', default_transport)
     return values, ignored
 
 

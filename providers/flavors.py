@@ -49,7 +49,8 @@ def _flavors_of(text):
         return tuple(parse_flavors(text))
     except ValueError as exc:
         raise ImproperlyConfigured(
-            f'PLACEMENT_CAPACITY_FLAVORS: {exc} (expected name=RC:amount,RC:amount;name=...)')
+            f'PLACEMENT_CAPACITY_FLAVORS (placement.conf: [capacity] flavors): {exc} '
+            '(expected name=RC:amount,RC:amount;name=...)')
 
 
 def configured_flavors():

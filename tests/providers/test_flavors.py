@@ -22,7 +22,8 @@ def test_a_bad_flavor_setting_is_a_clear_configuration_error(settings, value, me
     settings.PLACEMENT_CAPACITY_FLAVORS = value
     with pytest.raises(ImproperlyConfigured) as caught:
         flavors.configured_flavors()
-    assert str(caught.value).startswith(f'PLACEMENT_CAPACITY_FLAVORS: {message}')
+    assert str(caught.value).startswith(
+        f'PLACEMENT_CAPACITY_FLAVORS (placement.conf: [capacity] flavors): {message}')
 
 
 def test_flavors_parse_with_spaces_and_a_trailing_separator():
