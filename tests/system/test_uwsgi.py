@@ -23,10 +23,11 @@ INI = REPO / 'docs' / 'deploy' / 'placement-api-uwsgi.ini'
 UWSGI = Path(sys.executable).parent / 'uwsgi'
 
 
-@pytest.fixture(params=['module', 'wsgi-file'])
+@pytest.fixture(params=['module', 'wsgi-file', 'prefix'])
 def served(request, tmp_path):
     """uWSGI on a free port with the documented ini: loading the module it
-    names, or (as devstack's ini does) the installed placement-api script."""
+    names, the installed placement-api script (as devstack's ini does), or
+    the module mounted at /placement (devstack's URL: SCRIPT_NAME)."""
     port = free_port()
     (tmp_path / 'placement.conf').write_text(
         '[api]\nauth_strategy = noauth2\n'
@@ -37,33 +38,46 @@ def served(request, tmp_path):
     text = re.sub(r'(?m)^http-socket = .*$', f'http-socket = 127.0.0.1:{port}', INI.read_text())
     if request.param == 'wsgi-file':
         text = re.sub(r'(?m)^module = .*$', f'wsgi-file = {UWSGI.parent / "placement-api"}', text)
+    prefix = '/placement' if request.param == 'prefix' else ''
+    if prefix:
+        text = re.sub(r'(?m)^module = (.*)$',
+                      rf'mount = {prefix}=\1\nmanage-script-name = true', text)
     ini.write_text(text)
     server = Process([str(UWSGI), '--ini', str(ini)], tmp_path / 'uwsgi.log', cwd=tmp_path,
                      env=clean_environment(OS_PLACEMENT_CONFIG_DIR=str(tmp_path)), name='uwsgi')
     server.start()
     try:
-        server.wait_answering(f'http://127.0.0.1:{port}/', timeout=120)
-        yield port, server
+        server.wait_answering(f'http://127.0.0.1:{port}{prefix}/', timeout=120)
+        yield port, prefix, server
     finally:
         server.stop(timeout=30)
 
 
 def test_the_documented_ini_serves_the_api_and_the_static_files(served):
-    port, server = served
-    response, body, _ = api.send(port, 'GET', '/')
+    port, prefix, server = served
+    response, body, _ = api.send(port, 'GET', f'{prefix}/')
     assert response.status == 200 and json.loads(body)['versions'][0]['max_version'] == '1.39'
-    response, body, _ = api.send(port, 'POST', '/resource_providers', {'name': 'cn1'},
+    response, body, _ = api.send(port, 'POST', f'{prefix}/resource_providers', {'name': 'cn1'},
                                  version='1.20')
     assert response.status == 200, body
+    # Under a prefix, the Location and the links name it, as Placement's do.
     assert response.getheader('Location').startswith(
-        f'http://127.0.0.1:{port}/resource_providers/')
-    response, body, _ = api.send(port, 'GET', '/resource_providers', version='1.39')
+        f'http://127.0.0.1:{port}{prefix}/resource_providers/')
+    response, body, _ = api.send(port, 'GET', f'{prefix}/resource_providers', version='1.39')
     assert response.status == 200
-    assert [rp['name'] for rp in json.loads(body)['resource_providers']] == ['cn1']
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}/static/img/favicon.svg',
+    [provider] = json.loads(body)['resource_providers']
+    assert provider['name'] == 'cn1'
+    assert provider['links'][0]['href'] == f'{prefix}/resource_providers/{provider["uuid"]}'
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/static/img/favicon.svg',
                                 timeout=10) as answer:
         assert answer.status == 200 and b'<svg' in answer.read()
+    # The dashboards' pages name their files and links under the prefix too.
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/accounts/login/',
+                                timeout=10) as answer:
+        page = answer.read().decode()
+    assert f'href="{prefix}/static/css/placement.css"' in page
     # Both workers started, each with the application loaded by itself.
-    server.wait_until(lambda: server.log().count("WSGI app 0 (mountpoint='') ready") == 2,
-                      'both workers to load the application', timeout=60)
+    server.wait_until(
+        lambda: server.log().count(f"WSGI app 0 (mountpoint='{prefix}') ready") == 2,
+        'both workers to load the application', timeout=60)
     assert 'Traceback' not in server.log()
