@@ -4,6 +4,7 @@ Kept apart from settings.py so the parsing rules are testable on their own.
 """
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl
 from urllib.parse import unquote
@@ -230,11 +231,17 @@ def secret_key(*, debug, data_dir):
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(64)
+    # Written whole beside it (mode 600), then linked into place: a worker
+    # starting at the same moment finds no key or the whole key, never an
+    # empty file.
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix='.secret_key-')
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another worker won the race
-        return path.read_text().strip()
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(key)
-    return key
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(secrets.token_urlsafe(64))
+        try:
+            os.link(staged, path)
+        except FileExistsError:  # another worker won the race: its key
+            pass
+    finally:
+        os.unlink(staged)
+    return path.read_text().strip()

@@ -180,6 +180,24 @@ def test_production_without_a_key_generates_one_kept_private(monkeypatch, tmp_pa
     assert mode == 0o600
 
 
+def test_workers_starting_together_sign_with_one_whole_key(monkeypatch, tmp_path):
+    """Another worker reads the key while the first is writing it (lazy-apps
+    workers start at once): it gets the whole key, not an empty one."""
+    monkeypatch.delenv('DJANGO_SECRET_KEY', raising=False)
+    opened, others = os.fdopen, []
+
+    def writing(fd, *args):
+        if not others:
+            others.append(None)
+            others[0] = config.secret_key(debug=False, data_dir=tmp_path)
+        return opened(fd, *args)
+
+    monkeypatch.setattr(os, 'fdopen', writing)
+    first = config.secret_key(debug=False, data_dir=tmp_path)
+    assert others == [first] and len(first) == 86
+    assert [p.name for p in tmp_path.iterdir()] == ['secret_key']
+
+
 def _django(*args, **env):
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(('DJANGO_', 'PLACEMENT_'))}
