@@ -7,6 +7,7 @@
 - concurrency: many writers at once over HTTP
 - orphans: an orphaned cloud for the audit
 - environment: a process's environment without what placement.conf sets
+- deployed: the service as uWSGI or Apache serves it, checked over HTTP
 - databases: a new, empty database beside the test database
 - broker: a throw-away RabbitMQ broker
 - keystone: a real Keystone and its admin API

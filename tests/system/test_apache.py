@@ -6,20 +6,18 @@ socket (devstack's lib/apache). Apache runs its workers as www-data, so
 the service runs from .venv-apache (Debian's python3, the Python Debian's
 mod_wsgi embeds; scripts/ci/test-setup.sh makes it) and keeps its data in a
 directory www-data owns."""
-import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from scripts.harness import api
 from scripts.harness.process import Process
 from scripts.harness.process import free_port
+from tests.support import deployed
 from tests.support.environment import clean_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
@@ -138,27 +136,7 @@ def served(request, workdir):
 
 def test_apache_serves_the_api_pages_and_static_files(served):
     port, prefix, workdir = served
-    response, body, _ = api.send(port, 'GET', f'{prefix}/')
-    assert response.status == 200 and json.loads(body)['versions'][0]['max_version'] == '1.39'
-    response, body, _ = api.send(port, 'POST', f'{prefix}/resource_providers', {'name': 'cn1'},
-                                 version='1.20')
-    assert response.status == 200, body
-    # The Location and the links name the prefix Apache serves at, as Placement's do.
-    assert response.getheader('Location').startswith(
-        f'http://127.0.0.1:{port}{prefix}/resource_providers/')
-    response, body, _ = api.send(port, 'GET', f'{prefix}/resource_providers', version='1.39')
-    [provider] = json.loads(body)['resource_providers']
-    assert provider['links'][0]['href'] == f'{prefix}/resource_providers/{provider["uuid"]}'
-    # Placement's error body, through Apache.
-    response, body, _ = api.send(port, 'GET', f'{prefix}/resource_providers/nope',
-                                 version='1.39')
-    assert response.status == 404 and json.loads(body)['errors'][0]['status'] == 404
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/static/img/favicon.svg',
-                                timeout=10) as answer:
-        assert answer.status == 200 and b'<svg' in answer.read()
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/accounts/login/',
-                                timeout=10) as answer:
-        assert f'href="{prefix}/static/css/placement.css"' in answer.read().decode()
+    deployed.check_serves(port, prefix)
     if not prefix:
         # mod_wsgi's daemons ran as the vhost's user: the database and the
         # generated key are theirs.

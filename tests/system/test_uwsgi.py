@@ -3,17 +3,15 @@ placement-api-uwsgi.ini) and a placement.conf, as a deployment runs it:
 both workers load the application themselves (lazy-apps), each syncing
 the schema as it starts (sync_on_startup); the API, the version document
 and the static files answer."""
-import json
 import re
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from scripts.harness import api
 from scripts.harness.process import Process
 from scripts.harness.process import free_port
+from tests.support import deployed
 from tests.support.environment import clean_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
@@ -55,27 +53,7 @@ def served(request, tmp_path):
 
 def test_the_documented_ini_serves_the_api_and_the_static_files(served):
     port, prefix, server = served
-    response, body, _ = api.send(port, 'GET', f'{prefix}/')
-    assert response.status == 200 and json.loads(body)['versions'][0]['max_version'] == '1.39'
-    response, body, _ = api.send(port, 'POST', f'{prefix}/resource_providers', {'name': 'cn1'},
-                                 version='1.20')
-    assert response.status == 200, body
-    # Under a prefix, the Location and the links name it, as Placement's do.
-    assert response.getheader('Location').startswith(
-        f'http://127.0.0.1:{port}{prefix}/resource_providers/')
-    response, body, _ = api.send(port, 'GET', f'{prefix}/resource_providers', version='1.39')
-    assert response.status == 200
-    [provider] = json.loads(body)['resource_providers']
-    assert provider['name'] == 'cn1'
-    assert provider['links'][0]['href'] == f'{prefix}/resource_providers/{provider["uuid"]}'
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/static/img/favicon.svg',
-                                timeout=10) as answer:
-        assert answer.status == 200 and b'<svg' in answer.read()
-    # The dashboards' pages name their files and links under the prefix too.
-    with urllib.request.urlopen(f'http://127.0.0.1:{port}{prefix}/accounts/login/',
-                                timeout=10) as answer:
-        page = answer.read().decode()
-    assert f'href="{prefix}/static/css/placement.css"' in page
+    deployed.check_serves(port, prefix)
     # Both workers started, each with the application loaded by itself.
     server.wait_until(
         lambda: server.log().count(f"WSGI app 0 (mountpoint='{prefix}') ready") == 2,
