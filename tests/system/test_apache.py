@@ -97,9 +97,9 @@ def write_conf(workdir):
         f'[django]\ndata_dir = {workdir}/data\n')
 
 
-def serve(argv, workdir, name, **env):
+def serve(argv, workdir, name):
     server = Process(argv, workdir / f'{name}.log', cwd=workdir, name=name,
-                     env=clean_environment(OS_PLACEMENT_CONFIG_DIR=str(workdir), **env))
+                     env=clean_environment(OS_PLACEMENT_CONFIG_DIR=str(workdir)))
     server.start()
     return server
 
