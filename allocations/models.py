@@ -49,6 +49,11 @@ class ConsumerType(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 
+    @classmethod
+    def reported(cls, name):
+        """A consumer's type as the API reports it: its name, or 'unknown'."""
+        return cls.UNKNOWN if name is None else name
+
     class Meta:
         db_table = 'consumer_types'
         ordering = ['id']
@@ -82,7 +87,7 @@ class Consumer(models.Model):
 
     @property
     def consumer_type_name(self):
-        return self.consumer_type.name if self.consumer_type_id else ConsumerType.UNKNOWN
+        return ConsumerType.reported(self.consumer_type.name if self.consumer_type_id else None)
 
 
 class Allocation(models.Model):

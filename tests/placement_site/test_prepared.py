@@ -3,8 +3,10 @@ rows the ORM gives for every value, and falls back to the ORM where a shape
 cannot be prepared. On each database (ids are bound differently on each)."""
 import pytest
 from django.db import connection
+from django.db import transaction
 from django.test.utils import CaptureQueriesContext
 
+from placement_site import prepared
 from placement_site.prepared import Ids
 from placement_site.prepared import Prepared
 from providers.models import Inventory
@@ -116,3 +118,61 @@ def test_shapes_kept_are_bounded(cloud, monkeypatch):
     assert len(read._compiled) == 2
     # The third shape is compiled again on each call, not kept.
     assert build.calls == 2 + 2
+
+
+def prepares_and_executes(queries):
+    return [q['sql'].split()[0] for q in queries.captured_queries]
+
+
+class Rollback(Exception):
+    pass
+
+
+def test_a_read_on_the_server_is_planned_once_per_connection(cloud):
+    build = Counted(lambda name: ResourceProvider.objects.filter(name=name).values_list(
+        'name', 'uuid').order_by())
+    read = Prepared(ResourceProvider, build, on_server=True)
+    cn1, cn3 = [(name, cloud[name].uuid) for name in ('cn1', 'cn3')]
+    assert list(build.build('cn1')) == [cn1]
+    with CaptureQueriesContext(connection) as queries:
+        assert read.rows('cn1') == [cn1]
+        assert read.rows('cn3') == [cn3]
+        assert read.rows('nope') == []
+    if connection.vendor == 'postgresql':
+        # PREPAREd on the first call, EXECUTEd with each call's value.
+        assert prepares_and_executes(queries) == ['PREPARE', 'EXECUTE', 'EXECUTE', 'EXECUTE']
+        with connection.cursor() as cursor:
+            cursor.execute('SELECT count(*) FROM pg_prepared_statements WHERE name = %s',
+                           [read._names[next(iter(read._names))]])
+            assert cursor.fetchone() == (1,)
+    else:
+        assert prepares_and_executes(queries) == ['SELECT'] * 3
+    # A rollback leaves the statement prepared.
+    with pytest.raises(Rollback), transaction.atomic():
+        assert read.rows('cn1') == [cn1]
+        raise Rollback
+    assert read.rows('cn1') == [cn1]
+    assert build.calls == 1
+
+
+def test_a_connection_keeps_a_bounded_number_prepared(cloud, monkeypatch):
+    connection.ensure_connection()
+    if connection.vendor == 'postgresql':
+        kept = len(prepared._PREPARED_ON.get(connection.connection, ()))   # earlier tests'
+        monkeypatch.setattr(Prepared, 'ON_SERVER_PER_CONNECTION', kept + 1)
+    by_name = Prepared(ResourceProvider, lambda name: ResourceProvider.objects.filter(
+        name=name).values_list('name').order_by(), on_server=True)
+    by_names = Prepared(ResourceProvider, lambda names: ResourceProvider.objects.filter(
+        name__in=names).values_list('name').order_by('name'), on_server=True)
+    by_name.rows('cn1')
+    with CaptureQueriesContext(connection) as queries:
+        assert by_names.rows(('cn1', 'cn3')) == [('cn1',), ('cn3',)]
+        assert by_name.rows('cn3') == [('cn3',)]
+    if connection.vendor == 'postgresql':
+        # The connection already keeps one: the second read runs unprepared.
+        assert prepares_and_executes(queries) == ['SELECT', 'EXECUTE']
+
+
+def test_numbered_parameters_keep_the_percent_sign():
+    assert prepared._numbered("a = %s AND b LIKE 'x%%' AND c = ANY(%s)") == (
+        "a = $1 AND b LIKE 'x%' AND c = ANY($2)")

@@ -40,22 +40,23 @@ def latest(allocations):
     return provider_serializers.latest(allocations)
 
 
-def consumer_allocations_body(allocations, version):
-    """GET /allocations/{consumer_uuid}, shaped for the microversion."""
+def consumer_allocations_body(held, version):
+    """GET /allocations/{consumer_uuid} of the consumer's Held allocations,
+    shaped for the microversion."""
     by_provider = collections.defaultdict(dict)
-    for allocation in allocations:
-        entry = by_provider[allocation.resource_provider.uuid]
-        entry.setdefault('resources', {})[allocation.resource_class.name] = allocation.used
-        entry['generation'] = allocation.resource_provider.generation
+    for allocation in held:
+        entry = by_provider[allocation.provider_uuid]
+        entry.setdefault('resources', {})[allocation.resource_class] = allocation.used
+        entry['generation'] = allocation.provider_generation
     body = {'allocations': by_provider}
-    if allocations and version.matches((1, 12)):
-        consumer = allocations[0].consumer
-        body['project_id'] = consumer.project.external_id
-        body['user_id'] = consumer.user.external_id
+    if held and version.matches((1, 12)):
+        consumer = held[0]
+        body['project_id'] = consumer.project_id
+        body['user_id'] = consumer.user_id
         if version.matches((1, 28)):
-            body['consumer_generation'] = consumer.generation
+            body['consumer_generation'] = consumer.consumer_generation
         if version.matches((1, 38)):
-            body['consumer_type'] = consumer.consumer_type_name
+            body['consumer_type'] = consumer.consumer_type
     return body
 
 
@@ -210,10 +211,10 @@ class AllocationViewSet(PlacementViewSet):
     @accept_json
     def retrieve(self, request, consumer_uuid):
         self.authorize(POLICY % 'list')
-        allocations = querysets.allocations_of_consumer(consumer_uuid)
-        generation = allocations[0].consumer.generation if allocations else None
-        return self.respond(consumer_allocations_body(allocations, self.version),
-                            last_modified=latest(allocations),
+        held = querysets.allocations_of_consumer(consumer_uuid)
+        generation = held[0].consumer_generation if held else None
+        return self.respond(consumer_allocations_body(held, self.version),
+                            last_modified=max((h.changed for h in held), default=None),
                             etag=consumer_etag(consumer_uuid, generation))
 
     @operation(
