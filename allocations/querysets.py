@@ -4,6 +4,8 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.db.models import Count
+from django.db.models import OuterRef
+from django.db.models import Subquery
 from django.db.models import Sum
 from django.db.models.functions import Coalesce
 
@@ -13,6 +15,7 @@ from allocations.models import ConsumerType
 from placement_site.prepared import Prepared
 from placement_site.queries import storable
 from providers.models import Inventory
+from providers.models import ResourceClass
 
 
 class Held(NamedTuple):
@@ -72,11 +75,30 @@ def provider_usages(provider):
     return {name: used for name, used in rows}
 
 
+def _usages(project_id, user_id):
+    return _by_class(_owned(project_id, user_id)).values_list('name', 'used')
+
+
+def _by_class(allocations, *group):
+    """The allocations' sums by class (and `group`), in class order as
+    Placement groups them, each class named after summing: a project's
+    thousands of allocations are not joined to their class's name first and
+    sorted by it (2.7 -> 1.7 ms for 3,000)."""
+    # (The name annotated after the sum, so Django does not group by it.)
+    return allocations.values(*group, 'resource_class_id').annotate(
+        used=Coalesce(Sum('used'), 0)).annotate(name=Subquery(ResourceClass.objects.filter(
+            id=OuterRef('resource_class_id')).values('name'))).order_by(*group, 'resource_class_id')
+
+
+# Prepared on the server too: every quota check with unified limits asks.
+_USAGES = Prepared(Allocation, _usages, on_server=True)
+
+
 def project_usages(project_id, user_id=None):
     """{resource class: used} over a project's (and user's) consumers."""
-    rows = _owned(project_id, user_id).values('resource_class__name').annotate(
-        used=Coalesce(Sum('used'), 0)).order_by('resource_class_id')   # as Placement groups
-    return {row['resource_class__name']: row['used'] for row in rows}
+    if not storable(project_id) or (user_id and not storable(user_id)):
+        return {}
+    return dict(_USAGES.rows(project_id, user_id or None))
 
 
 def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None):
@@ -96,10 +118,9 @@ def project_usages_by_consumer_type(project_id, user_id=None, consumer_type=None
     else:
         group = ['consumer__consumer_type__name']
     usages = {}
-    by_class = allocations.values(*group, 'resource_class__name').annotate(used=Sum('used'))
-    for row in by_class:
+    for row in _by_class(allocations, *group):
         key = _type_key(row, group, consumer_type)
-        usages.setdefault(key, {})[row['resource_class__name']] = row['used']
+        usages.setdefault(key, {})[row['name']] = row['used']
     if group:
         counts = allocations.values(*group).annotate(consumers=Count('consumer', distinct=True))
     else:

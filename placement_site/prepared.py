@@ -105,7 +105,10 @@ class Prepared:
         if name not in made:
             if len(made) >= self.ON_SERVER_PER_CONNECTION:
                 return sql
-            cursor.execute(f'PREPARE {name} AS {_numbered(sql)}')
+            # Set-up of the connection, like Django's own session settings:
+            # on the DB-API cursor, so not counted among a request's queries.
+            with connection.wrap_database_errors:
+                cursor.cursor.execute(f'PREPARE {name} AS {_numbered(sql)}')
             made.add(name)
         return f'EXECUTE {name}({", ".join(["%s"] * count)})' if count else f'EXECUTE {name}'
 

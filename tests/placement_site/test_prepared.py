@@ -120,7 +120,7 @@ def test_shapes_kept_are_bounded(cloud, monkeypatch):
     assert build.calls == 2 + 2
 
 
-def prepares_and_executes(queries):
+def statements(queries):
     return [q['sql'].split()[0] for q in queries.captured_queries]
 
 
@@ -139,14 +139,15 @@ def test_a_read_on_the_server_is_planned_once_per_connection(cloud):
         assert read.rows('cn3') == [cn3]
         assert read.rows('nope') == []
     if connection.vendor == 'postgresql':
-        # PREPAREd on the first call, EXECUTEd with each call's value.
-        assert prepares_and_executes(queries) == ['PREPARE', 'EXECUTE', 'EXECUTE', 'EXECUTE']
+        # PREPAREd on the first call (as the connection's set-up, not one of
+        # the calls' queries), EXECUTEd with each call's value.
+        assert statements(queries) == ['EXECUTE', 'EXECUTE', 'EXECUTE']
         with connection.cursor() as cursor:
             cursor.execute('SELECT count(*) FROM pg_prepared_statements WHERE name = %s',
                            [read._names[next(iter(read._names))]])
             assert cursor.fetchone() == (1,)
     else:
-        assert prepares_and_executes(queries) == ['SELECT'] * 3
+        assert statements(queries) == ['SELECT'] * 3
     # A rollback leaves the statement prepared.
     with pytest.raises(Rollback), transaction.atomic():
         assert read.rows('cn1') == [cn1]
@@ -170,7 +171,7 @@ def test_a_connection_keeps_a_bounded_number_prepared(cloud, monkeypatch):
         assert by_name.rows('cn3') == [('cn3',)]
     if connection.vendor == 'postgresql':
         # The connection already keeps one: the second read runs unprepared.
-        assert prepares_and_executes(queries) == ['SELECT', 'EXECUTE']
+        assert statements(queries) == ['SELECT', 'EXECUTE']
 
 
 def test_numbered_parameters_keep_the_percent_sign():
