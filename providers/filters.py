@@ -8,15 +8,25 @@ rather than a form field's cleaning: the last of repeated name, uuid and
 in_tree values, and those given empty filter nothing; every member_of and
 required value (repeating them is for the microversions that allow it),
 and given empty they are refused (400) as Placement refuses them. Which
-parameters a microversion accepts at all is the API view's query schema."""
+parameters a microversion accepts at all is the API view's query schema.
+
+A list filtered by in_tree alone (each of nova's compute nodes reads its
+tree so on every periodic update) is one prepared read instead
+(providers_in_tree): building and compiling the filter set took four times
+as long as the database's answer."""
+from datetime import datetime
+from typing import NamedTuple
+
 import django_filters
 from django import forms
 
 from placement_site import errors
 from placement_site import exceptions
+from placement_site.prepared import Prepared
 from placement_site.queries import storable
 from providers import querysets
 from providers import querystring
+from providers.models import ResourceProvider
 
 
 class QueryParameter(django_filters.Filter):
@@ -84,3 +94,30 @@ class ProviderFilterSet(django_filters.FilterSet):
         for name, amount in wanted.items():
             queryset = queryset.having_capacity(ids[name], amount)
         return queryset
+
+
+class Listed(NamedTuple):
+    """A provider as the list shows it."""
+    uuid: str
+    name: str
+    generation: int
+    parent_provider_uuid: str
+    root_provider_uuid: str
+    created_at: datetime
+    updated_at: datetime
+
+
+_IN_TREE = Prepared(ResourceProvider, lambda uuid: ResourceProvider.objects.with_tree_uuids()
+                    .in_tree(uuid).values_list(*Listed._fields), on_server=True)
+
+
+def only_in_tree(data):
+    """The tree's provider uuid when in_tree (non-empty) is the query's only
+    parameter, else None."""
+    values = data.getlist('in_tree') if list(data) == ['in_tree'] else ()
+    return values[-1] if values and values[-1] else None
+
+
+def providers_in_tree(provider_uuid):
+    """[Listed] of the tree, as ProviderFilterSet lists it for in_tree."""
+    return [Listed(*row) for row in _IN_TREE.rows(provider_uuid)]

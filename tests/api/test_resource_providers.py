@@ -462,6 +462,18 @@ def test_in_tree_of_an_unknown_provider_is_empty(api, forest):
     assert names(api.get(f'/resource_providers?in_tree={new_uuid()}')) == set()
 
 
+@pytest.mark.parametrize('member', ['root', 'g1', 'unknown'])
+def test_a_tree_read_alone_answers_as_the_filtered_list_does(api, forest, member):
+    """in_tree alone is read apart (providers.filters.providers_in_tree):
+    the same bytes and headers as with another, empty, parameter."""
+    tree = forest.get(member, new_uuid())
+    alone = api.get(f'/resource_providers?in_tree={tree}')
+    filtered = api.get(f'/resource_providers?in_tree={tree}&name=')
+    assert alone.status_code == filtered.status_code == 200
+    assert alone.content == filtered.content
+    assert alone.get('Last-Modified') == filtered.get('Last-Modified')
+
+
 @pytest.mark.parametrize('query, expected', [
     (f'member_of={AGG_A}', {'c1', 'root'}),
     (f'member_of=in:{AGG_A},{AGG_C}', {'c1', 'g1', 'root'}),

@@ -7,6 +7,7 @@ from django.http import QueryDict
 
 from placement_site import errors
 from placement_site import microversion
+from providers import filters
 from providers.filters import ProviderFilterSet
 from providers.models import ResourceProvider
 from tests.support.factories import ROW
@@ -76,3 +77,22 @@ def test_the_dashboards_table_filters_with_the_api_grammar(cloud, api, admin_cli
     assert refused.status_code == 200
     assert list(refused.context['rows']) == []
     assert 'Badly formed resources parameter' in refused.context['error']
+
+
+def test_a_tree_alone_is_read_as_the_filter_set_reads_it(cloud):
+    for uuid in [rp.uuid for rp in cloud.values()] + ['00000000-0000-0000-0000-000000000000']:
+        by_filter_set = ProviderFilterSet(
+            QueryDict(f'in_tree={uuid}'), ResourceProvider.objects.with_tree_uuids(),
+            version=LATEST).qs
+        assert filters.providers_in_tree(uuid) == [
+            filters.Listed(*(getattr(rp, field) for field in filters.Listed._fields))
+            for rp in by_filter_set], uuid
+
+
+@pytest.mark.parametrize('query, tree', [
+    ('in_tree=a', 'a'), ('in_tree=a&in_tree=b', 'b'),
+    # Empty, or with another parameter (even an empty one): the filter set's.
+    ('in_tree=', None), ('in_tree=a&name=', None), ('name=x', None), ('', None),
+])
+def test_only_a_lone_in_tree_is_read_apart(query, tree):
+    assert filters.only_in_tree(QueryDict(query)) == tree

@@ -25,11 +25,11 @@ from placement_site.openapi import query
 from placement_site.openapi import request_body
 from placement_site.openapi import required_parameter
 from placement_site.validation import normalize_uuid
+from providers import filters
 from providers import schemas
 from providers import services
 from providers.api import serializers
 from providers.api.views.shared import find_provider
-from providers.filters import ProviderFilterSet
 from providers.models import ResourceProvider
 
 RP_POLICY = 'placement:resource_providers:%s'
@@ -131,13 +131,18 @@ class ResourceProviderViewSet(PlacementViewSet):
     def list(self, request):
         self.authorize(RP_POLICY % 'list')
         query_params(request, schemas.PROVIDER_LIST_QUERY_BY_VERSION.at(self.version))
-        providers = ProviderFilterSet(
-            request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs
+        tree = filters.only_in_tree(request.GET)
+        if tree:
+            providers = found = filters.providers_in_tree(tree)
+        else:
+            providers = filters.ProviderFilterSet(
+                request.GET, ResourceProvider.objects.with_tree_uuids(), version=self.version).qs
+            found = providers.iterator(chunk_size=LIST_CHUNK)
         latest = serializers.Latest()
-        listed = (serializers.provider(request, latest.seen(rp), self.version)
-                  for rp in providers.iterator(chunk_size=LIST_CHUNK))
+        listed = (serializers.provider(request, latest.seen(rp), self.version) for rp in found)
         # Streamed (a large cloud's list), the headers go before the newest
-        # provider has been read: then it is asked of the database.
+        # provider has been read: then it is asked of the database (a tree
+        # is never streamed).
         return self.respond_chunks(
             list_chunks('resource_providers', listed, LIST_CHUNK),
             last_modified=lambda complete: latest.moment if complete else latest.of(providers))
