@@ -29,10 +29,10 @@ class Prepared:
     parameters. A value is an int, a str, None or a bool (these two part of
     the shape), a tuple of values (each its own value: `__in`) or Ids (one
     value: `__in_ids`).
-    Where a shape does not compile to parameters for every value and to
-    rows that need no conversion (a value inlined as LIMIT, empty Ids, a
-    converted column), the read is built and run by the ORM every time, as
-    if not prepared.
+    Columns the ORM converts as it reads them (a sum, SQLite's datetimes)
+    are converted the same way. Where a shape does not compile to
+    parameters for every value (a value inlined as LIMIT, empty Ids), the
+    read is built and run by the ORM every time, as if not prepared.
 
     `on_server`: on PostgreSQL the compiled SQL is also PREPAREd once per
     connection and run with EXECUTE, so the server plans it once, not on
@@ -71,7 +71,7 @@ class Prepared:
                 self._compiled[key] = compiled
         if compiled is None:
             return list(self.build(*values).using(alias))
-        sql, params, slots = compiled
+        sql, params, slots, converters = compiled
         params = list(params)
         spread = {}
         for index, slot, form in slots:
@@ -90,7 +90,11 @@ class Prepared:
             if self.on_server and connection.vendor == 'postgresql':
                 sql = self._executed(connection, cursor, key, sql, len(params))
             cursor.execute(sql, params)
-            return list(cursor.fetchall())
+            rows = cursor.fetchall()
+        if converters:
+            # As the ORM converts them (a sum read back as an int, ...).
+            rows = [tuple(_converted(row, converters, connection)) for row in rows]
+        return list(rows)
 
     def _executed(self, connection, cursor, key, sql, count):
         """EXECUTE of the statement this connection has prepared for the
@@ -122,8 +126,8 @@ class Prepared:
             sql, params = compiler.as_sql()
         except EmptyResultSet:
             return None
-        if compiler.get_converters([column[0] for column in compiler.select]):
-            return None
+        converters = tuple(compiler.get_converters(
+            [column[0] for column in compiler.select]).items())
         # Each parameter is matched to its marker by lookup: a client's
         # 10,000 aggregates make as many markers and parameters.
         slot_of = {marker: (slot, is_ids) for slot, (marker, is_ids) in enumerate(markers)}
@@ -141,7 +145,7 @@ class Prepared:
         inlined = {int(number) for number in re.findall(r'\d+', sql)}
         if len(found) != len(markers) or not inlined.isdisjoint(slot_of):
             return None
-        return sql, tuple(params), tuple(slots)
+        return sql, tuple(params), tuple(slots), converters
 
 
 _STATEMENT_NUMBERS = itertools.count(1)
@@ -153,6 +157,16 @@ def _numbered(sql):
     psycopg2's %s, and '%%' as the percent sign it stands for."""
     numbers = itertools.count(1)
     return re.sub(r'%%|%s', lambda m: '%' if m.group() == '%%' else f'${next(numbers)}', sql)
+
+
+def _converted(row, converters, connection):
+    row = list(row)
+    for index, (functions, expression) in converters:
+        value = row[index]
+        for function in functions:
+            value = function(value, expression, connection)
+        row[index] = value
+    return row
 
 
 def _shape(value):

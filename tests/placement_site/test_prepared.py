@@ -4,6 +4,8 @@ cannot be prepared. On each database (ids are bound differently on each)."""
 import pytest
 from django.db import connection
 from django.db import transaction
+from django.db.models import Max
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from placement_site import prepared
@@ -106,6 +108,19 @@ def test_values_the_orm_reads_its_own_way_are_not_prepared(cloud):
     calls = build.calls
     assert read.rows(3) == [('cn1',), ('cn2',), ('cn2-numa0',)]
     assert build.calls == calls + 1
+
+
+def test_columns_the_orm_converts_are_converted_alike(cloud):
+    build = Counted(lambda name: Inventory.objects.filter(resource_provider__name=name).values_list(
+        'resource_class__name').annotate(total=Sum('total'), ratio=Max('allocation_ratio'),
+                                         changed=Max('created_at')).order_by('resource_class_id'))
+    read = Prepared(Inventory, build)
+    for name in ('cn1', 'cn3', 'nfs', 'nope'):
+        rows = read.rows(name)
+        assert rows == list(build.build(name)), name
+        assert [tuple(map(type, row)) for row in rows] == [
+            tuple(map(type, row)) for row in build.build(name)]
+    assert build.calls == 1
 
 
 def test_shapes_kept_are_bounded(cloud, monkeypatch):
