@@ -124,6 +124,9 @@ OURS = {
         'secret_key': (_STR, 'DJANGO_SECRET_KEY', _as_is),
         'data_dir': (_STR, 'PLACEMENT_DATA_DIR', _relative_to),
     },
+    'postgresql': {
+        'prepare_on_server': (_BOOL, 'PLACEMENT_PREPARE_ON_SERVER', _as_is),
+    },
     'replicas': {
         'read_connections': (_LIST, 'PLACEMENT_READ_DATABASE_URLS', _database_urls),
         'max_lag_seconds': (_FLOAT, 'PLACEMENT_REPLICA_MAX_LAG_SECONDS', _as_is),

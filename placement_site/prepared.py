@@ -6,6 +6,7 @@ import json
 import re
 import weakref
 
+from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db import router
@@ -39,7 +40,9 @@ class Prepared:
     every call: a consumer's allocations join six tables, and planning them
     (about 1 ms) costs ten times running them. Only for reads whose plan
     does not depend on the values (lookups by a unique key): after five
-    calls PostgreSQL may keep one generic plan for all values."""
+    calls PostgreSQL may keep one generic plan for all values.
+    PLACEMENT_PREPARE_ON_SERVER=false turns it off (a PgBouncer pooling
+    transactions)."""
 
     MARKER = 2_146_483_000   # stand-ins count up from here (within 32-bit integers)
     # Shapes kept per read, at most: a request's lengths (names, traits,
@@ -87,7 +90,8 @@ class Prepared:
             sql, params = _spread(sql, params, spread)
         connection = connections[alias]
         with connection.cursor() as cursor:
-            if self.on_server and connection.vendor == 'postgresql':
+            if (self.on_server and connection.vendor == 'postgresql'
+                    and settings.PLACEMENT_PREPARE_ON_SERVER):
                 sql = self._executed(connection, cursor, key, sql, len(params))
             cursor.execute(sql, params)
             rows = cursor.fetchall()

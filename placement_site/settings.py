@@ -145,6 +145,10 @@ DEFAULT_AUTO_FIELD = 'django.db.models.BigAutoField'
 PLACEMENT_READ_DATABASE_URLS = config.env_list('PLACEMENT_READ_DATABASE_URLS')
 PLACEMENT_REPLICA_MAX_LAG_SECONDS = config.env_float('PLACEMENT_REPLICA_MAX_LAG_SECONDS', 5.0)
 DATABASES.update(config.replica_databases(PLACEMENT_READ_DATABASE_URLS, data_dir=DATA_DIR))
+# The small reads nova makes most are PREPAREd once per PostgreSQL session
+# (placement_site.prepared); off behind a PgBouncer in transaction pooling,
+# where a session's statements do not follow its client.
+PLACEMENT_PREPARE_ON_SERVER = config.env_bool('PLACEMENT_PREPARE_ON_SERVER', True)
 PLACEMENT_READ_DATABASES = [alias for alias in DATABASES if alias != 'default']
 DATABASE_ROUTERS = ['placement_site.replicas.ReplicaRouter'] if PLACEMENT_READ_DATABASES else []
 

@@ -256,6 +256,9 @@ debug = true
 secret_key = not-a-secret-at-all-but-long-enough-0123456789abcdef
 data_dir = data
 
+[postgresql]
+prepare_on_server = false
+
 [replicas]
 read_connections = postgresql+psycopg2://r:pw@replica1.example/placement, postgresql://r:pw@replica2.example/placement
 max_lag_seconds = 2.5
@@ -325,6 +328,7 @@ def test_our_own_sections_become_our_settings(ours, tmp_path):
         'DJANGO_SECRET_KEY': 'not-a-secret-at-all-but-long-enough-0123456789abcdef',
         # Relative to the file's directory, as policy_file is.
         'PLACEMENT_DATA_DIR': str(tmp_path / 'data'),
+        'PLACEMENT_PREPARE_ON_SERVER': 'false',
         'PLACEMENT_READ_DATABASE_URLS': ('postgresql://r:pw@replica1.example/placement,'
                                          'postgresql://r:pw@replica2.example/placement'),
         'PLACEMENT_REPLICA_MAX_LAG_SECONDS': '2.5',
@@ -415,6 +419,7 @@ django.setup()
 from django.conf import settings as s
 print(json.dumps({
     'debug': s.DEBUG, 'secret': s.SECRET_KEY, 'data': str(s.DATA_DIR),
+    'prepare': s.PLACEMENT_PREPARE_ON_SERVER,
     'replicas': [s.DATABASES[a]['HOST'] for a in s.PLACEMENT_READ_DATABASES],
     'lag': s.PLACEMENT_REPLICA_MAX_LAG_SECONDS, 'hosts': s.ALLOWED_HOSTS,
     'csrf': s.CSRF_TRUSTED_ORIGINS, 'secure': s.SESSION_COOKIE_SECURE,
@@ -446,7 +451,7 @@ def test_the_settings_take_our_own_sections(ours, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {
         'debug': True, 'secret': 'not-a-secret-at-all-but-long-enough-0123456789abcdef',
-        'data': str(tmp_path / 'data'),
+        'data': str(tmp_path / 'data'), 'prepare': False,
         'replicas': ['replica1.example', 'replica2.example'], 'lag': 2.5,
         'hosts': ['placement.example', 'placement-internal.example'],
         'csrf': ['https://placement.example'], 'secure': False,

@@ -171,6 +171,17 @@ def test_a_read_on_the_server_is_planned_once_per_connection(cloud):
     assert build.calls == 1
 
 
+def test_preparing_on_the_server_can_be_turned_off(cloud, settings):
+    settings.PLACEMENT_PREPARE_ON_SERVER = False
+    read = Prepared(ResourceProvider, lambda name: ResourceProvider.objects.filter(
+        name=name).values_list('name').order_by(), on_server=True)
+    with CaptureQueriesContext(connection) as queries:
+        assert read.rows('cn1') == [('cn1',)]
+        assert read.rows('cn3') == [('cn3',)]
+    assert statements(queries) == ['SELECT', 'SELECT']
+    assert read._names == {}
+
+
 def test_a_connection_keeps_a_bounded_number_prepared(cloud, monkeypatch):
     connection.ensure_connection()
     if connection.vendor == 'postgresql':
