@@ -96,7 +96,8 @@ _USAGES = Prepared(Allocation, _usages, on_server=True)
 
 def project_usages(project_id, user_id=None):
     """{resource class: used} over a project's (and user's) consumers."""
-    if not storable(project_id) or (user_id and not storable(user_id)):
+    # (Asked before the prepared read: its shape is compiled from storable ids.)
+    if not _storable_owner(project_id, user_id):
         return {}
     return dict(_USAGES.rows(project_id, user_id or None))
 
@@ -138,8 +139,13 @@ def _type_key(row, group, consumer_type):
     return row['consumer__consumer_type__name'] or ConsumerType.UNKNOWN
 
 
+def _storable_owner(project_id, user_id):
+    """Whether the ids could be stored: no owner of longer ids exists."""
+    return storable(project_id) and (not user_id or storable(user_id))
+
+
 def _owned(project_id, user_id):
-    if not storable(project_id) or (user_id and not storable(user_id)):
+    if not _storable_owner(project_id, user_id):
         return Allocation.objects.none()
     allocations = Allocation.objects.filter(consumer__project__external_id=project_id)
     if user_id:
